@@ -1,0 +1,37 @@
+"""kernlab: write, differentiate and inspect compute kernels — a Warp-compatible subset.
+
+``import kernlab as kl`` (or ``as wp``): see shared/API.md for the contract.
+"""
+from __future__ import annotations
+
+from . import config, types
+from .errors import (GradientError, KernelError, KernelNameError, KernelSyntaxError,
+                     KernelTypeError, LaunchError)
+from .kernel import Func, Kernel, func, func_grad, kernel, source
+from .lang import (FUNCTIONS as _FUNCTIONS, adjoint, atomic_add, atomic_max, atomic_min,
+                   atomic_sub, constant, printf, tid)
+from .runtime.array import (array, clone, copy, empty, empty_like, from_numpy, full, full_like,
+                            ones, ones_like, zeros, zeros_like)
+from .runtime.device import (get_device, init, is_cuda_available, synchronize,
+                             synchronize_device)
+from .runtime.launch import Launch, launch
+from .runtime.tape import Tape
+from .types import (bool_ as bool, float32, float64, int32, int64, mat22, mat22d, mat33,
+                    mat33d, mat44, mat44d, uint32, vec2, vec2d, vec3, vec3d, vec4, vec4d)
+from . import autograd  # noqa: E402
+
+globals().update(_FUNCTIONS)  # kl.sin, kl.dot, ... (also callable on NumPy values)
+
+__version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython):  # %load_ext kernlab
+    from .notebook import magic
+    magic.load_ipython_extension(ipython)
+
+
+def __getattr__(name):  # kl.lab is imported on first use: ipywidgets is optional
+    if name == "lab":
+        from .notebook import lab
+        return lab
+    raise AttributeError(f"module 'kernlab' has no attribute {name!r}")

@@ -1,0 +1,325 @@
+"""Operators, comparisons, casts, constructors and component access.
+
+Integer division and remainder follow C (and Warp): truncation toward zero, remainder with
+the sign of the dividend; a zero divisor gives 0 instead of trapping. ``//`` floors.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..types import Matrix, Type, Vector, bool_
+from .registry import builtin, sig
+
+
+def _np_type(t: Type):
+    return t.scalar.np.type
+
+
+def _add_sigs():
+    return [sig("N", "N", ret="T"), sig("V", "V", ret="V"), sig("M", "M", ret="M")]
+
+
+# ---- arithmetic -----------------------------------------------------------------------
+
+builtin("add", _add_sigs(), lambda a, b: a + b,
+        llvm=lambda cx, a, b: cx.arith("add", a, b), cuda="({0} + {1})",
+        grad=lambda g, a, b, r, adj: (adj, adj))
+
+builtin("sub", _add_sigs(), lambda a, b: a - b,
+        llvm=lambda cx, a, b: cx.arith("sub", a, b), cuda="({0} - {1})",
+        grad=lambda g, a, b, r, adj: (adj, g.neg(adj)))
+
+builtin("neg", [sig("N", ret="T"), sig("V", ret="V"), sig("M", ret="M")], lambda a: -a,
+        llvm=lambda cx, a: cx.arith("sub", cx.const(0), a), cuda="(-{0})",
+        grad=lambda g, a, r, adj: (g.neg(adj),))
+
+
+def _mul_ret_mv(b):
+    m, v = b["M"], b["V"]
+    return Vector(m.rows, m.dtype) if m.cols == v.length else None
+
+
+def _np_mul(a, b):
+    if np.ndim(a) == 2 and np.ndim(b) >= 1:
+        return (a @ b).astype(a.dtype)
+    return a * b
+
+
+def _mul_grad(g, a, b, r, adj):
+    ta, tb = a.type, b.type
+    if ta.is_matrix and (tb.is_vector or tb.is_matrix):
+        return g.mul(adj, g.transpose(b)) if tb.is_matrix else g.outer(adj, b), \
+            g.mul(g.transpose(a), adj)
+    if ta.is_scalar and not tb.is_scalar:
+        return g.inner(adj, b), g.mul(a, adj)
+    if tb.is_scalar and not ta.is_scalar:
+        return g.mul(adj, b), g.inner(adj, a)
+    return g.mul(adj, b), g.mul(adj, a)
+
+
+class _MatMulSig:
+    """mul(M, M) with matching inner dimensions; separate because it binds two matrices."""
+
+    params = ("M", "M")
+
+    def match(self, types):
+        if len(types) == 2 and all(t.is_matrix for t in types) \
+                and types[0].dtype == types[1].dtype and types[0].cols == types[1].rows:
+            return {"R": Matrix(types[0].rows, types[1].cols, types[0].dtype)}
+        return None
+
+    def result(self, bind):
+        return bind["R"]
+
+    def __str__(self):
+        return "(M[r,k], M[k,c]) -> M[r,c]"
+
+
+builtin("mul", [sig("N", "N", ret="T"), sig("N", "V", ret="V"), sig("V", "N", ret="V"),
+                sig("N", "M", ret="M"), sig("M", "N", ret="M"),
+                sig("M", "V", ret=_mul_ret_mv), _MatMulSig()],
+        _np_mul, llvm=lambda cx, a, b: cx.mul(a, b), cuda="({0} * {1})", grad=_mul_grad)
+
+
+def _np_div(a, b):
+    t = np.result_type(a, b)
+    if np.issubdtype(t, np.integer):
+        if b == 0:
+            return t.type(0)
+        return t.type(np.fix(np.float64(a) / np.float64(b)))
+    return (a / b).astype(t) if np.ndim(a) else t.type(a / b)
+
+
+builtin("div", [sig("N", "N", ret="T"), sig("V", "N", ret="V"), sig("M", "N", ret="M")],
+        _np_div, llvm=lambda cx, a, b: cx.div(a, b), cuda="({0} / {1})",
+        grad=lambda g, a, b, r, adj: (g.div(adj, b), g.neg(g.div(g.inner(adj, r), b))))
+
+
+def _np_floordiv(a, b):
+    t = np.result_type(a, b)
+    if np.issubdtype(t, np.integer) and b == 0:
+        return t.type(0)
+    return t.type(np.floor_divide(a, b))
+
+
+builtin("floordiv", [sig("N", "N", ret="T")], _np_floordiv,
+        llvm=lambda cx, a, b: cx.floordiv(a, b), cuda="kl_floordiv({0}, {1})",
+        differentiable=False)
+
+
+def _np_mod(a, b):
+    t = np.result_type(a, b)
+    if np.issubdtype(t, np.integer) and b == 0:
+        return t.type(0)
+    return t.type(np.fmod(a, b))
+
+
+builtin("mod", [sig("N", "N", ret="T")], _np_mod, llvm=lambda cx, a, b: cx.mod(a, b),
+        cuda="kl_mod({0}, {1})",
+        grad=lambda g, a, b, r, adj: (adj, g.neg(g.mul(adj, g.trunc(g.div(a, b))))))
+
+builtin("trunc", [sig("F", ret="T")], np.trunc,
+        llvm=lambda cx, a: cx.intr("llvm.trunc", a), cuda="trunc({0})", differentiable=False)
+
+
+# ---- comparisons and logic --------------------------------------------------------------
+
+def _cmp(name, fn, cuda_op):
+    builtin(name, [sig("N", "N", ret=bool_), sig("B", "B", ret=bool_)],
+            lambda a, b: np.bool_(fn(a, b)), llvm=lambda cx, a, b: cx.cmp(cuda_op, a, b),
+            cuda=f"({{0}} {cuda_op} {{1}})", differentiable=False)
+
+
+_cmp("eq", lambda a, b: a == b, "==")
+_cmp("ne", lambda a, b: a != b, "!=")
+_cmp("lt", lambda a, b: a < b, "<")
+_cmp("le", lambda a, b: a <= b, "<=")
+_cmp("gt", lambda a, b: a > b, ">")
+_cmp("ge", lambda a, b: a >= b, ">=")
+
+builtin("not_", [sig("B", ret=bool_)], lambda a: np.bool_(not a),
+        llvm=lambda cx, a: cx.b.not_(a), cuda="(!{0})", differentiable=False)
+
+builtin("where", [sig("B", "X", "X", ret="T"), sig("B", "V", "V", ret="V"),
+                  sig("B", "M", "M", ret="M")],
+        lambda c, a, b: a if c else b, llvm=lambda cx, c, a, b: cx.b.select(c, a, b),
+        cuda="({0} ? {1} : {2})",
+        grad=lambda g, c, a, b, r, adj: (None, g.where(c, adj, g.zeros(a.type)),
+                                         g.where(c, g.zeros(b.type), adj)))
+
+
+# ---- casts and constructors ---------------------------------------------------------------
+
+def _np_cast(x, target):
+    if target.is_scalar:
+        if target == bool_:
+            return np.bool_(x != 0)
+        if target.is_int and np.issubdtype(np.asarray(x).dtype, np.floating):
+            x = np.trunc(x) if np.isfinite(x) else 0
+            info = np.iinfo(target.np)
+            x = min(max(x, info.min), info.max)
+        return target.np.type(x)
+    return np.asarray(x).astype(target.np)
+
+
+def _cast_ret(b):
+    t, target = b["T"] if "T" in b else b.get("V") or b.get("M"), b["target"]
+    if target.is_scalar and t.is_scalar:
+        return target
+    if not target.is_scalar and t.shape == target.shape:
+        return target
+    return None
+
+
+builtin("cast", [sig("X", ret=_cast_ret), sig("V", ret=_cast_ret), sig("M", ret=_cast_ret)],
+        lambda x, target=None: _np_cast(x, target), targeted=True,
+        llvm=lambda cx, x: cx.cast(x, cx.types[0], cx.ret), cuda="(({T}){0})",
+        grad=lambda g, x, r, adj: (g.cast(adj, x.type) if x.type.is_float else None,))
+
+
+def _construct_ret(b):
+    target = b["target"]
+    return target if target is not None and (target.is_vector or target.is_matrix) else None
+
+
+class _ConstructSig:
+    """vecN(x1..xN), vecN(s), vecN(), matRC(r*c scalars), matRC(s), matRC(row vectors)."""
+
+    params = ("T...",)
+
+    def match(self, types):
+        return {"types": types}
+
+    def result(self, bind):
+        target, types = bind["target"], bind["types"]
+        if target is None or not (target.is_vector or target.is_matrix):
+            return None
+        n = target.length
+        if all(t.is_scalar and t.kind != "b" for t in types) and len(types) in (0, 1, n):
+            return target
+        if target.is_matrix and len(types) == target.rows and all(
+                t == Vector(target.cols, target.dtype) for t in types):
+            return target
+        return None
+
+    def __str__(self):
+        return "(scalars... | rows...) -> vector/matrix"
+
+
+def _np_construct(*args, target=None):
+    if not args:
+        return np.zeros(target.shape, target.dtype.np)
+    if len(args) == 1 and np.ndim(args[0]) == 0:
+        return np.full(target.shape, args[0], target.dtype.np)
+    return np.array([np.asarray(a, target.dtype.np) for a in args]).reshape(target.shape)
+
+
+def _construct_grad(g, *rest):
+    args, adj = rest[:-2], rest[-1]
+    if len(args) == 1 and args[0].type.is_scalar:
+        return (g.sum(adj),)
+    if args and args[0].type.is_vector:  # matrix from rows
+        return tuple(g.index(adj, g.const(i)) for i in range(len(args)))
+    flat = g.reshape(adj, target=Vector(adj.type.length, adj.type.dtype))
+    return tuple(g.index(flat, g.const(i)) for i in range(len(args)))
+
+
+builtin("construct", [_ConstructSig()], _np_construct, targeted=True,
+        llvm=lambda cx, *a: cx.construct(a), cuda="{T}({args})", grad=_construct_grad)
+
+
+# ---- component access (values, never references) ---------------------------------------
+
+def _index_ret(b):
+    t, idx = b["types"][0], b["types"][1:]
+    if not all(i.is_scalar and i.is_int for i in idx):
+        return None
+    if t.is_vector and len(idx) == 1:
+        return t.dtype
+    if t.is_matrix and len(idx) == 1:
+        return Vector(t.cols, t.dtype)
+    if t.is_matrix and len(idx) == 2:
+        return t.dtype
+    return None
+
+
+class _AnySig:
+    def __init__(self, ret, text):
+        self.ret, self.text = ret, text
+
+    def match(self, types):
+        return {"types": types}
+
+    def result(self, bind):
+        return self.ret(bind)
+
+    def __str__(self):
+        return self.text
+
+
+def _np_index(v, *idx):
+    return v[tuple(int(i) for i in idx)].copy() if len(idx) == 1 and np.ndim(v) == 2 \
+        else v[tuple(int(i) for i in idx)]
+
+
+def _index_grad(g, v, *rest):
+    idx, adj = rest[:-2], rest[-1]
+    return (g.insert(g.zeros(v.type), *idx, adj),) + (None,) * len(idx)
+
+
+builtin("index", [_AnySig(_index_ret, "(vector, int) | (matrix, int[, int])")], _np_index,
+        llvm=lambda cx, v, *i: cx.index(v, i), cuda="{0}[{1}]", grad=_index_grad)
+
+
+def _insert_ret(b):
+    t, idx, x = b["types"][0], b["types"][1:-1], b["types"][-1]
+    part = _index_ret({"types": [t, *idx]})
+    return t if part is not None and part == x else None
+
+
+def _np_insert(v, *rest):
+    out = v.copy()
+    out[tuple(int(i) for i in rest[:-1])] = rest[-1]
+    return out
+
+
+def _insert_grad(g, v, *rest):
+    idx, adj = rest[:-3], rest[-1]
+    return (g.insert(adj, *idx, g.zeros(rest[-3].type)),) + (None,) * len(idx) \
+        + (g.index(adj, *idx),)
+
+
+builtin("insert", [_AnySig(_insert_ret, "(vector, int, scalar) | (matrix, int[, int], value)")],
+        _np_insert, llvm=lambda cx, v, *rest: cx.insert(v, rest[:-1], rest[-1]),
+        cuda="kl_insert({args})", grad=_insert_grad)
+
+
+# ---- helpers the derivative rules use ------------------------------------------------------
+
+builtin("inner", [sig("N", "N", ret="T"), sig("V", "V", ret="T"), sig("M", "M", ret="T")],
+        lambda a, b: (a * b).sum(dtype=np.result_type(a, b)) if np.ndim(a) else a * b,
+        llvm=lambda cx, a, b: cx.reduce_add(cx.arith("mul", a, b)), cuda="kl_inner({0}, {1})",
+        grad=lambda g, a, b, r, adj: (g.mul(adj, b), g.mul(adj, a)))
+
+
+def _sum_ret(b):
+    t = b["types"][0]
+    return t.dtype if len(b["types"]) == 1 and (t.is_vector or t.is_matrix) else None
+
+
+builtin("sum", [_AnySig(_sum_ret, "(vector | matrix) -> scalar")],
+        lambda v: v.sum(dtype=v.dtype), llvm=lambda cx, v: cx.reduce_add(v),
+        cuda="kl_sum({0})", grad=lambda g, v, r, adj: (g.construct(adj, target=v.type),))
+
+
+def _reshape_ret(b):
+    t, target = b["types"][0], b["target"]
+    ok = len(b["types"]) == 1 and not t.is_scalar and target is not None \
+        and not target.is_scalar and target.length == t.length and target.dtype == t.dtype
+    return target if ok else None
+
+
+builtin("reshape", [_AnySig(_reshape_ret, "(vector | matrix) -> same-length vector | matrix")],
+        lambda v, target=None: v.reshape(target.shape).copy(), targeted=True,
+        llvm=lambda cx, v: v, cuda="kl_reshape<{T}>({0})",
+        grad=lambda g, v, r, adj: (g.reshape(adj, target=v.type),))

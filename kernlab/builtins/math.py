@@ -1,0 +1,147 @@
+"""Scalar math: transcendental functions, rounding, min/max and friends.
+
+Each derivative is written with other builtins, evaluated at the forward values.
+Functions without an LLVM intrinsic call the C math library (``tanf``/``tan``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..types import bool_
+from .registry import builtin, sig
+
+FLOAT1 = [sig("F", ret="T")]
+FLOAT2 = [sig("F", "F", ret="T")]
+
+
+def _unary(name, ref, grad, intrinsic=None, libm=None, cuda=None, differentiable=True):
+    if intrinsic:
+        llvm = lambda cx, x: cx.intr(intrinsic, x)  # noqa: E731
+    else:
+        llvm = lambda cx, x: cx.libm(libm or name, x)  # noqa: E731
+    builtin(name, FLOAT1, lambda x: x.dtype.type(ref(x)), llvm=llvm,
+            cuda=cuda or f"{name}({{0}})", grad=grad, differentiable=differentiable)
+
+
+def one(g, x):
+    return g.const(1.0, x.type)
+
+
+_unary("sin", np.sin, lambda g, x, r, adj: (g.mul(adj, g.cos(x)),), intrinsic="llvm.sin")
+_unary("cos", np.cos, lambda g, x, r, adj: (g.neg(g.mul(adj, g.sin(x))),),
+       intrinsic="llvm.cos")
+_unary("tan", np.tan, lambda g, x, r, adj: (g.mul(adj, g.add(one(g, x), g.mul(r, r))),))
+_unary("asin", np.arcsin, lambda g, x, r, adj: (
+    g.div(adj, g.sqrt(g.sub(one(g, x), g.mul(x, x)))),))
+_unary("acos", np.arccos, lambda g, x, r, adj: (
+    g.neg(g.div(adj, g.sqrt(g.sub(one(g, x), g.mul(x, x))))),))
+_unary("atan", np.arctan, lambda g, x, r, adj: (
+    g.div(adj, g.add(one(g, x), g.mul(x, x))),))
+_unary("sinh", np.sinh, lambda g, x, r, adj: (g.mul(adj, g.cosh(x)),))
+_unary("cosh", np.cosh, lambda g, x, r, adj: (g.mul(adj, g.sinh(x)),))
+_unary("tanh", np.tanh, lambda g, x, r, adj: (g.mul(adj, g.sub(one(g, x), g.mul(r, r))),))
+_unary("exp", np.exp, lambda g, x, r, adj: (g.mul(adj, r),), intrinsic="llvm.exp")
+_unary("log", np.log, lambda g, x, r, adj: (g.div(adj, x),), intrinsic="llvm.log")
+_unary("log2", np.log2, lambda g, x, r, adj: (
+    g.div(adj, g.mul(x, g.const(np.log(2.0), x.type))),), intrinsic="llvm.log2")
+_unary("log10", np.log10, lambda g, x, r, adj: (
+    g.div(adj, g.mul(x, g.const(np.log(10.0), x.type))),), intrinsic="llvm.log10")
+_unary("sqrt", np.sqrt, lambda g, x, r, adj: (
+    g.div(adj, g.mul(g.const(2.0, x.type), r)),), intrinsic="llvm.sqrt")
+_unary("floor", np.floor, None, intrinsic="llvm.floor", differentiable=False)
+_unary("ceil", np.ceil, None, intrinsic="llvm.ceil", differentiable=False)
+# Half away from zero, like C's round() and Warp (NumPy's round is half to even).
+_unary("round", lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5), None,
+       intrinsic="llvm.round", differentiable=False)
+
+builtin("atan2", FLOAT2, lambda y, x: y.dtype.type(np.arctan2(y, x)),
+        llvm=lambda cx, y, x: cx.libm("atan2", y, x), cuda="atan2({0}, {1})",
+        grad=lambda g, y, x, r, adj: (
+            g.div(g.mul(adj, x), g.add(g.mul(x, x), g.mul(y, y))),
+            g.neg(g.div(g.mul(adj, y), g.add(g.mul(x, x), g.mul(y, y))))))
+
+builtin("pow", FLOAT2, lambda x, y: x.dtype.type(np.power(x, y)),
+        llvm=lambda cx, x, y: cx.intr("llvm.pow", x, y), cuda="pow({0}, {1})",
+        grad=lambda g, x, y, r, adj: (
+            g.mul(adj, g.mul(y, g.pow(x, g.sub(y, one(g, y))))),
+            g.mul(adj, g.where(g.gt(x, g.zeros(x.type)), g.mul(r, g.log(x)),
+                               g.zeros(x.type)))))
+
+
+builtin("abs", [sig("N", ret="T")], lambda x: x.dtype.type(abs(x)),
+        llvm=lambda cx, x: cx.abs(x), cuda="abs({0})",
+        grad=lambda g, x, r, adj: (g.mul(adj, g.sign(x)),))
+
+# Warp's sign: -1 for x < 0, else 1 (so sign(0) == 1).
+builtin("sign", [sig("N", ret="T")], lambda x: x.dtype.type(-1 if x < 0 else 1),
+        llvm=lambda cx, x: cx.b.select(cx.cmp("<", x, cx.const(0)), cx.const(-1), cx.const(1)),
+        cuda="kl_sign({0})", differentiable=False)
+
+
+def _pick(less):
+    return lambda a, b: a if less(a, b) else b
+
+
+builtin("min", [sig("N", "N", ret="T")], _pick(lambda a, b: a < b),
+        llvm=lambda cx, a, b: cx.b.select(cx.cmp("<", a, b), a, b), cuda="min({0}, {1})",
+        grad=lambda g, a, b, r, adj: (g.where(g.lt(a, b), adj, g.zeros(a.type)),
+                                      g.where(g.lt(a, b), g.zeros(b.type), adj)))
+builtin("max", [sig("N", "N", ret="T")], _pick(lambda a, b: a > b),
+        llvm=lambda cx, a, b: cx.b.select(cx.cmp(">", a, b), a, b), cuda="max({0}, {1})",
+        grad=lambda g, a, b, r, adj: (g.where(g.gt(a, b), adj, g.zeros(a.type)),
+                                      g.where(g.gt(a, b), g.zeros(b.type), adj)))
+
+
+def _np_clamp(x, lo, hi):
+    return x.dtype.type(lo if x < lo else hi if x > hi else x)
+
+
+builtin("clamp", [sig("N", "N", "N", ret="T")], _np_clamp,
+        llvm=lambda cx, x, lo, hi: cx.b.select(
+            cx.cmp("<", x, lo), lo, cx.b.select(cx.cmp(">", x, hi), hi, x)),
+        cuda="clamp({0}, {1}, {2})",
+        grad=lambda g, x, lo, hi, r, adj: (
+            g.where(g.and_(g.ge(x, lo), g.le(x, hi)), adj, g.zeros(x.type)),
+            g.where(g.lt(x, lo), adj, g.zeros(x.type)),
+            g.where(g.and_(g.gt(x, hi), g.ge(x, lo)), adj, g.zeros(x.type))))
+
+builtin("and_", [sig("B", "B", ret=bool_)], lambda a, b: np.bool_(a and b),
+        llvm=lambda cx, a, b: cx.b.and_(a, b), cuda="({0} && {1})", differentiable=False)
+
+
+def _lerp_ref(a, b, t):
+    return (a * (t.dtype.type(1) - t) + b * t).astype(np.result_type(a, t)) if np.ndim(a) \
+        else a * (t.dtype.type(1) - t) + b * t
+
+
+def _lerp_grad(g, a, b, t, r, adj):
+    s = g.sub(one(g, t), t)
+    return g.mul(adj, s), g.mul(adj, t), g.inner(adj, g.sub(b, a))
+
+
+builtin("lerp", [sig("F", "F", "F", ret="T"), sig("FV", "FV", "F", ret="V")], _lerp_ref,
+        llvm=lambda cx, a, b, t: cx.lerp(a, b, t), cuda="lerp({0}, {1}, {2})",
+        grad=_lerp_grad)
+
+
+def _smoothstep_ref(e0, e1, x):
+    t = np.clip((x - e0) / (e1 - e0), 0, 1)
+    return x.dtype.type(t * t * (3 - 2 * t))
+
+
+def _smoothstep_grad(g, e0, e1, x, r, adj):
+    # r = t^2 (3 - 2t), t = clamp((x - e0) / (e1 - e0)); dr/dt = 6 t (1 - t)
+    w = g.sub(e1, e0)
+    t_raw = g.div(g.sub(x, e0), w)
+    inside = g.and_(g.gt(t_raw, g.zeros(x.type)), g.lt(t_raw, one(g, x)))
+    drdt = g.mul(g.const(6.0, x.type), g.mul(t_raw, g.sub(one(g, x), t_raw)))
+    dx = g.where(inside, g.div(g.mul(adj, drdt), w), g.zeros(x.type))
+    # t depends on e0 through -(1 - t)/w and on e1 through -t/w
+    de0 = g.neg(g.mul(dx, g.sub(one(g, x), t_raw)))
+    de1 = g.neg(g.mul(dx, t_raw))
+    return de0, de1, dx
+
+
+builtin("smoothstep", [sig("F", "F", "F", ret="T")], _smoothstep_ref,
+        llvm=lambda cx, e0, e1, x: cx.smoothstep(e0, e1, x), cuda="smoothstep({0}, {1}, {2})",
+        grad=_smoothstep_grad)

@@ -1,0 +1,43 @@
+"""kernlab's settings, as plain module attributes read at the moment they are needed.
+
+    import kernlab as kl
+    kl.config.bounds_check = False   # drop index checks for speed
+"""
+from __future__ import annotations
+
+import os
+
+
+def default_cache_dir() -> str:
+    """$KERNLAB_CACHE_DIR if set, else $XDG_CACHE_HOME/kernlab, else ~/.cache/kernlab."""
+    explicit = os.environ.get("KERNLAB_CACHE_DIR")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "kernlab")
+
+
+def default_num_threads() -> int:
+    """The cores this process may run on (the affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+# Checked indexing on every device; an out-of-range index raises IndexError.
+bounds_check: bool = True
+
+# When True, a NaN or Inf written by a kernel raises an error naming the kernel and line.
+verify_fp: bool = False
+
+# CPU worker threads for kernel launches.
+num_threads: int = default_num_threads()
+
+# How kernels run on the CPU: "llvm" (compiled) or "interp" (the NumPy reference).
+cpu_backend: str = "llvm"
+
+# Where compiled code persists between runs; None or "" disables the disk cache.
+cache_dir: str | None = default_cache_dir()
+
+# Print what the compiler and the cache are doing.
+verbose: bool = False

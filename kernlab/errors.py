@@ -1,0 +1,103 @@
+"""Source locations and the KernelError family.
+
+Every error a user sees names the kernel, shows the user's line with a caret under the
+offending columns, and keeps compiler internals (LLVM verifier output, NVRTC logs) below
+that, under "while compiling ...".
+"""
+from __future__ import annotations
+
+import linecache
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    """Where a piece of IR came from: file (or notebook cell), line, column range, function."""
+
+    file: str
+    line: int
+    col: int = 0
+    end_col: int | None = None
+    func: str = ""
+
+    def __str__(self):
+        return f"{_pretty_file(self.file)}:{self.line}"
+
+    def snippet(self) -> str:
+        """The user's line with a caret under the columns this location covers."""
+        text = linecache.getline(self.file, self.line).rstrip("\n")
+        if not text:
+            return ""
+        gutter = f"{self.line:>4} | "
+        end = self.end_col if self.end_col and self.end_col > self.col else len(text)
+        caret = " " * self.col + "^" * max(1, end - self.col)
+        return f"{gutter}{text}\n{' ' * (len(gutter) - 2)}| {caret}"
+
+
+def _pretty_file(path: str) -> str:
+    # IPython names cell files like <ipython-input-3-abc> or .../ipykernel_123/456.py
+    if path.startswith("<ipython-input-"):
+        return f"cell [{path.split('-')[2]}]"
+    return path
+
+
+class KernelError(Exception):
+    """Base of all kernlab compile and launch errors. ``loc`` is a SourceLoc or None."""
+
+    def __init__(self, message: str, loc: SourceLoc | None = None, kernel: str | None = None,
+                 details: str | None = None, stage: str | None = None):
+        self.message = message
+        self.loc = loc
+        self.kernel = kernel or (loc.func if loc else None)
+        self.details = details
+        self.stage = stage
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        parts = [self.message]
+        if self.loc is not None:
+            where = f"  --> {_pretty_file(self.loc.file)}, line {self.loc.line}"
+            if self.kernel:
+                where += f", in kernel '{self.kernel}'"
+            parts.append(where)
+            snippet = self.loc.snippet()
+            if snippet:
+                parts.append(snippet)
+        elif self.kernel:
+            parts.append(f"  --> in kernel '{self.kernel}'")
+        if self.details:
+            stage = self.stage or f"compiling kernel '{self.kernel}'"
+            parts.append(f"while {stage}:\n{self.details}")
+        return "\n".join(parts)
+
+    @property
+    def lineno(self) -> int | None:
+        return self.loc.line if self.loc else None
+
+
+class KernelSyntaxError(KernelError):
+    """A Python construct the kernel language does not support."""
+
+
+class KernelTypeError(KernelError):
+    """No overload or no implicit conversion fits the types involved."""
+
+
+class KernelNameError(KernelError):
+    """A name that is neither a local, a parameter, a builtin nor a resolvable global."""
+
+
+class LaunchError(KernelError):
+    """Wrong arguments to kl.launch: count, dtype, shape, device."""
+
+
+class GradientError(KernelError):
+    """A kernel whose adjoint cannot be computed correctly, or a tape used wrongly."""
+
+
+class KernelIndexError(KernelError, IndexError):
+    """An out-of-bounds array access inside a kernel; also an IndexError."""
+
+
+class KernelFPError(KernelError, FloatingPointError):
+    """A NaN or Inf written by a kernel while kl.config.verify_fp is on."""

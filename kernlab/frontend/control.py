@@ -1,0 +1,200 @@
+"""Loops and func calls (mixed into the Lowerer).
+
+``for i in range(...)`` becomes a FOR region unless its body may ``break`` or ``return``;
+then it becomes a WHILE over an explicit counter whose condition also tests the flags.
+A func call is inlined: its parameters become fresh locals (values, never references).
+A func with a custom gradient is inlined inside a CUSTOM region that also carries the
+gradient body, which the autodiff pass runs in place of differentiating the func.
+"""
+from __future__ import annotations
+
+import ast
+
+from .. import lang
+from ..errors import KernelSyntaxError, KernelTypeError
+from ..ir.nodes import Block, Op, Value
+from .exprs import Lit, PyObj
+from .source import annotation_type, parse_function
+
+
+class ControlMixin:
+    # ---- loops -----------------------------------------------------------------------------
+
+    def stmt_For(self, node):
+        if node.orelse:
+            raise KernelSyntaxError("'for ... else' is not supported in kernels", self.b.loc)
+        it = node.iter
+        fn = self.expr(it.func) if isinstance(it, ast.Call) else None
+        if not (isinstance(fn, PyObj) and fn.obj is range) or it.keywords:
+            raise KernelSyntaxError("kernels loop only over range(stop) or "
+                                    "range(start, stop[, step])", self.b.loc)
+        if not 1 <= len(it.args) <= 3:
+            raise KernelTypeError("range() takes 1 to 3 arguments", self.b.loc)
+        if not isinstance(node.target, ast.Name):
+            raise KernelSyntaxError("the loop variable must be a single name", self.b.loc)
+        raw = [self.expr(a) for a in it.args]
+        if len(raw) == 1:
+            raw = [Lit(0), raw[0]]
+        if len(raw) == 2:
+            raw.append(Lit(1))
+        start, stop, step = [self.int_index(v) for v in self.values(raw)]
+        if len({start.type, stop.type, step.type}) != 1:
+            raise KernelTypeError("range() bounds must have one integer type", self.b.loc)
+        if isinstance(raw[2], Lit) and raw[2].value == 0:
+            raise KernelTypeError("range() step must not be zero", self.b.loc)
+        var = self.loop_var(node.target.id, start.type)
+        brk = self.flag("break") if _direct(node.body, ast.Break) else None
+        if brk is None and not any(isinstance(n, ast.Return) for n in ast.walk(node)):
+            body = Block()
+            self.b.emit(Op.FOR, [start, stop, step], regions=[body], var=var)
+            with self.b.at(body):
+                self.loop_body(node.body, None)
+            return
+        counter = self.b.new_var(start.type, f"{node.target.id}_next")
+        self.b.store(counter, start)
+        cond_block, body = Block(), Block()
+        self.b.emit(Op.WHILE, regions=[cond_block, body])
+        with self.b.at(cond_block):
+            cond_block.result = self.loop_test(
+                self.range_test(self.b.load(counter), stop, step, raw[2]), brk)
+        with self.b.at(body):
+            i = self.b.load(counter)
+            self.b.store(var, i)
+            self.b.store(counter, self.b.add(i, step))
+            self.loop_body(node.body, brk)
+
+    def range_test(self, i, stop, step, raw_step):
+        if isinstance(raw_step, Lit):
+            return self.b.lt(i, stop) if raw_step.value > 0 else self.b.gt(i, stop)
+        zero = self.b.zeros(step.type)
+        up = self.b.and_(self.b.gt(step, zero), self.b.lt(i, stop))
+        down = self.b.and_(self.b.lt(step, zero), self.b.gt(i, stop))
+        return self.b.not_(self.b.and_(self.b.not_(up), self.b.not_(down)))
+
+    def loop_var(self, name, t):
+        var = self.scope.names.get(name)
+        if var is None:
+            var = self.b.new_var(t, name)
+            self.scope.names[name] = var
+        elif isinstance(var, Value) or var.type != t:
+            raise KernelTypeError(f"loop variable '{name}' was a {var.type} before",
+                                  self.b.loc)
+        return var
+
+    def loop_test(self, cond, brk):
+        for flag in (brk, self.scope.ret_flag):
+            if flag is not None:
+                cond = self.b.and_(cond, self.b.not_(self.b.load(flag)))
+        return cond
+
+    def loop_body(self, stmts, brk):
+        cont = self.flag("continue") if _direct(stmts, ast.Continue) else None
+        self.scope.loops.append((brk, cont))
+        try:
+            self.body(stmts)
+        finally:
+            self.scope.loops.pop()
+
+    def stmt_While(self, node):
+        if node.orelse:
+            raise KernelSyntaxError("'while ... else' is not supported in kernels", self.b.loc)
+        brk = self.flag("break") if _direct(node.body, ast.Break) else None
+        cond_block, body = Block(), Block()
+        self.b.emit(Op.WHILE, regions=[cond_block, body])
+        with self.b.at(cond_block):
+            cond_block.result = self.loop_test(self.truth(self.expr(node.test)), brk)
+        with self.b.at(body):
+            self.loop_body(node.body, brk)
+
+    # ---- funcs -------------------------------------------------------------------------------
+
+    def inline_call(self, func, args, node):
+        if func in self.inlining:
+            raise KernelTypeError(f"func '{func.__name__}' calls itself; recursion is not "
+                                  "supported in kernels", self.b.loc)
+        src = parse_function(func.pyfunc)
+        params = src.tree.args.args
+        if len(args) != len(params):
+            raise KernelTypeError(f"func '{func.__name__}' takes {len(params)} argument(s) "
+                                  f"but {len(args)} were given", self.b.loc)
+        vals = []
+        for p, a in zip(params, args):
+            t = annotation_type(func.pyfunc, p, src)
+            v = self.value(a, t.scalar if not t.is_array else None)
+            if v.type != t:
+                raise KernelTypeError(f"argument '{p.arg}' of func '{func.__name__}' must be a "
+                                      f"{t}, not a {v.type}", self.b.loc)
+            vals.append(v)
+        if func.grad is None:
+            return self.inline_body(func, src, vals)
+        return self.custom_call(func, src, vals)
+
+    def inline_body(self, func, src, vals, adjoints=None):
+        from .lower import Scope, _has_return
+        scope = Scope(func.pyfunc, src, is_kernel=False, adjoints=adjoints)
+        self.stack.append(scope)
+        self.inlining.append(func)
+        try:
+            for p, v in zip(src.tree.args.args, vals):
+                self.bind_param(p.arg, v)
+            if _has_return(src.tree):
+                scope.ret_flag = self.flag("returned")
+            self.body(src.tree.body)
+        finally:
+            self.stack.pop()
+            self.inlining.pop()
+        return self.b.load(scope.ret_var) if scope.ret_var is not None else None
+
+    def custom_call(self, func, src, vals):
+        forward, backward = Block(), Block()
+        ins_args = list(vals)
+        with self.b.at(forward):
+            result = self.inline_body(func, src, vals)
+        if result is None:
+            raise KernelTypeError(f"func '{func.__name__}' with a custom gradient must return "
+                                  "a value", self.b.loc)
+        out = self.b.new_var(result.type, f"{func.__name__}_out")
+        with self.b.at(forward):
+            self.b.store(out, result)
+        grad_src = parse_function(func.grad.pyfunc)
+        gparams = grad_src.tree.args.args
+        if len(gparams) != len(vals) + 1:
+            raise KernelTypeError(f"custom gradient '{func.grad.__name__}' must take the "
+                                  f"{len(vals)} parameter(s) of '{func.__name__}' and adj_ret",
+                                  grad_src.loc(grad_src.tree))
+        adj_ret = self.b.new_var(result.type, "adj_ret")
+        adj_args = {p.arg: self.b.new_var(v.type, f"adj_{p.arg}")
+                    for p, v in zip(gparams, vals) if not v.type.is_array}
+        with self.b.at(backward):
+            for var in adj_args.values():
+                self.b.store(var, self.b.zeros(var.type))
+            self.inline_body(func.grad, grad_src, [*vals, self.b.load(adj_ret)], adj_args)
+        self.b.emit(Op.CUSTOM, ins_args, regions=[forward, backward], func=func, out=out,
+                    adj_ret=adj_ret, adj_args=[adj_args.get(p.arg) for p in gparams[:-1]])
+        return self.b.load(out)
+
+    def adjoint_target(self, target):
+        """The accumulator Var for ``kl.adjoint[x]``, or None if target is something else."""
+        if not isinstance(target, ast.Subscript):
+            return None
+        base = self.expr(target.value)
+        if not (isinstance(base, PyObj) and base.obj is lang.adjoint):
+            return None
+        adjoints = getattr(self.scope, "adjoints", None)
+        name = target.slice.id if isinstance(target.slice, ast.Name) else None
+        if adjoints is None or name not in adjoints:
+            raise KernelTypeError("kl.adjoint[x] needs x to be a scalar or vector parameter "
+                                  "of the function this custom gradient is for", self.b.loc)
+        return adjoints[name]
+
+
+def _direct(stmts, kind) -> bool:
+    """Whether a break/continue of this loop (not of a nested one) occurs in stmts."""
+    def visit(node):
+        if isinstance(node, kind):
+            return True
+        if isinstance(node, (ast.For, ast.While)):
+            return False
+        return any(visit(c) for c in ast.iter_child_nodes(node))
+    return any(visit(s) for s in stmts)
+

@@ -1,0 +1,382 @@
+"""Expressions: AST nodes to typed IR values (mixed into the Lowerer).
+
+Literals stay untyped (``Lit``) until they meet a typed operand, then take its type, so
+``x * 2.0`` works for float32 and float64 ``x`` alike; an int variable never meets a float
+silently (as in Warp: ``i * 2.0`` is a type error; write ``float(i) * 2.0``).
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import operator
+from dataclasses import dataclass
+from types import ModuleType
+
+import numpy as np
+
+from .. import lang
+from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
+from ..ir.nodes import Op, Value
+from ..types import ArrayType, Matrix, Type, Vector, bool_, float32, int32, to_type
+from .source import is_missing, resolve_global
+
+
+@dataclass
+class Lit:
+    """A Python number not yet given a kernel type."""
+
+    value: object
+
+    @property
+    def default_type(self) -> Type:
+        return {bool: bool_, int: int32}.get(type(self.value), float32)
+
+
+@dataclass
+class PyObj:
+    """A compile-time Python object: a module, a type, a builtin, a func."""
+
+    obj: object
+
+
+@dataclass
+class ShapeOf:
+    array: Value
+
+
+BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
+          ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "mul"}
+FOLD = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+        ast.Div: operator.truediv, ast.Pow: operator.pow}
+CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt",
+          ast.GtE: "ge"}
+PY_BUILTINS = {builtins.min: "min", builtins.max: "max", builtins.abs: "abs",
+               builtins.pow: "pow", builtins.round: "round"}
+COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
+
+
+class ExprMixin:
+    # ---- typing helpers -------------------------------------------------------------
+
+    def lit_as(self, lit: Lit, t: Type | None) -> Value:
+        v = lit.value
+        if t is None or not t.is_scalar:
+            t = lit.default_type
+        elif isinstance(v, float) and not t.is_float:
+            t = lit.default_type
+        elif isinstance(v, bool) != (t == bool_):
+            t = lit.default_type
+        return self.b.const(v, t)
+
+    def value(self, x, want: Type | None = None) -> Value:
+        """Materialise an expression result as a Value (literals take ``want`` if they can)."""
+        if isinstance(x, Value):
+            return x
+        if isinstance(x, Lit):
+            return self.lit_as(x, want)
+        if isinstance(x, PyObj):
+            raise KernelTypeError(f"{x.obj!r} cannot be used as a value in a kernel", self.b.loc)
+        raise KernelTypeError("a tuple cannot be used as a single value here", self.b.loc)
+
+    def values(self, xs) -> list[Value]:
+        """Materialise call operands, literals adopting the first typed operand's scalar."""
+        typed = [x.type for x in xs if isinstance(x, Value) and not x.type.is_array]
+        want = next((t for t in typed if t.is_scalar and t != bool_), None)
+        if want is None:
+            want = next((t.scalar for t in typed if t.is_vector or t.is_matrix), None)
+        return [self.value(x, want) for x in xs]
+
+    def call_builtin(self, name: str, xs, target: Type | None = None) -> Value:
+        for x in xs:
+            if isinstance(x, Value) and x.type.is_array:
+                raise KernelTypeError(f"{name}() cannot take a whole array; index it first",
+                                      self.b.loc)
+        return self.b.call(name, self.values(xs), target)
+
+    def int_index(self, x) -> Value:
+        v = self.value(x, int32)
+        if not (v.type.is_scalar and v.type.is_int):
+            raise KernelTypeError(f"an index must be an integer, not {v.type}", self.b.loc)
+        return v
+
+    # ---- dispatch --------------------------------------------------------------------
+
+    def expr(self, node):
+        saved = self.b.loc
+        self.b.loc = self.loc(node)
+        try:
+            visit = getattr(self, "expr_" + type(node).__name__, None)
+            if visit is None:
+                raise KernelSyntaxError(
+                    f"{_describe(node)} is not supported in kernels", self.b.loc)
+            return visit(node)
+        finally:
+            self.b.loc = saved
+
+    def expr_Constant(self, node):
+        if isinstance(node.value, (bool, int, float)):
+            return Lit(node.value)
+        if isinstance(node.value, str):
+            return PyObj(node.value)
+        raise KernelSyntaxError(f"constant {node.value!r} is not supported", self.b.loc)
+
+    def expr_Name(self, node):
+        found = self.lookup(node.id)
+        if found is not None:
+            return found
+        obj = resolve_global(self.pyfunc, node.id, self.extra_globals)
+        if is_missing(obj):
+            raise KernelNameError(f"name '{node.id}' is not defined", self.b.loc)
+        return self.from_python(obj, node.id)
+
+    def from_python(self, obj, name: str):
+        """A global or closure value seen from kernel code."""
+        if isinstance(obj, (bool, int, float)):
+            return Lit(obj)
+        if isinstance(obj, np.generic):
+            return self.b.const(obj, to_type(obj.dtype))
+        if isinstance(obj, np.ndarray) and obj.ndim in (1, 2) and obj.dtype.kind in "fiu":
+            el = to_type(obj.dtype)
+            t = Vector(obj.shape[0], el) if obj.ndim == 1 else Matrix(*obj.shape, el)
+            return self.b.const(obj, t)
+        return PyObj(obj)
+
+    def expr_Attribute(self, node):
+        base = self.expr(node.value)
+        if isinstance(base, PyObj):
+            try:
+                return self.from_python(getattr(base.obj, node.attr), node.attr)
+            except AttributeError:
+                raise KernelNameError(f"'{ast.unparse(node.value)}' has no attribute "
+                                      f"'{node.attr}'", self.b.loc) from None
+        if isinstance(base, Value) and base.type.is_array and node.attr == "shape":
+            return ShapeOf(base)
+        if isinstance(base, Value) and base.type.is_vector and node.attr in COMPONENTS:
+            k = COMPONENTS[node.attr]
+            if k >= base.type.length:
+                raise KernelTypeError(f"{base.type} has no component '{node.attr}'", self.b.loc)
+            return self.b.index(base, self.b.const(k, int32))
+        raise KernelSyntaxError(f"attribute '.{node.attr}' is not supported here", self.b.loc)
+
+    def expr_Subscript(self, node):
+        base = self.expr(node.value)
+        idx = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if any(isinstance(i, ast.Slice) for i in idx):
+            raise KernelSyntaxError("slices are not supported in kernels", self.b.loc)
+        if isinstance(base, ShapeOf):
+            d = self.expr(idx[0])
+            if len(idx) != 1 or not isinstance(d, Lit) or not isinstance(d.value, int) \
+                    or not 0 <= d.value < base.array.type.ndim:
+                raise KernelTypeError(f"shape index must be a constant in "
+                                      f"0..{base.array.type.ndim - 1}", self.b.loc)
+            return self.b.emit(Op.SHAPE, [base.array], int32, dim=d.value)
+        indices = [self.int_index(self.expr(i)) for i in idx]
+        base = self.value(base)
+        if base.type.is_array:
+            return self.load_element(base, indices, node)
+        if base.type.is_vector or base.type.is_matrix:
+            return self.b.call("index", [base, *indices])
+        raise KernelTypeError(f"a value of type {base.type} cannot be indexed", self.b.loc)
+
+    def load_element(self, arr: Value, indices, node):
+        if len(indices) != arr.type.ndim:
+            raise KernelTypeError(f"array '{self.array_name(arr)}' has {arr.type.ndim} "
+                                  f"dimension(s) but {len(indices)} index(es) were given",
+                                  self.b.loc)
+        return self.b.emit(Op.LOAD, [arr, *indices], arr.type.dtype, site=self.site(arr))
+
+    def expr_Tuple(self, node):
+        return tuple(self.expr(e) for e in node.elts)
+
+    def expr_BinOp(self, node):
+        name = BINOPS.get(type(node.op))
+        if name is None:
+            raise KernelSyntaxError(f"operator {_describe(node.op)} is not supported",
+                                    self.b.loc)
+        lhs, rhs = self.expr(node.left), self.expr(node.right)
+        if isinstance(lhs, Lit) and isinstance(rhs, Lit) and type(node.op) in FOLD \
+                and not isinstance(lhs.value, bool) and not isinstance(rhs.value, bool):
+            try:
+                return Lit(FOLD[type(node.op)](lhs.value, rhs.value))
+            except ZeroDivisionError:
+                raise KernelTypeError("division by zero in a constant expression",
+                                      self.b.loc) from None
+        if name == "pow":
+            lhs = self.value(lhs, float32 if isinstance(rhs, Lit) else None)
+            if isinstance(rhs, Lit):
+                rhs = Lit(float(rhs.value))
+        return self.call_builtin(name, [lhs, rhs])
+
+    def expr_UnaryOp(self, node):
+        x = self.expr(node.operand)
+        if isinstance(node.op, ast.UAdd):
+            return x
+        if isinstance(x, Lit):
+            fold = {ast.USub: operator.neg, ast.Not: operator.not_}.get(type(node.op))
+            if fold:
+                return Lit(fold(x.value))
+        if isinstance(node.op, ast.USub):
+            return self.call_builtin("neg", [x])
+        if isinstance(node.op, ast.Not):
+            return self.b.not_(self.truth(x))
+        raise KernelSyntaxError(f"operator {_describe(node.op)} is not supported", self.b.loc)
+
+    def truth(self, x) -> Value:
+        """A bool Value for a condition: bools as they are, numbers compared with zero."""
+        v = self.value(x)
+        if v.type == bool_:
+            return v
+        if v.type.is_scalar:
+            return self.b.ne(v, self.b.zeros(v.type))
+        raise KernelTypeError(f"a {v.type} cannot be used as a condition", self.b.loc)
+
+    def expr_Compare(self, node):
+        result, left = None, self.expr(node.left)
+        for op, right_node in zip(node.ops, node.comparators):
+            name = CMPOPS.get(type(op))
+            if name is None:
+                raise KernelSyntaxError(f"comparison {_describe(op)} is not supported",
+                                        self.b.loc)
+            right = self.expr(right_node)
+            a, c = self.values([left, right])
+            cmp = self.b.call(name, [a, c])
+            result = cmp if result is None else self.b.and_(result, cmp)
+            left = c
+        return result
+
+    def expr_BoolOp(self, node):
+        # Short-circuit, as in Python: `i < n and a[i] > 0` never reads a[n].
+        is_and = isinstance(node.op, ast.And)
+        flag = self.b.new_var(bool_, "and" if is_and else "or")
+        self.b.store(flag, self.truth(self.expr(node.values[0])))
+        for operand in node.values[1:]:
+            cond = self.b.load(flag)
+            if not is_and:
+                cond = self.b.not_(cond)
+            then = self.if_block(cond)
+            with self.b.at(then):
+                self.b.store(flag, self.truth(self.expr(operand)))
+        return self.b.load(flag)
+
+    def expr_IfExp(self, node):
+        cond = self.truth(self.expr(node.test))
+        then_block, else_block = self.if_blocks(cond)
+        with self.b.at(then_block):
+            a = self.expr(node.body)
+        with self.b.at(else_block):
+            c = self.expr(node.orelse)
+        if isinstance(a, Lit) and isinstance(c, Lit):
+            a, c = Lit(a.value), Lit(c.value)
+        want = a.type if isinstance(a, Value) else c.type if isinstance(c, Value) else None
+        out = self.b.new_var(want or a.default_type, "ifexp")
+        for block, x in ((then_block, a), (else_block, c)):
+            with self.b.at(block):
+                v = self.value(x, out.type)
+                if v.type != out.type:
+                    raise KernelTypeError(f"the branches of a conditional expression have "
+                                          f"different types ({out.type} and {v.type})",
+                                          self.b.loc)
+                self.b.store(out, v)
+        return self.b.load(out)
+
+    def expr_Call(self, node):
+        if node.keywords:
+            raise KernelSyntaxError("keyword arguments are not supported in kernel calls",
+                                    self.b.loc)
+        fn = self.expr(node.func)
+        if not isinstance(fn, PyObj):
+            raise KernelTypeError(f"'{ast.unparse(node.func)}' is not callable", self.b.loc)
+        obj = fn.obj
+        if obj is lang.tid:
+            return self.tid(len(node.args))
+        args = [self.expr(a) for a in node.args]
+        if isinstance(obj, lang.BuiltinFunction):
+            return self.call_builtin(obj.builtin, args)
+        if obj in PY_BUILTINS and not isinstance(obj, type):
+            return self.call_builtin(PY_BUILTINS[obj], args)
+        target = lang.python_type(obj) if isinstance(obj, (type, Type)) else None
+        if target is not None:
+            return self.construct(target, args)
+        if obj in lang.ATOMICS:
+            return self.atomic(lang.ATOMICS[obj], args)
+        if obj is lang.kprint or obj is builtins.print or obj is lang.printf:
+            return self.kprint(args, obj is lang.printf)
+        if obj is builtins.len:
+            arr = self.value(args[0]) if len(args) == 1 else None
+            if arr is None or not arr.type.is_array:
+                raise KernelTypeError("len() takes one array", self.b.loc)
+            return self.b.emit(Op.SHAPE, [arr], int32, dim=0)
+        from ..kernel import Func  # the decorator module sits above the frontend
+        if isinstance(obj, Func):
+            return self.inline_call(obj, args, node)
+        raise KernelTypeError(f"'{ast.unparse(node.func)}' ({obj!r}) cannot be called in a "
+                              "kernel", self.b.loc)
+
+    def construct(self, target: Type, args):
+        if target.is_scalar:
+            if len(args) != 1:
+                raise KernelTypeError(f"{target}() takes exactly one argument", self.b.loc)
+            x = args[0]
+            if isinstance(x, Lit):
+                return self.b.const(target.np.type(x.value), target)
+            return self.b.cast(self.value(x), target)
+        vals = [self.value(a, target.scalar) for a in args]
+        vals = [self.b.cast(v, target.scalar) if v.type.is_scalar and v.type.is_float
+                and target.is_float else v for v in vals]
+        return self.b.call("construct", vals, target)
+
+    def tid(self, nargs):
+        if nargs:
+            raise KernelTypeError("tid() takes no arguments", self.b.loc)
+        return _Tid()
+
+    def atomic(self, kind, args):
+        if len(args) < 3 or not isinstance(args[0], Value) or not args[0].type.is_array:
+            raise KernelTypeError(f"atomic_{kind}(array, index..., value) needs an array, its "
+                                  "indices and a value", self.b.loc)
+        arr = args[0]
+        idx = [self.int_index(i) for i in args[1:-1]]
+        if len(idx) != arr.type.ndim:
+            raise KernelTypeError(f"atomic_{kind} on a {arr.type.ndim}-d array needs "
+                                  f"{arr.type.ndim} index(es)", self.b.loc)
+        val = self.value(args[-1], arr.type.dtype.scalar)
+        if val.type != arr.type.dtype:
+            raise KernelTypeError(f"atomic_{kind} of a {val.type} into an array of "
+                                  f"{arr.type.dtype}", self.b.loc)
+        if kind in ("min", "max") and not arr.type.dtype.is_scalar:
+            raise KernelTypeError(f"atomic_{kind} needs an array of scalars", self.b.loc)
+        return self.b.emit(Op.ATOMIC, [arr, *idx, val], val.type, kind=kind,
+                           site=self.site(arr))
+
+    def kprint(self, args, formatted):
+        if formatted:
+            if not args or not isinstance(args[0], PyObj) or not isinstance(args[0].obj, str):
+                raise KernelTypeError("printf needs a format string first", self.b.loc)
+            fmt, args = args[0].obj, args[1:]
+        else:
+            fmt = None
+        vals = [self.value(a) for a in args if not isinstance(a, PyObj)]
+        labels = [a.obj for a in args if isinstance(a, PyObj) and isinstance(a.obj, str)]
+        if fmt is None:
+            fmt = " ".join(labels + ["{}"] * len(vals))
+        self.b.emit(Op.PRINT, vals, fmt=fmt, printf=formatted)
+        return None
+
+
+class _Tid:
+    """Marker for ``tid()``, resolved by the assignment that unpacks it."""
+
+
+def _describe(node) -> str:
+    names = {"ListComp": "a list comprehension", "DictComp": "a dict comprehension",
+             "SetComp": "a set comprehension", "GeneratorExp": "a generator expression",
+             "Lambda": "lambda", "JoinedStr": "an f-string", "List": "a list literal",
+             "Dict": "a dict literal", "Set": "a set literal", "Starred": "*-unpacking",
+             "NamedExpr": "the walrus operator :=", "Await": "await", "Yield": "yield",
+             "BitAnd": "&", "BitOr": "|", "BitXor": "^", "LShift": "<<", "RShift": ">>",
+             "Invert": "~", "In": "in", "NotIn": "not in", "Is": "is", "IsNot": "is not"}
+    name = type(node).__name__
+    return names.get(name, name)
+
+
+__all__ = ["ExprMixin", "Lit", "PyObj", "ShapeOf", "ArrayType", "ModuleType"]

@@ -1,0 +1,378 @@
+"""Statements and functions: a kernel's AST to a typed IR Function (``source_to_ir``).
+
+Funcs are inlined at each call, so every kernel is one body the autodiff pass sees whole.
+``break``, ``continue`` and ``return`` become flag variables: the statements after one are
+guarded by ``if not flag``, and loops test the flags in their condition. A ``for`` that
+may break or return becomes a ``while`` over an explicit counter.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
+from ..ir.builder import Builder
+from ..ir.nodes import Block, Function, Op, Param, Site, Value, Var
+from ..ir.verify import verify
+from ..types import bool_, int32
+from .control import ControlMixin
+from .exprs import ExprMixin, Lit, _describe, _Tid
+from .source import ParsedSource, annotation_type, parse_function
+
+
+@dataclass
+class Scope:
+    """Names of one (inlined) function body."""
+
+    pyfunc: object
+    src: ParsedSource
+    names: dict = field(default_factory=dict)  # name -> Var (locals) or Value (arrays)
+    ret_flag: Var | None = None
+    ret_var: Var | None = None
+    is_kernel: bool = True
+    loops: list = field(default_factory=list)  # innermost last: (brk Var|None, cont Var|None)
+    adjoints: dict | None = None  # in a custom gradient body: param name -> accumulator Var
+
+
+def source_to_ir(pyfunc, name: str | None = None, extra_globals: dict | None = None,
+                 funcs_in_progress: tuple = ()) -> Function:
+    return Lowerer(pyfunc, extra_globals, funcs_in_progress).build_kernel(name)
+
+
+class Lowerer(ControlMixin, ExprMixin):
+    def __init__(self, pyfunc, extra_globals=None, funcs_in_progress=()):
+        self.kernel_src = parse_function(pyfunc)
+        self.extra_globals = extra_globals
+        self.stack = [Scope(pyfunc, self.kernel_src)]
+        self.inlining = list(funcs_in_progress)
+
+    # ---- scope helpers -----------------------------------------------------------------
+
+    @property
+    def scope(self) -> Scope:
+        return self.stack[-1]
+
+    @property
+    def pyfunc(self):
+        return self.scope.pyfunc
+
+    def loc(self, node):
+        return self.scope.src.loc(node)
+
+    def lookup(self, name):
+        found = self.scope.names.get(name)
+        if isinstance(found, Var):
+            return self.b.load(found, name)
+        return found
+
+    def site(self, arr: Value) -> int:
+        self.func.sites.append(Site(self.b.loc, self.array_name(arr)))
+        return len(self.func.sites) - 1
+
+    def array_name(self, arr: Value) -> str:
+        return arr.name or "array"
+
+    def if_blocks(self, cond: Value):
+        then_block, else_block = Block(), Block()
+        self.b.emit(Op.IF, [cond], regions=[then_block, else_block])
+        return then_block, else_block
+
+    def if_block(self, cond: Value) -> Block:
+        return self.if_blocks(cond)[0]
+
+    def flag(self, name: str) -> Var:
+        var = self.b.new_var(bool_, name)
+        self.b.store(var, self.b.const(False, bool_))
+        return var
+
+    # ---- kernels -------------------------------------------------------------------------
+
+    def build_kernel(self, name=None) -> Function:
+        src = self.kernel_src
+        tree = src.tree
+        loc = src.loc(tree)
+        params = []
+        self.func = Function(name or src.name, params, Block(), loc)
+        self.b = Builder(self.func, loc)
+        if tree.args.vararg or tree.args.kwarg or tree.args.kwonlyargs or tree.args.defaults:
+            raise KernelSyntaxError("kernel parameters must be plain annotated names", loc)
+        for arg in tree.args.args:
+            t = annotation_type(self.pyfunc, arg, src)
+            value = Value(t, arg.arg)
+            params.append(Param(arg.arg, t, value))
+            self.bind_param(arg.arg, value)
+        if _has_return(tree):
+            self.scope.ret_flag = self.flag("returned")
+        self.body(tree.body)
+        return verify(self.func)
+
+    def bind_param(self, name, value: Value):
+        if value.type.is_array:
+            self.scope.names[name] = value
+        else:  # scalars are copied into a local, so the body may reassign them
+            var = self.b.new_var(value.type, name)
+            self.b.store(var, value)
+            self.scope.names[name] = var
+
+    # ---- statements -----------------------------------------------------------------------
+
+    def body(self, stmts):
+        for k, stmt in enumerate(stmts):
+            self.stmt(stmt)
+            if k + 1 < len(stmts) and _may_jump(stmt):
+                guard = self.guard()
+                if guard is not None:
+                    with self.b.at(self.if_block(guard)):
+                        self.body(stmts[k + 1:])
+                    return
+
+    def guard(self) -> Value | None:
+        """``not break and not continue and not returned`` for the flags in scope."""
+        flags = [self.scope.ret_flag]
+        if self.scope.loops:
+            flags += list(self.scope.loops[-1])
+        conds = [self.b.not_(self.b.load(f)) for f in flags if f is not None]
+        if not conds:
+            return None
+        guard = conds[0]
+        for c in conds[1:]:
+            guard = self.b.and_(guard, c)
+        return guard
+
+    def stmt(self, node):
+        saved = self.b.loc
+        self.b.loc = self.loc(node)
+        try:
+            visit = getattr(self, "stmt_" + type(node).__name__, None)
+            if visit is None:
+                raise KernelSyntaxError(f"{_stmt_name(node)} is not supported in kernels",
+                                        self.b.loc)
+            visit(node)
+        finally:
+            self.b.loc = saved
+
+    def stmt_Pass(self, node):
+        pass
+
+    def stmt_Expr(self, node):
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # docstring
+        self.expr(node.value)
+
+    def stmt_Assign(self, node):
+        if len(node.targets) != 1:
+            raise KernelSyntaxError("chained assignment (a = b = c) is not supported",
+                                    self.b.loc)
+        target = node.targets[0]
+        value = self.expr(node.value)
+        if isinstance(value, _Tid):
+            return self.assign_tid(target)
+        if isinstance(target, ast.Tuple):
+            if not isinstance(value, tuple) or len(value) != len(target.elts):
+                raise KernelTypeError("tuple assignment needs a tuple of the same length",
+                                      self.b.loc)
+            vals = [v if isinstance(v, Lit) else self.value(v) for v in value]
+            for t, v in zip(target.elts, vals):
+                self.assign(t, v)
+            return
+        self.assign(target, value)
+
+    def stmt_AnnAssign(self, node):
+        if not isinstance(node.target, ast.Name) or node.value is None:
+            raise KernelSyntaxError("annotated assignment needs a name and a value", self.b.loc)
+        from .source import _eval_annotation
+        from ..types import to_type
+        t = to_type(_eval_annotation(self.pyfunc, node.annotation, self.b.loc))
+        value = self.value(self.expr(node.value), t)
+        if value.type != t:
+            value = self.b.cast(value, t)
+        self.assign(node.target, value, declared=t)
+
+    def assign_tid(self, target):
+        names = target.elts if isinstance(target, ast.Tuple) else [target]
+        if len(names) > 3:
+            raise KernelTypeError("tid() has at most 3 dimensions", self.b.loc)
+        self.func.ndim = max(self.func.ndim, len(names))
+        for d, t in enumerate(names):
+            self.assign(t, self.b.emit(Op.TID, (), int32, dim=d))
+
+    def assign(self, target, value, declared=None):
+        if isinstance(target, ast.Name):
+            return self.assign_name(target.id, value, declared)
+        if isinstance(target, ast.Subscript):
+            adj = self.adjoint_target(target)
+            if adj is not None:
+                return self.b.store(adj, self.value(value, adj.type.scalar))
+            return self.assign_subscript(target, value)
+        if isinstance(target, ast.Attribute):
+            base = target.value
+            index = ast.copy_location(ast.Constant(_component(target, self.b.loc)), target)
+            sub = ast.copy_location(ast.Subscript(base, index, ast.Store()), target)
+            return self.assign_subscript(sub, value)
+        raise KernelSyntaxError(f"cannot assign to {_describe(target)}", self.b.loc)
+
+    def assign_name(self, name, value, declared=None):
+        current = self.scope.names.get(name)
+        if isinstance(current, Value):
+            raise KernelTypeError(f"array parameter '{name}' cannot be reassigned", self.b.loc)
+        if isinstance(value, Value) and value.type.is_array:
+            if current is not None:
+                raise KernelTypeError(f"'{name}' is a local value; it cannot become an array",
+                                      self.b.loc)
+            self.scope.names[name] = value  # another name for the same array
+            return
+        if current is None:
+            v = self.value(value, declared)
+            current = self.b.new_var(declared or v.type, name)
+            self.scope.names[name] = current
+        else:
+            v = self.value(value, current.type)
+        if v.type != current.type:
+            raise KernelTypeError(f"cannot assign a {v.type} to '{name}', which is a "
+                                  f"{current.type} (convert it, e.g. {current.type}(...))",
+                                  self.b.loc)
+        if not v.name:
+            v.name = name
+        self.b.store(current, v)
+
+    def assign_subscript(self, target, value):
+        idx_nodes = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+        base = self.expr(target.value) if not isinstance(target.value, ast.Name) \
+            else self._name_for_store(target.value)
+        indices = [self.int_index(self.expr(i)) for i in idx_nodes]
+        if isinstance(base, Value) and base.type.is_array:
+            if len(indices) != base.type.ndim:
+                raise KernelTypeError(f"array '{self.array_name(base)}' has "
+                                      f"{base.type.ndim} dimension(s) but {len(indices)} "
+                                      "index(es) were given", self.b.loc)
+            v = self.value(value, base.type.dtype.scalar)
+            if v.type != base.type.dtype:
+                raise KernelTypeError(f"cannot store a {v.type} into an array of "
+                                      f"{base.type.dtype}", self.b.loc)
+            self.b.emit(Op.STORE, [base, *indices, v], site=self.site(base))
+            return
+        if isinstance(base, Var) and (base.type.is_vector or base.type.is_matrix):
+            old = self.b.load(base)
+            v = self.value(value, base.type.scalar)
+            self.b.store(base, self.b.call("insert", [old, *indices, v]))
+            return
+        if isinstance(target.value, ast.Subscript):  # a[i][k] = s: read, modify, write
+            inner = self.expr(target.value)
+            v = self.value(value, inner.type.scalar)
+            new = self.b.call("insert", [inner, *indices, v])
+            return self.assign_subscript(target.value, new)
+        raise KernelTypeError(f"cannot assign to an element of "
+                              f"'{ast.unparse(target.value)}'", self.b.loc)
+
+    def _name_for_store(self, node):
+        found = self.scope.names.get(node.id)
+        if found is None:
+            raise KernelNameError(f"name '{node.id}' is not defined", self.b.loc)
+        return found
+
+    def stmt_AugAssign(self, node):
+        from .exprs import BINOPS
+        name = BINOPS.get(type(node.op))
+        if name is None:
+            raise KernelSyntaxError(f"operator {_describe(node.op)}= is not supported",
+                                    self.b.loc)
+        target = node.target
+        adj = self.adjoint_target(target)
+        if adj is not None:  # kl.adjoint[x] += v in a custom gradient
+            v = self.value(self.expr(node.value), adj.type.scalar)
+            self.b.store(adj, self.b.call(name, [self.b.load(adj), v]))
+            return
+        if isinstance(target, ast.Subscript):
+            base = self.expr(target.value)
+            if isinstance(base, Value) and base.type.is_array and name in ("add", "sub"):
+                idx = target.slice.elts if isinstance(target.slice, ast.Tuple) \
+                    else [target.slice]
+                args = [base, *[self.expr(i) for i in idx], self.expr(node.value)]
+                self.atomic(name, args)  # a[i] += v is an atomic add, as in Warp
+                return
+        load = ast.copy_location(_as_load(target), target)
+        combined = ast.copy_location(ast.BinOp(load, node.op, node.value), node)
+        self.assign(target, self.expr(combined))
+
+    def stmt_If(self, node):
+        cond = self.truth(self.expr(node.test))
+        then_block, else_block = self.if_blocks(cond)
+        with self.b.at(then_block):
+            self.body(node.body)
+        with self.b.at(else_block):
+            self.body(node.orelse)
+
+    def stmt_Break(self, node):
+        brk = self.scope.loops[-1][0] if self.scope.loops else None
+        if brk is None:
+            raise KernelSyntaxError("'break' outside a loop", self.b.loc)
+        self.b.store(brk, self.b.const(True, bool_))
+
+    def stmt_Continue(self, node):
+        cont = self.scope.loops[-1][1] if self.scope.loops else None
+        if cont is None:
+            raise KernelSyntaxError("'continue' outside a loop", self.b.loc)
+        self.b.store(cont, self.b.const(True, bool_))
+
+    def stmt_Return(self, node):
+        scope = self.scope
+        if scope.is_kernel:
+            if node.value is not None:
+                raise KernelTypeError("a kernel cannot return a value", self.b.loc)
+        else:
+            value = self.expr(node.value) if node.value is not None else None
+            if value is None:
+                raise KernelTypeError("a func must return a value", self.b.loc)
+            if scope.ret_var is None:
+                v = self.value(value)
+                scope.ret_var = self.b.new_var(v.type, f"{self.scope.src.name}_ret")
+            v = self.value(value, scope.ret_var.type)
+            if v.type != scope.ret_var.type:
+                raise KernelTypeError(f"this return gives a {v.type}, an earlier one a "
+                                      f"{scope.ret_var.type}", self.b.loc)
+            self.b.store(scope.ret_var, v)
+        self.b.store(scope.ret_flag, self.b.const(True, bool_))
+
+
+def _has_return(node) -> bool:
+    return any(isinstance(n, ast.Return) for n in ast.walk(node))
+
+
+def _may_jump(stmt) -> bool:
+    """Whether stmt may break, continue or return (break/continue only for this loop)."""
+    return _has_return(stmt) or _has_jump(stmt)
+
+
+def _has_jump(node) -> bool:
+    if isinstance(node, (ast.Break, ast.Continue)):
+        return True
+    if isinstance(node, (ast.For, ast.While)):
+        return False
+    return any(_has_jump(c) for c in ast.iter_child_nodes(node))
+
+
+def _component(node, loc):
+    from .exprs import COMPONENTS
+    if node.attr not in COMPONENTS:
+        raise KernelSyntaxError(f"cannot assign to attribute '.{node.attr}'", loc)
+    return COMPONENTS[node.attr]
+
+
+def _as_load(target):
+    import copy
+    node = copy.deepcopy(target)
+    for sub in ast.walk(node):
+        if hasattr(sub, "ctx"):
+            sub.ctx = ast.Load()
+    return node
+
+
+def _stmt_name(node) -> str:
+    return {"With": "a 'with' statement", "Try": "a 'try' statement",
+            "Raise": "'raise'", "Assert": "'assert'", "Import": "'import'",
+            "ImportFrom": "'import'", "Global": "'global'", "Nonlocal": "'nonlocal'",
+            "FunctionDef": "a nested function definition", "ClassDef": "a class definition",
+            "Delete": "'del'", "AsyncFor": "'async for'", "AsyncWith": "'async with'",
+            "Match": "a 'match' statement"}.get(type(node).__name__, type(node).__name__)
+
+

@@ -1,0 +1,116 @@
+"""Reading a Python function's source and resolving the names it uses.
+
+Works for files and for IPython/Jupyter cells: IPython registers each cell's source with
+linecache, which is what inspect.getsource reads.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import linecache
+import textwrap
+from dataclasses import dataclass
+
+from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError, SourceLoc
+from ..types import Type, to_type
+
+
+@dataclass
+class ParsedSource:
+    tree: ast.FunctionDef
+    file: str
+    line_offset: int  # add to an AST lineno to get the file's line
+    col_offset: int   # add to an AST col_offset to get the file's column
+    name: str
+
+    def loc(self, node, func: str | None = None) -> SourceLoc:
+        line = getattr(node, "lineno", self.tree.lineno)
+        col = getattr(node, "col_offset", 0)
+        end = getattr(node, "end_col_offset", None)
+        if getattr(node, "end_lineno", line) != line:
+            end = None
+        return SourceLoc(self.file, line + self.line_offset, col + self.col_offset,
+                         None if end is None else end + self.col_offset, func or self.name)
+
+
+def parse_function(pyfunc) -> ParsedSource:
+    """The FunctionDef of ``pyfunc`` with the offsets that map it back to its file."""
+    code = pyfunc.__code__
+    file = code.co_filename
+    try:
+        lines, first = inspect.getsourcelines(pyfunc)
+    except (OSError, TypeError) as exc:
+        raise KernelSyntaxError(
+            f"cannot read the source of '{pyfunc.__name__}' ({exc}); kernels must be defined "
+            "in a file or a notebook cell", SourceLoc(file, code.co_firstlineno)) from None
+    src = "".join(lines)
+    dedented = textwrap.dedent(src)
+    indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != src else 0
+    try:
+        module = ast.parse(dedented)
+    except SyntaxError as exc:
+        raise KernelSyntaxError(f"invalid Python: {exc.msg}",
+                                SourceLoc(file, first + (exc.lineno or 1) - 1)) from None
+    tree = next(n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    if isinstance(tree, ast.AsyncFunctionDef):
+        raise KernelSyntaxError("kernels cannot be async", SourceLoc(file, first))
+    linecache.getlines(file)  # keep the cell's text available for error snippets
+    return ParsedSource(tree, file, first - 1, indent, pyfunc.__name__)
+
+
+_MISSING = object()
+
+
+def resolve_global(pyfunc, name: str, extra: dict | None = None):
+    """The Python object a free name refers to: closure cell, global, or Python builtin."""
+    code = pyfunc.__code__
+    if pyfunc.__closure__ and name in code.co_freevars:
+        cell = pyfunc.__closure__[code.co_freevars.index(name)]
+        try:
+            return cell.cell_contents
+        except ValueError:
+            return _MISSING
+    if extra and name in extra:
+        return extra[name]
+    if name in pyfunc.__globals__:
+        return pyfunc.__globals__[name]
+    return getattr(builtins, name, _MISSING)
+
+
+def is_missing(obj) -> bool:
+    return obj is _MISSING
+
+
+def annotation_type(pyfunc, arg: ast.arg, src: ParsedSource) -> Type:
+    """The kernlab type of a parameter from its annotation."""
+    from ..runtime.array import array  # runtime arrays double as annotations
+
+    loc = src.loc(arg)
+    if arg.annotation is None:
+        raise KernelTypeError(f"parameter '{arg.arg}' needs a type annotation", loc)
+    hints = getattr(pyfunc, "__annotations__", {})
+    ann = hints.get(arg.arg, _MISSING)
+    if isinstance(ann, str) or ann is _MISSING:
+        ann = _eval_annotation(pyfunc, arg.annotation, loc)
+    if isinstance(ann, array):
+        return ann.type
+    try:
+        return to_type(ann)
+    except TypeError:
+        raise KernelTypeError(f"annotation {ast.unparse(arg.annotation)!r} of parameter "
+                                  f"'{arg.arg}' is not a kernlab type", loc) from None
+
+
+def _eval_annotation(pyfunc, node, loc):
+    env = dict(pyfunc.__globals__)
+    if pyfunc.__closure__:
+        for name, cell in zip(pyfunc.__code__.co_freevars, pyfunc.__closure__):
+            try:
+                env[name] = cell.cell_contents
+            except ValueError:
+                pass
+    try:
+        return eval(compile(ast.Expression(node), loc.file, "eval"), env)  # noqa: S307
+    except NameError as exc:
+        raise KernelNameError(f"annotation uses an unknown name: {exc}", loc) from None

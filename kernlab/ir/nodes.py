@@ -1,0 +1,141 @@
+"""The typed IR: SSA values, explicit local variables, structured control flow.
+
+A kernel is a Function whose body is a Block of Instrs. Every Instr computes at most one
+SSA Value (defined exactly once, per execution of its block) and carries the SourceLoc of
+the user code it came from. Python locals become Vars — explicit slots read by LOAD_VAR
+and written by STORE_VAR — so that values flowing around loops and branches are named
+state the autodiff pass can save and restore. Backends promote Vars to registers
+(LLVM mem2reg) or C locals.
+
+Control flow is structured: IF, FOR and WHILE own their regions (Blocks). ``break``,
+``continue`` and ``return`` never appear in the IR: the frontend turns them into flag
+Vars that guard the rest of the body and end the loop, which keeps reverse mode simple.
+"""
+from __future__ import annotations
+
+import enum
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import SourceLoc
+from ..types import ArrayType, Type
+
+
+class Op(enum.Enum):
+    CONST = "const"          # attrs: value (a Python/NumPy value of the result type)
+    TID = "tid"              # attrs: dim — this thread's index along launch dimension dim
+    LOAD_VAR = "load_var"    # attrs: var
+    STORE_VAR = "store_var"  # attrs: var; args: value
+    CALL = "call"            # attrs: builtin (a Builtin record); args: operands
+    LOAD = "load"            # args: array, *indices -> element
+    STORE = "store"          # args: array, *indices, value
+    ATOMIC = "atomic"        # attrs: kind (add|sub|min|max); args: array, *indices, value -> old
+    SHAPE = "shape"          # attrs: dim; args: array -> int32
+    IF = "if"                # args: cond; regions: then, else
+    FOR = "for"              # attrs: var (the loop index); args: start, stop, step; regions: body
+    WHILE = "while"          # regions: cond (its Block.result is the condition), body
+    PRINT = "print"          # attrs: fmt; args: values
+    CUSTOM = "custom"        # a call of a func with a custom gradient, inlined:
+                             # attrs: func, grad, out (Var holding the result); args: operands;
+                             # regions: body (the func inlined on the operands' Vars)
+    PUSH = "push"            # adjoint only: args: values to save on the per-thread stack
+    POP = "pop"              # adjoint only: -> the value on top of the per-thread stack
+
+
+# LOAD, STORE and ATOMIC may carry attrs["nullable"]: the array may be absent (a gradient
+# nobody asked for) — a load then yields zero and a store/atomic does nothing.
+# They carry attrs["site"]: an index into Function.sites for bounds-check reports.
+
+_ids = itertools.count()
+
+
+class Value:
+    """An SSA value. ``name`` is a hint taken from the user's variable where there is one."""
+
+    __slots__ = ("type", "name", "id")
+
+    def __init__(self, type: Type, name: str = ""):
+        self.type = type
+        self.name = name
+        self.id = next(_ids)
+
+    def __repr__(self):
+        return f"%{self.name or 'v'}{self.id}"
+
+
+class Var:
+    """A mutable local slot of a fixed type (a Python local, a flag, an adjoint)."""
+
+    __slots__ = ("type", "name", "id")
+
+    def __init__(self, type: Type, name: str):
+        self.type = type
+        self.name = name
+        self.id = next(_ids)
+
+    def __repr__(self):
+        return f"${self.name}"
+
+
+@dataclass(eq=False)
+class Instr:
+    op: Op
+    args: list[Value]
+    result: Value | None
+    loc: SourceLoc
+    attrs: dict[str, Any] = field(default_factory=dict)
+    regions: list["Block"] = field(default_factory=list)
+
+    def __post_init__(self):
+        assert isinstance(self.loc, SourceLoc), f"{self.op} needs a SourceLoc"
+
+
+@dataclass(eq=False)
+class Block:
+    instrs: list[Instr] = field(default_factory=list)
+    result: Value | None = None  # only a WHILE's cond region yields a value
+
+    def __iter__(self):
+        return iter(self.instrs)
+
+    def walk(self):
+        """Every instruction in this block and its nested regions, in program order."""
+        for ins in self.instrs:
+            yield ins
+            for region in ins.regions:
+                yield from region.walk()
+
+
+@dataclass(eq=False)
+class Param:
+    name: str
+    type: Type
+    value: Value
+
+
+@dataclass(eq=False)
+class Site:
+    """An array access that a bounds check may report on."""
+
+    loc: SourceLoc
+    array: str  # the user's name for the array
+
+
+@dataclass(eq=False)
+class Function:
+    """A kernel (or an adjoint kernel) in IR form."""
+
+    name: str
+    params: list[Param]
+    body: Block
+    loc: SourceLoc
+    vars: list[Var] = field(default_factory=list)
+    sites: list[Site] = field(default_factory=list)
+    ndim: int = 1            # how many tid dimensions the kernel reads (1..3)
+    is_adjoint: bool = False
+    reverse_start: int | None = None  # adjoint only: index in body where the reverse begins
+
+    @property
+    def array_params(self):
+        return [p for p in self.params if isinstance(p.type, ArrayType)]

@@ -1,0 +1,41 @@
+"""IR verifier: every use is dominated by its definition, types line up, locations exist."""
+from __future__ import annotations
+
+from .nodes import Block, Function, Op
+
+
+class IRError(AssertionError):
+    """An internal inconsistency in generated IR (a compiler bug, never a user error)."""
+
+
+def verify(func: Function) -> Function:
+    defined = {p.value for p in func.params}
+    known_vars = set(func.vars)
+    _check_block(func, func.body, defined, known_vars)
+    return func
+
+
+def _check_block(func, block: Block, defined: set, known_vars: set):
+    scope = set(defined)  # values defined in a region are not visible after it
+    for ins in block.instrs:
+        for a in ins.args:
+            if a not in scope:
+                raise IRError(f"{func.name}: {ins.op.value} at {ins.loc} uses {a!r} "
+                              "before its definition")
+        var = ins.attrs.get("var")
+        if var is not None and var not in known_vars:
+            raise IRError(f"{func.name}: {ins.op.value} uses undeclared variable {var!r}")
+        if ins.op is Op.STORE_VAR and ins.args[0].type != var.type:
+            raise IRError(f"{func.name}: storing {ins.args[0].type} into {var!r}:{var.type}")
+        if ins.op is Op.CALL and "builtin" not in ins.attrs:
+            raise IRError(f"{func.name}: call without a builtin at {ins.loc}")
+        for region in ins.regions:
+            _check_block(func, region, scope, known_vars)
+            if region.result is not None:
+                inner = scope | {i.result for i in region.walk() if i.result is not None}
+                if region.result not in inner:
+                    raise IRError(f"{func.name}: region result {region.result!r} undefined")
+        if ins.result is not None:
+            if ins.result.type is None:
+                raise IRError(f"{func.name}: untyped result of {ins.op.value}")
+            scope.add(ins.result)

@@ -1,0 +1,128 @@
+"""The decorators: @kernel, @func, @func_grad, and the Kernel object that owns compiled code.
+
+A Kernel compiles lazily: its IR on first use, its adjoint when a gradient is first asked
+for, and machine code per (backend, adjoint, bounds_check) variant.
+"""
+from __future__ import annotations
+
+import functools
+
+from . import config
+from .ir.nodes import Function
+from .ir.printer import print_function
+
+
+class Func:
+    """A @kl.func: inlined into the kernels that call it."""
+
+    def __init__(self, pyfunc):
+        self.pyfunc = pyfunc
+        self.grad: Func | None = None
+        functools.update_wrapper(self, pyfunc)
+
+    def __call__(self, *args):
+        raise TypeError(f"func '{self.__name__}' can only be called from a kernel or func")
+
+    def __repr__(self):
+        return f"<kernlab func {self.__name__}>"
+
+    __hash__ = object.__hash__
+
+
+class Kernel:
+    """A @kl.kernel. ``kernel.ir`` and ``kernel.adjoint_ir`` are its typed IR."""
+
+    def __init__(self, pyfunc, extra_globals: dict | None = None, options: dict | None = None):
+        self.pyfunc = pyfunc
+        self.key = pyfunc.__name__
+        self.extra_globals = extra_globals
+        self.options = dict(options or {})
+        self._ir: Function | None = None
+        self._adjoint: Function | None = None
+        self._compiled: dict = {}
+        functools.update_wrapper(self, pyfunc)
+
+    @property
+    def ir(self) -> Function:
+        if self._ir is None:
+            from .frontend import source_to_ir
+            self._ir = source_to_ir(self.pyfunc, self.key, self.extra_globals)
+        return self._ir
+
+    @property
+    def adjoint_ir(self) -> Function:
+        if self._adjoint is None:
+            from .autodiff import reverse_mode
+            self._adjoint = reverse_mode(self.ir)
+        return self._adjoint
+
+    @property
+    def params(self):
+        return self.ir.params
+
+    def bounds_check(self) -> bool:
+        return self.options.get("bounds_check", config.bounds_check)
+
+    def compiled(self, backend: str, adjoint: bool = False):
+        """The runnable variant for ``backend`` ("interp" or "llvm"), compiled once."""
+        key = (backend, adjoint, self.bounds_check())
+        runner = self._compiled.get(key)
+        if runner is None:
+            func = self.adjoint_ir if adjoint else self.ir
+            if backend == "interp":
+                from .backends.interp import Interpreter
+                runner = Interpreter(func)
+            elif backend == "llvm":
+                from .backends.llvm import compile_kernel
+                runner = compile_kernel(func, bounds_check=key[2])
+            else:
+                raise ValueError(f"unknown backend {backend!r}")
+            self._compiled[key] = runner
+        return runner
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"kernel '{self.key}' is run with kl.launch({self.key}, dim, inputs=...)")
+
+    def __repr__(self):
+        return f"<kernlab kernel {self.key}>"
+
+    __hash__ = object.__hash__
+
+
+def kernel(f=None, *, enable_backward: bool = True, module=None, **options):
+    """Decorator: compile a Python function as a kernel (``@kl.kernel`` or ``@kl.kernel()``)."""
+    def wrap(pyfunc):
+        return Kernel(pyfunc, options=options)
+    return wrap(f) if f is not None else wrap
+
+
+def func(f):
+    """Decorator: a function kernels can call; inlined at each call."""
+    return Func(f)
+
+
+def func_grad(forward: Func):
+    """Decorator: a custom gradient for ``forward``; its body writes kl.adjoint[x] += ..."""
+    if not isinstance(forward, Func):
+        raise TypeError("@kl.func_grad(f) needs f to be a @kl.func")
+
+    def wrap(pyfunc):
+        forward.grad = Func(pyfunc)
+        return forward.grad
+    return wrap
+
+
+def source(k: Kernel, target: str = "ir", adjoint: bool = False) -> str:
+    """The listing of a kernel: "ir", "llvm", "cuda" or "ptx"; the adjoint's with adjoint=True."""
+    if not isinstance(k, Kernel):
+        raise TypeError(f"kl.source() takes a kernel, not {k!r}")
+    func = k.adjoint_ir if adjoint else k.ir
+    if target == "ir":
+        return print_function(func)
+    if target == "llvm":
+        from .backends.llvm import llvm_source
+        return llvm_source(func, bounds_check=k.bounds_check())
+    if target in ("cuda", "ptx"):
+        from .backends import cuda
+        return cuda.source(func, target, bounds_check=k.bounds_check())
+    raise ValueError(f"unknown target {target!r}: use 'ir', 'llvm', 'cuda' or 'ptx'")

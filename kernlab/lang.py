@@ -1,0 +1,87 @@
+"""The kernel language's Python-side names: builtins, tid, atomics, print, adjoint, constant.
+
+Inside a kernel the frontend recognises these objects by identity. Outside one, builtins
+still work on Python and NumPy values (they run the NumPy reference), as in Warp.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .builtins import REGISTRY
+from .types import Type, to_type
+
+
+class BuiltinFunction:
+    """``kl.sin`` and friends: a name the frontend maps to a builtin record."""
+
+    def __init__(self, name: str, builtin: str | None = None):
+        self.__name__ = name
+        self.builtin = builtin or name
+
+    def __call__(self, *args):
+        record = REGISTRY[self.builtin]
+        vals = [a if isinstance(a, np.ndarray) else np.asarray(a)[()] for a in args]
+        vals = [v.astype(np.float32) if isinstance(v, np.floating) and v.dtype == np.float64
+                and not isinstance(a, np.floating) else v for v, a in zip(vals, args)]
+        return record.numpy(*vals)
+
+    def __repr__(self):
+        return f"<kernlab builtin {self.__name__}>"
+
+
+class SpecialForm:
+    """A name whose meaning the frontend handles itself (tid, atomics, print, ...)."""
+
+    def __init__(self, name: str, doc: str = ""):
+        self.__name__ = name
+        self.__doc__ = doc
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"kl.{self.__name__}() can only be called inside a kernel or func")
+
+    def __repr__(self):
+        return f"<kernlab {self.__name__}>"
+
+
+# Builtins users call by name (operators and internal helpers are not exported).
+PUBLIC_BUILTINS = [
+    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "exp",
+    "log", "log2", "log10", "sqrt", "pow", "abs", "sign", "floor", "ceil", "round", "min",
+    "max", "clamp", "lerp", "smoothstep", "where", "dot", "cross", "length", "length_sq",
+    "normalize", "outer", "transpose", "determinant", "mul", "trunc",
+]
+FUNCTIONS = {name: BuiltinFunction(name) for name in PUBLIC_BUILTINS}
+FUNCTIONS["select"] = BuiltinFunction("select", "where")
+
+tid = SpecialForm("tid", "This thread's index: i = tid(), or i, j = tid() for a 2-D launch.")
+atomic_add = SpecialForm("atomic_add", "atomic_add(array, index..., value): returns the old value")
+atomic_sub = SpecialForm("atomic_sub", "atomic_sub(array, index..., value): returns the old value")
+atomic_min = SpecialForm("atomic_min", "atomic_min(array, index..., value): returns the old value")
+atomic_max = SpecialForm("atomic_max", "atomic_max(array, index..., value): returns the old value")
+printf = SpecialForm("printf", "printf(fmt, *values): C-style formatted debug output")
+kprint = SpecialForm("print", "print(*values): debug output from a kernel")
+ATOMICS = {atomic_add: "add", atomic_sub: "sub", atomic_min: "min", atomic_max: "max"}
+
+
+class _Adjoint:
+    """``kl.adjoint[x] += ...`` inside a custom gradient function."""
+
+    def __getitem__(self, key):
+        raise RuntimeError("kl.adjoint[...] is only meaningful inside a @kl.func_grad body")
+
+
+adjoint = _Adjoint()
+
+
+def constant(value):
+    """A module-level constant a kernel may read (Warp's wp.constant): the value itself."""
+    if isinstance(value, (bool, int, float, np.generic, np.ndarray)):
+        return value
+    raise TypeError(f"kl.constant() takes a number or a vector/matrix value, not {value!r}")
+
+
+def python_type(obj) -> Type | None:
+    """A kernlab type named by a Python object used as a cast (float, kl.float64, ...)."""
+    if obj in (float, int, bool) or isinstance(obj, Type):
+        return to_type(obj)
+    return None

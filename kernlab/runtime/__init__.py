@@ -1,0 +1,1 @@
+"""Runtime: devices, arrays, kernel launches, the tape and the compile cache."""

@@ -1,0 +1,161 @@
+"""The disk cache for compiled code (CPU object code, PTX, cubins).
+
+Callers hash whatever determines the output (IR text, options, compiler versions) into a
+hex key with key_for(), then load(key) / store(key, payload). Each entry is one file,
+``<key>.klc``, laid out as
+
+    b"KLCACHE1" | key length (u16) | key (ASCII) | payload length (u64) | sha256(payload) | payload
+
+load() checks every part, so a truncated, tampered or misplaced file reads as a miss and is
+removed. The cache folder is private to its user (mode 0700, entries 0600) because what it
+holds is loaded as machine code; a folder owned by someone else is not used at all.
+Failures to write are reported once and otherwise ignored: the cache only saves time.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import struct
+import tempfile
+import warnings
+from pathlib import Path
+
+from .. import config
+
+MAGIC = b"KLCACHE1"
+SUFFIX = ".klc"
+_TEMP_PREFIX = ".tmp-"
+_KEY = re.compile(r"[0-9a-f]{16,128}")
+_LENGTHS = struct.Struct("<Q")  # payload length
+_KEY_LENGTH = struct.Struct("<H")
+
+_warned = False  # store() warns about an unusable cache once per process
+
+
+def key_for(*parts: str | bytes) -> str:
+    """A sha256 hex key over parts (strings are UTF-8). Each part is length-prefixed, so
+    ("ab", "c") and ("a", "bc") get different keys."""
+    digest = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, str):
+            part = part.encode("utf-8")
+        elif not isinstance(part, (bytes, bytearray)):
+            raise TypeError(f"cache key parts are str or bytes, not {type(part).__name__}")
+        digest.update(_LENGTHS.pack(len(part)))
+        digest.update(part)
+    return digest.hexdigest()
+
+
+def cache_root() -> Path:
+    """The cache folder named by kernlab.config.cache_dir, created private (0700); an
+    existing folder of ours is made private. OSError when it cannot be made or is not ours."""
+    if not config.cache_dir:
+        raise OSError("the disk cache is disabled (kernlab.config.cache_dir is empty)")
+    root = Path(config.cache_dir).expanduser()
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = root.stat()
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        raise OSError(f"cache folder {root} belongs to another user; not using it")
+    if info.st_mode & 0o777 != 0o700:
+        root.chmod(0o700)
+    return root
+
+
+def _entry_path(key: str) -> Path:
+    if not isinstance(key, str) or not _KEY.fullmatch(key):
+        raise ValueError(f"cache keys are 16 to 128 lowercase hex digits, not {key!r}")
+    return cache_root() / (key + SUFFIX)
+
+
+def _encode(key: str, payload: bytes) -> bytes:
+    key_bytes = key.encode("ascii")
+    return b"".join([MAGIC, _KEY_LENGTH.pack(len(key_bytes)), key_bytes,
+                     _LENGTHS.pack(len(payload)), hashlib.sha256(payload).digest(), payload])
+
+
+def _decode(key: str, blob: bytes) -> bytes | None:
+    """The payload of an entry file's contents, or None unless every check passes."""
+    if not blob.startswith(MAGIC):
+        return None
+    at = len(MAGIC)
+    if len(blob) < at + _KEY_LENGTH.size:
+        return None
+    (key_length,) = _KEY_LENGTH.unpack_from(blob, at)
+    at += _KEY_LENGTH.size
+    if blob[at: at + key_length] != key.encode("ascii"):
+        return None  # a foreign entry: written for another key
+    at += key_length
+    if len(blob) < at + _LENGTHS.size + 32:
+        return None
+    (length,) = _LENGTHS.unpack_from(blob, at)
+    at += _LENGTHS.size
+    digest, payload = blob[at: at + 32], blob[at + 32:]
+    if len(payload) != length or hashlib.sha256(payload).digest() != digest:
+        return None  # truncated or tampered with
+    return payload
+
+
+def load(key: str) -> bytes | None:
+    """The payload stored under key, or None when there is none or the entry is damaged
+    (a damaged entry is removed)."""
+    try:
+        path = _entry_path(key)
+    except OSError:
+        return None
+    try:
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+        fd = os.open(path, flags)
+        with os.fdopen(fd, "rb") as f:
+            blob = f.read()
+    except OSError:
+        return None
+    payload = _decode(key, blob)
+    if payload is None:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+    return payload
+
+
+def store(key: str, payload: bytes) -> None:
+    """Save payload under key, atomically: readers see the old entry or the new one, never
+    half of one. Never raises on an unusable cache; warns once and carries on."""
+    global _warned
+    if not config.cache_dir:
+        return  # caching is switched off
+    temp_name = None
+    try:
+        path = _entry_path(key)
+        fd, temp_name = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=SUFFIX, dir=path.parent)
+        with os.fdopen(fd, "wb") as f:  # mkstemp creates the file with mode 0600
+            f.write(_encode(key, bytes(payload)))
+        os.replace(temp_name, path)
+        temp_name = None
+    except OSError as exc:
+        if not _warned:
+            _warned = True
+            warnings.warn(f"kernlab: cannot write the compile cache ({exc}); carrying on "
+                          "without it (set kernlab.config.cache_dir to change the folder)",
+                          RuntimeWarning, stacklevel=2)
+    finally:
+        if temp_name is not None:
+            try:
+                os.unlink(temp_name)
+            except OSError:
+                pass
+
+
+def clear() -> None:
+    """Remove every cache entry (and stray temporary files); other files are left alone."""
+    try:
+        root = cache_root()
+    except OSError:
+        return
+    for path in root.iterdir():
+        if path.suffix == SUFFIX and path.is_file():
+            try:
+                path.unlink()
+            except OSError:
+                pass

@@ -1,0 +1,197 @@
+"""kl.launch and kl.Launch: argument validation, backend dispatch, tape recording.
+
+Every argument is checked against the kernel's parameter before anything runs; a
+mismatch is a LaunchError naming the kernel and the parameter, never a crash or a silent
+conversion that loses data.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import config
+from ..errors import KernelFPError, LaunchError
+from ..ir.nodes import Op
+from ..kernel import Kernel
+from .array import array
+from .device import get_device
+
+
+def _dims(dim) -> tuple:
+    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    if not 1 <= len(dims) <= 3 or any(int(d) < 0 for d in dims):
+        raise LaunchError(f"launch dim must be an int or a tuple of 1 to 3 non-negative ints, "
+                          f"not {dim!r}")
+    return tuple(int(d) for d in dims)
+
+
+def convert_arg(kernel_name: str, param, value, device, allow_none=False):
+    """The value as the backend wants it for this parameter, or a LaunchError."""
+    t, name = param.type, param.name
+
+    def fail(what):
+        return LaunchError(f"kernel '{kernel_name}': parameter '{name}' ({t}) {what}")
+
+    if t.is_array:
+        if value is None:
+            if allow_none:
+                return None
+            raise fail("got None; pass an array")
+        if not isinstance(value, array) or getattr(value, "is_annotation", False):
+            hint = " — wrap it with kl.from_numpy(...)" if isinstance(value, np.ndarray) else ""
+            raise fail(f"needs a kernlab array, got {type(value).__name__}{hint}")
+        if value.dtype != t.dtype:
+            raise fail(f"got an array of {value.dtype}")
+        if value.ndim != t.ndim:
+            raise fail(f"got an array with {value.ndim} dimension(s)")
+        if value.device != device:
+            raise fail(f"got an array on {value.device}, but the launch is on {device}")
+        return value
+    if isinstance(value, array):
+        raise fail("got an array; this parameter takes a value")
+    if t.is_scalar:
+        if value is None and allow_none:
+            return t.np.type(0)
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            value = value[()]
+        if not isinstance(value, (bool, int, float, np.generic)):
+            raise fail(f"got {type(value).__name__}")
+        if t.is_int or t.kind == "b":
+            if isinstance(value, (float, np.floating)) and not float(value).is_integer():
+                raise fail(f"got {value!r}, which is not an integer")
+            if t.is_int:
+                info = np.iinfo(t.np)
+                if not info.min <= int(value) <= info.max:
+                    raise fail(f"got {value!r}, out of range for {t}")
+        return t.np.type(value)
+    # vectors and matrices
+    if value is None and allow_none:
+        return np.zeros(t.shape, t.scalar.np)
+    if isinstance(value, (int, float)) and value == 0 and allow_none:
+        return np.zeros(t.shape, t.scalar.np)
+    try:
+        arr = np.asarray(value, dtype=np.float64 if t.is_float else None)
+    except (TypeError, ValueError):
+        raise fail(f"got {type(value).__name__}") from None
+    if arr.size != math.prod(t.shape):
+        raise fail(f"got a value with {arr.size} component(s)")
+    return arr.reshape(t.shape).astype(t.scalar.np)
+
+
+@dataclass(eq=False)
+class Launch:
+    """A launch recorded with record_cmd=True: ``.launch()`` runs it as it was recorded."""
+
+    kernel: Kernel
+    dim: tuple
+    params: list
+    device: object
+    adjoint: bool = False
+
+    def launch(self):
+        _run(self.kernel, self.dim, self.params, self.device, self.adjoint)
+
+    def set_param_at_index(self, index: int, value):
+        func = self.kernel.adjoint_ir if self.adjoint else self.kernel.ir
+        self.params[index] = convert_arg(self.kernel.key, func.params[index], value,
+                                         self.device, allow_none=self.adjoint)
+
+    def set_dim(self, dim):
+        self.dim = _dims(dim)
+
+
+def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None,
+           device=None, adjoint=False, record_tape=True, record_cmd=False, **_ignored):
+    if not isinstance(kernel, Kernel):
+        raise LaunchError(f"kl.launch needs a @kl.kernel, got {kernel!r}")
+    dims = _dims(dim)
+    primal = list(inputs or []) + list(outputs or [])
+    params = kernel.params
+    if len(primal) != len(params):
+        raise LaunchError(f"kernel '{kernel.key}' takes {len(params)} argument(s) "
+                          f"({', '.join(p.name for p in params)}), but {len(primal)} were "
+                          "given in inputs and outputs")
+    dev = _launch_device(device, primal)
+    args = [convert_arg(kernel.key, p, v, dev) for p, v in zip(params, primal)]
+    if adjoint:
+        adj = _adjoint_args(kernel, params, args, adj_inputs, adj_outputs, len(inputs or []))
+        args = args + [convert_arg(kernel.key, p, v, dev, allow_none=True)
+                       for p, v in zip(kernel.adjoint_ir.params[len(params):], adj)]
+    cmd = Launch(kernel, dims, args, dev, adjoint)
+    if record_cmd:
+        return cmd
+    if record_tape and not adjoint:
+        from .tape import active_tape
+        tape = active_tape()
+        if tape is not None:
+            tape.record_launch(cmd, n_inputs=len(inputs or []))
+    cmd.launch()
+    return None
+
+
+def _launch_device(device, args):
+    if device is not None:
+        return get_device(device)
+    for a in args:
+        if isinstance(a, array) and not getattr(a, "is_annotation", False):
+            return a.device
+    return get_device(None)
+
+
+def _adjoint_args(kernel, params, args, adj_inputs, adj_outputs, n_in):
+    adj = list(adj_inputs or [None] * n_in) + list(adj_outputs or [None] * (len(params) - n_in))
+    if len(adj) != len(params):
+        raise LaunchError(f"kernel '{kernel.key}': adj_inputs and adj_outputs must together "
+                          f"have {len(params)} entries (one per parameter), got {len(adj)}")
+    for p, a, g in zip(params, args, adj):
+        if p.type.is_array and isinstance(g, array) and g.shape != a.shape:
+            raise LaunchError(f"kernel '{kernel.key}': the adjoint of '{p.name}' has shape "
+                              f"{g.shape}, but '{p.name}' has shape {a.shape}")
+        if p.type.is_array and g is not None and not isinstance(g, array):
+            if not (np.isscalar(g) and g == 0):
+                raise LaunchError(f"kernel '{kernel.key}': the adjoint of array '{p.name}' "
+                                  "must be an array or None")
+    return [None if (p.type.is_array and not isinstance(g, array)) else g
+            for p, g in zip(params, adj)]
+
+
+def _run(kernel: Kernel, dims, args, device, adjoint):
+    if math.prod(dims) == 0:
+        return
+    func = kernel.adjoint_ir if adjoint else kernel.ir
+    backend = config.cpu_backend if device.is_cpu else "cuda"
+    kernel.compiled(backend, adjoint).launch(dims, args)
+    written = written_params(func)
+    for k in written:
+        if args[k] is not None:
+            args[k]._bump_version()
+    if config.verify_fp:
+        _verify_fp(kernel, func, args, written)
+
+
+def written_params(func) -> list[int]:
+    """Indices of the array parameters the function stores into (cached on the Function)."""
+    cached = getattr(func, "_written", None)
+    if cached is None:
+        targets = {ins.args[0] for ins in func.body.walk() if ins.op in (Op.STORE, Op.ATOMIC)}
+        cached = [k for k, p in enumerate(func.params) if p.value in targets]
+        func._written = cached
+    return cached
+
+
+def _verify_fp(kernel, func, args, written):
+    for k in written:
+        a = args[k]
+        if a is None or not a.dtype.is_float:
+            continue
+        data = a.numpy()
+        if not np.all(np.isfinite(data)):
+            bad = np.argwhere(~np.isfinite(data))[0]
+            p = func.params[k]
+            store = next(i for i in func.body.walk()
+                         if i.op in (Op.STORE, Op.ATOMIC) and i.args[0] is p.value)
+            raise KernelFPError(f"kernel '{kernel.key}' wrote {data[tuple(bad)]} into "
+                                f"'{p.name}' at index {tuple(int(x) for x in bad)}",
+                                store.loc, kernel=kernel.key)
