@@ -9,7 +9,7 @@ from .errors import (GradientError, KernelError, KernelNameError, KernelSyntaxEr
                      KernelTypeError, LaunchError)
 from .kernel import Func, Kernel, func, func_grad, kernel, source
 from .lang import (FUNCTIONS as _FUNCTIONS, adjoint, atomic_add, atomic_max, atomic_min,
-                   atomic_sub, constant, printf, tid)
+                   atomic_sub, constant, kprint as print, printf, tid)  # noqa: A004
 from .runtime.array import (array, clone, copy, empty, empty_like, from_numpy, full, full_like,
                             ones, ones_like, zeros, zeros_like)
 from .runtime.device import (get_device, init, is_cuda_available, synchronize,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 
 from . import config
+from .errors import KernelError
 from .ir.nodes import Function
 from .ir.printer import print_function
 
@@ -46,14 +47,14 @@ class Kernel:
     def ir(self) -> Function:
         if self._ir is None:
             from .frontend import source_to_ir
-            self._ir = source_to_ir(self.pyfunc, self.key, self.extra_globals)
+            self._ir = _user_facing(source_to_ir, self.pyfunc, self.key, self.extra_globals)
         return self._ir
 
     @property
     def adjoint_ir(self) -> Function:
         if self._adjoint is None:
             from .autodiff import reverse_mode
-            self._adjoint = reverse_mode(self.ir)
+            self._adjoint = _user_facing(reverse_mode, self.ir)
         return self._adjoint
 
     @property
@@ -87,6 +88,17 @@ class Kernel:
         return f"<kernlab kernel {self.key}>"
 
     __hash__ = object.__hash__
+
+
+def _user_facing(stage, *args):
+    """Run a compiler stage; a KernelError surfaces without the compiler's internal frames
+    (the message already shows the user's line)."""
+    try:
+        return stage(*args)
+    except KernelError as err:
+        err.__traceback__ = None
+        error = err
+    raise error
 
 
 def kernel(f=None, *, enable_backward: bool = True, module=None, **options):

@@ -62,6 +62,44 @@ def _touched_vars(ins: Instr) -> list[Var]:
     return list(seen)
 
 
+def _block_local_values(body: Block) -> set:
+    """Values used only in the block that defines them (not in nested regions)."""
+    local, escaped = set(), set()
+
+    def visit(block: Block):
+        defined = set()
+        for ins in block.instrs:
+            for a in ins.args:
+                if a not in defined:
+                    escaped.add(a)
+            for region in ins.regions:
+                visit(region)
+                if region.result is not None and region.result not in _defs(region):
+                    escaped.add(region.result)
+            if ins.result is not None:
+                defined.add(ins.result)
+                local.add(ins.result)
+
+    visit(body)
+    # a value used from a nested region is used outside its block
+    for ins in body.walk():
+        for region in ins.regions:
+            inner = _defs_deep(region)
+            for sub in region.walk():
+                escaped.update(a for a in sub.args if a not in inner)
+            if region.result is not None and region.result not in inner:
+                escaped.add(region.result)
+    return local - escaped
+
+
+def _defs(block: Block) -> set:
+    return {i.result for i in block.instrs if i.result is not None}
+
+
+def _defs_deep(block: Block) -> set:
+    return {i.result for i in block.walk() if i.result is not None}
+
+
 class _Reverse:
     def __init__(self, func: Function, out: Function, adj_arrays: dict):
         self.func = func
@@ -70,19 +108,29 @@ class _Reverse:
         self.adj_arrays = adj_arrays
         self.own = own_element_arrays(func)
         self.adj_vars: dict = {}
+        self.local = _block_local_values(func.body)
+        self.sym: dict = {}
 
     # ---- adjoint storage -------------------------------------------------------------------
+    # A value whose uses all sit in its own block gets its adjoint as a plain SSA value,
+    # summed as contributions arrive (the reverse sweep meets every use before the
+    # definition). Other values, and locals, accumulate in adjoint variables.
 
     def adj(self, key) -> Var:
-        """The adjoint accumulator of a forward Value or Var."""
+        """The adjoint accumulator variable of a forward Value or Var."""
         var = self.adj_vars.get(key)
         if var is None:
-            var = self.g.new_var(key.type, f"adj_{key.name or 'v'}")
+            name = key.name or "v"
+            var = self.g.new_var(key.type, f"adj_{name}" if isinstance(key, Var)
+                                 else f"adj_{name}{key.id}")
             self.adj_vars[key] = var
         return var
 
-    def take(self, key) -> Value:
-        """Read an adjoint and reset it to zero (its definition is being reversed)."""
+    def take(self, key) -> Value | None:
+        """The adjoint of key, consumed (its definition is being reversed); None if nothing
+        can have flowed into it."""
+        if key in self.local:
+            return self.sym.pop(key, None)
         var = self.adj(key)
         value = self.g.load(var)
         self.g.store(var, self.g.zeros(var.type))
@@ -91,9 +139,13 @@ class _Reverse:
     def accumulate(self, key, contribution: Value | None):
         if contribution is None or not _differentiable(key):
             return
+        if contribution.type != key.type:
+            contribution = self.g.cast(contribution, key.type)
+        if key in self.local:
+            prev = self.sym.get(key)
+            self.sym[key] = contribution if prev is None else self.g.add(prev, contribution)
+            return
         var = self.adj(key)
-        if contribution.type != var.type:
-            contribution = self.g.cast(contribution, var.type)
         self.g.store(var, self.g.add(self.g.load(var), contribution))
 
     # ---- forward replay --------------------------------------------------------------------
@@ -177,7 +229,7 @@ class _Reverse:
         if not _differentiable(ins.result):
             return
         adj = self.take(ins.result)
-        if not bi.differentiable or bi.grad is None:
+        if adj is None or not bi.differentiable or bi.grad is None:
             return
         args = [self.map[a] for a in ins.args]
         contributions = bi.grad(self.g, *args, self.map[ins.result], adj)
@@ -191,8 +243,10 @@ class _Reverse:
     def rev_LOAD(self, ins):
         if not _differentiable(ins.result):
             return
-        adj_arr, idx = self._adj_access(ins, len(ins.args) - 1)
         c, site = self.take(ins.result), ins.attrs["site"]
+        if c is None:
+            return
+        adj_arr, idx = self._adj_access(ins, len(ins.args) - 1)
         g = self.g
         if ins.args[0] in self.own:  # only this thread touches this element: a plain add
             old = g.emit(Op.LOAD, [adj_arr, *idx], c.type, nullable=True, site=site)
@@ -251,7 +305,8 @@ class _Reverse:
     def rev_CUSTOM(self, ins):
         g = self.g
         out, adj_ret = ins.attrs["out"], ins.attrs["adj_ret"]
-        g.store(adj_ret, self.take(out))
+        adj = self.take(out)
+        g.store(adj_ret, adj if adj is not None else g.zeros(adj_ret.type))
         self.forward(ins.regions[1], record=False)  # the user's gradient body, as written
         for a, var in zip(ins.args, ins.attrs["adj_args"]):
             if var is not None:

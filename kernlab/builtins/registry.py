@@ -22,9 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..types import Type, bool_
+from ..types import FLOATS, INTS, Type, bool_
 
 REGISTRY: dict[str, "Builtin"] = {}
+_SCALAR_SETS = {"F": FLOATS, "I": INTS, "N": FLOATS + INTS}
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,19 @@ class Builtin:
         return None
 
     def candidates(self) -> str:
-        return " | ".join(f"{self.name}{s}" for s in self.sigs)
+        """Signatures as a user reads them: sin(float32) -> float32 | sin(float64) -> ..."""
+        out = []
+        for s in self.sigs:
+            params = getattr(s, "params", ())
+            kinds = {p for p in params if isinstance(p, str)}
+            if kinds and kinds <= set(_SCALAR_SETS) and len(kinds) == 1 \
+                    and s.ret in ("T", bool_) and all(isinstance(p, str) for p in params):
+                for t in _SCALAR_SETS[kinds.pop()]:
+                    ret = t if s.ret == "T" else s.ret
+                    out.append(f"{self.name}({', '.join([str(t)] * len(params))}) -> {ret}")
+            else:
+                out.append(f"{self.name}{s}")
+        return " | ".join(out)
 
 
 def builtin(name, sigs, numpy, **kw) -> Builtin:

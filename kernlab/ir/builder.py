@@ -86,8 +86,8 @@ class Builder:
         ret = bi.resolve(types, target)
         if ret is None:
             shown = ", ".join(map(str, types))
-            what = f"{name}({shown})" + (f" -> {target}" if target is not None else "")
-            raise KernelTypeError(f"no overload of {what} exists\n  candidates: "
+            what = f"({shown})" + (f" -> {target}" if target is not None else "")
+            raise KernelTypeError(f"no overload of {name}() accepts {what}\n  candidates: "
                                   f"{bi.candidates()}", self.loc)
         attrs = {"builtin": bi}
         if bi.targeted:

@@ -61,7 +61,7 @@ class Value:
         self.id = next(_ids)
 
     def __repr__(self):
-        return f"%{self.name or 'v'}{self.id}"
+        return f"%{self.name or 't'}{self.id}"
 
 
 class Var:

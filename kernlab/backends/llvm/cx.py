@@ -1,0 +1,385 @@
+"""The lowering context that builtin records call: ``cx.arith``, ``cx.mul``, ``cx.cast`` ...
+
+Each builtin's ``llvm=`` lambda receives this object and LLVM values. For one call,
+``cx.types`` holds the kernlab types of the operands and ``cx.ret`` the result type, so
+``cx.const(0)`` means "zero of the result type" and integer operations know whether they
+are signed. Registers hold float/double, i32/i64 and i1; vectors are ``<n x T>`` and
+matrices ``<r*c x T>`` in row-major order.
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+
+from ...builtins.linalg import cofactor_expand, det_expand
+from ...types import Matrix, Scalar, Type, Vector
+
+I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+PTR = ir.PointerType()
+
+_FLOAT_TYPES = {32: ir.FloatType(), 64: ir.DoubleType()}
+_CMP = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+
+def ll_type(t: Type) -> ir.Type:
+    """The register type of a kernlab value type."""
+    if isinstance(t, Scalar):
+        if t.kind == "f":
+            return _FLOAT_TYPES[t.bits]
+        return I1 if t.kind == "b" else ir.IntType(t.bits)
+    if isinstance(t, (Vector, Matrix)):
+        return ir.VectorType(ll_type(t.dtype), t.length)
+    raise TypeError(f"{t} has no LLVM register type")
+
+
+def mem_type(s: Scalar) -> ir.Type:
+    """How a scalar is stored in memory (bool takes a byte)."""
+    return I8 if s.kind == "b" else ll_type(s)
+
+
+def is_float(ty: ir.Type) -> bool:
+    if isinstance(ty, ir.VectorType):
+        ty = ty.element
+    return isinstance(ty, (ir.FloatType, ir.DoubleType))
+
+
+def constant(t: Type, value) -> ir.Constant:
+    """An LLVM constant of kernlab type t (value is broadcast over vectors/matrices)."""
+    if t.is_scalar:
+        return _scalar_const(t, value)
+    flat = np.broadcast_to(np.asarray(value, t.dtype.np), t.shape).reshape(-1)
+    return ir.Constant(ll_type(t), [_scalar_const(t.dtype, x) for x in flat])
+
+
+def _scalar_const(s: Scalar, value) -> ir.Constant:
+    if s.kind == "f":
+        return ir.Constant(ll_type(s), float(value))
+    if s.kind == "b":
+        return ir.Constant(I1, int(bool(value)))
+    return ir.Constant(ll_type(s), int(value) & ((1 << s.bits) - 1))
+
+
+class BuiltinContext:
+    """What a builtin's ``llvm`` lambda sees as ``cx``; one per function being built."""
+
+    def __init__(self, module: ir.Module, builder: ir.IRBuilder):
+        self.module = module
+        self.b = builder
+        self.types: list[Type] = []
+        self.ret: Type | None = None
+
+    def call_builtin(self, builtin, args, types, ret):
+        """Lower one CALL: set the operand/result types, then run the record's lambda."""
+        self.types, self.ret = list(types), ret
+        return builtin.llvm(self, *args)
+
+    # ---- helpers --------------------------------------------------------------------------
+
+    def _kind(self, v: ir.Value) -> str:
+        """'f', 'b', 'u' or 'i' for a value: floats and bools from the LLVM type, the
+        signedness of integers from the operand types of the current call."""
+        if is_float(v.type):
+            return "f"
+        el = v.type.element if isinstance(v.type, ir.VectorType) else v.type
+        if el.width == 1:
+            return "b"
+        kinds = [t.scalar.kind for t in self.types if not t.is_array and t.scalar.is_int]
+        return "u" if kinds and kinds[0] == "u" else "i"
+
+    def const(self, value, type: Type | None = None) -> ir.Constant:
+        """A constant of ``type`` (default: the current call's result type)."""
+        return constant(type or self.ret, value)
+
+    def splat(self, x: ir.Value, like: ir.Type) -> ir.Value:
+        """x (a scalar) broadcast to the vector type ``like``; x itself if like is scalar."""
+        if not isinstance(like, ir.VectorType) or isinstance(x.type, ir.VectorType):
+            return x
+        if isinstance(x, ir.Constant):
+            return ir.Constant(like, [x] * like.count)
+        v = self.b.insert_element(ir.Constant(like, ir.Undefined), x, I32(0))
+        return self.b.shuffle_vector(v, ir.Constant(like, ir.Undefined),
+                                     ir.Constant(ir.VectorType(I32, like.count), [0] * like.count))
+
+    def _elements(self, v: ir.Value) -> list:
+        return [self.b.extract_element(v, I32(i)) for i in range(v.type.count)]
+
+    def _gather(self, ty: ir.VectorType, elems) -> ir.Value:
+        out = ir.Constant(ty, ir.Undefined)
+        for i, e in enumerate(elems):
+            out = self.b.insert_element(out, e, I32(i))
+        return out
+
+    # ---- arithmetic -----------------------------------------------------------------------
+
+    def arith(self, op: str, a: ir.Value, b: ir.Value) -> ir.Value:
+        """add / sub / mul, element-wise on vectors and matrices (scalars broadcast)."""
+        a, b = self.splat(a, b.type), self.splat(b, a.type)
+        if is_float(a.type):
+            if op == "sub" and _is_zero(a):
+                return self.b.fneg(b)  # -x, not 0 - x: keeps the sign of zero
+            return {"add": self.b.fadd, "sub": self.b.fsub, "mul": self.b.fmul}[op](a, b)
+        return {"add": self.b.add, "sub": self.b.sub, "mul": self.b.mul}[op](a, b)
+
+    def mul(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        ta, tb = self.types
+        if ta.is_matrix and tb.is_vector:
+            return self._matmul(a, ta.rows, ta.cols, b, 1)
+        if ta.is_matrix and tb.is_matrix:
+            return self._matmul(a, ta.rows, ta.cols, b, tb.cols)
+        return self.arith("mul", a, b)
+
+    def _matmul(self, a, rows, inner, b, cols):
+        """(rows x inner) @ (inner x cols), both row-major; cols == 1 for a vector."""
+        ea, eb = self._elements(a), self._elements(b)
+        out = []
+        for i in range(rows):
+            for j in range(cols):
+                acc = None
+                for k in range(inner):
+                    term = self._op2("mul", ea[i * inner + k], eb[k * cols + j])
+                    acc = term if acc is None else self._op2("add", acc, term)
+                out.append(acc)
+        return self._gather(ll_type(self.ret), out)
+
+    def _op2(self, op, a, b):
+        if is_float(a.type):
+            return {"add": self.b.fadd, "sub": self.b.fsub, "mul": self.b.fmul}[op](a, b)
+        return {"add": self.b.add, "sub": self.b.sub, "mul": self.b.mul}[op](a, b)
+
+    def div(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        b = self.splat(b, a.type)
+        if is_float(a.type):
+            return self.b.fdiv(a, b)
+        return self._int_divrem(a, b, rem=False)
+
+    def mod(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        if is_float(a.type):
+            return self.b.frem(a, b)
+        return self._int_divrem(a, b, rem=True)
+
+    def floordiv(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        if is_float(a.type):
+            return self.intr("llvm.floor", self.b.fdiv(a, b))
+        q = self._int_divrem(a, b, rem=False)
+        if self._kind(a) == "u":
+            return q
+        # truncation rounds toward zero; step down when the remainder's sign differs from b
+        r = self._int_divrem(a, b, rem=True)
+        zero = ir.Constant(a.type, 0)
+        adjust = self.b.and_(self.b.icmp_signed("!=", r, zero),
+                             self.b.icmp_signed("<", self.b.xor(r, b), zero))
+        return self.b.sub(q, self.b.zext(adjust, a.type))
+
+    def _int_divrem(self, a, b, rem: bool):
+        """C division/remainder that never traps: x / 0 == 0, x % 0 == 0, MIN / -1 wraps."""
+        ty = a.type
+        zero, one = ir.Constant(ty, 0), ir.Constant(ty, 1)
+        is_zero = self.b.icmp_unsigned("==", b, zero)
+        if self._kind(a) == "u":
+            safe = self.b.select(is_zero, one, b)
+            q = (self.b.urem if rem else self.b.udiv)(a, safe)
+            return self.b.select(is_zero, zero, q)
+        minus_one = ir.Constant(ty, -1)
+        is_m1 = self.b.icmp_signed("==", b, minus_one)
+        safe = self.b.select(self.b.or_(is_zero, is_m1), one, b)
+        q = (self.b.srem if rem else self.b.sdiv)(a, safe)
+        special = zero if rem else self.b.sub(zero, a)  # x % -1 == 0, x / -1 == -x
+        return self.b.select(is_zero, zero, self.b.select(is_m1, special, q))
+
+    def abs(self, x: ir.Value) -> ir.Value:
+        kind = self._kind(x)
+        if kind == "f":
+            return self.intr("llvm.fabs", x)
+        if kind == "u":
+            return x
+        neg = self.b.icmp_signed("<", x, ir.Constant(x.type, 0))
+        return self.b.select(neg, self.b.sub(ir.Constant(x.type, 0), x), x)
+
+    def cmp(self, op: str, a: ir.Value, b: ir.Value) -> ir.Value:
+        op = _CMP[op]
+        kind = self._kind(a)
+        if kind == "f":  # Python semantics: NaN compares unequal to everything
+            if op == "!=":
+                return self.b.fcmp_unordered(op, a, b)
+            return self.b.fcmp_ordered(op, a, b)
+        if kind in "ub":
+            return self.b.icmp_unsigned(op, a, b)
+        return self.b.icmp_signed(op, a, b)
+
+    # ---- intrinsics and libm --------------------------------------------------------------
+
+    def intr(self, name: str, *args: ir.Value) -> ir.Value:
+        fn = self.module.declare_intrinsic(name, [args[0].type])
+        return self.b.call(fn, list(args))
+
+    def libm(self, name: str, *args: ir.Value) -> ir.Value:
+        """Call the C math library: ``tanf`` for float, ``tan`` for double."""
+        ty = args[0].type
+        symbol = name + ("f" if isinstance(ty, ir.FloatType) else "")
+        fn = self.module.globals.get(symbol)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ty, [ty] * len(args)), symbol)
+        return self.b.call(fn, list(args))
+
+    # ---- casts and constructors -----------------------------------------------------------
+
+    def cast(self, x: ir.Value, src: Type, dst: Type) -> ir.Value:
+        return self.convert(x, src.scalar, dst.scalar, ll_type(dst))
+
+    def convert(self, x: ir.Value, src: Scalar, dst: Scalar, to: ir.Type | None = None):
+        """Scalar (or element-wise) conversion; float -> int saturates and maps NaN to 0."""
+        to = to or ll_type(dst)
+        if src == dst:
+            return x
+        b = self.b
+        if dst.kind == "b":
+            zero = ir.Constant(x.type, None)
+            return b.fcmp_unordered("!=", x, zero) if src.kind == "f" \
+                else b.icmp_unsigned("!=", x, zero)
+        if src.kind == "b":
+            return b.uitofp(x, to) if dst.kind == "f" else b.zext(x, to)
+        if src.kind == "f" and dst.kind == "f":
+            return b.fpext(x, to) if dst.bits > src.bits else b.fptrunc(x, to)
+        if src.kind == "f":
+            sat = "llvm.fptoui.sat" if dst.kind == "u" else "llvm.fptosi.sat"
+            fn = self.module.declare_intrinsic(sat, [to, x.type],
+                                               ir.FunctionType(to, [x.type]))
+            return b.call(fn, [x])
+        if dst.kind == "f":
+            return b.uitofp(x, to) if src.kind == "u" else b.sitofp(x, to)
+        if dst.bits < src.bits:
+            return b.trunc(x, to)
+        if dst.bits > src.bits:
+            return b.zext(x, to) if src.kind == "u" else b.sext(x, to)
+        return x  # int32 <-> uint32: the same bits
+
+    def construct(self, args) -> ir.Value:
+        target = self.ret
+        ty = ll_type(target)
+        if not args:
+            return ir.Constant(ty, None)
+        if all(t.is_vector for t in self.types):  # a matrix from its rows
+            return self._gather(ty, [e for row in args for e in self._elements(row)])
+        elems = [self.convert(a, t.scalar, target.dtype) for a, t in zip(args, self.types)]
+        if len(elems) == 1:
+            return self.splat(elems[0], ty)
+        return self._gather(ty, elems)
+
+    # ---- component access -----------------------------------------------------------------
+
+    def index(self, v: ir.Value, idx) -> ir.Value:
+        t = self.types[0]
+        if t.is_matrix and len(idx) == 1:  # a row
+            base = self.b.mul(self._i32(idx[0]), I32(t.cols))
+            row = [self.b.extract_element(v, self.b.add(base, I32(c))) for c in range(t.cols)]
+            return self._gather(ll_type(self.ret), row)
+        return self.b.extract_element(v, self._element(t, idx))
+
+    def insert(self, v: ir.Value, idx, x: ir.Value) -> ir.Value:
+        t = self.types[0]
+        if t.is_matrix and len(idx) == 1:
+            base = self.b.mul(self._i32(idx[0]), I32(t.cols))
+            for c, e in enumerate(self._elements(x)):
+                v = self.b.insert_element(v, e, self.b.add(base, I32(c)))
+            return v
+        return self.b.insert_element(v, x, self._element(t, idx))
+
+    def _i32(self, i: ir.Value) -> ir.Value:
+        if i.type.width == 32:
+            return i
+        return self.b.trunc(i, I32) if i.type.width > 32 else self.b.zext(i, I32)
+
+    def _element(self, t: Type, idx) -> ir.Value:
+        if len(idx) == 2:
+            return self.b.add(self.b.mul(self._i32(idx[0]), I32(t.cols)), self._i32(idx[1]))
+        return self._i32(idx[0])
+
+    def reduce_add(self, v: ir.Value) -> ir.Value:
+        if not isinstance(v.type, ir.VectorType):
+            return v
+        elems = self._elements(v)
+        acc = elems[0]
+        for e in elems[1:]:
+            acc = self._op2("add", acc, e)
+        return acc
+
+    # ---- vector and matrix functions ------------------------------------------------------
+
+    def lerp(self, a, b, t):
+        one = ir.Constant(t.type, 1.0)
+        s = self.b.fsub(one, t)
+        return self.b.fadd(self.b.fmul(a, self.splat(s, a.type)),
+                           self.b.fmul(b, self.splat(t, b.type)))
+
+    def smoothstep(self, e0, e1, x):
+        ty = x.type
+        t = self.b.fdiv(self.b.fsub(x, e0), self.b.fsub(e1, e0))
+        zero, one = ir.Constant(ty, 0.0), ir.Constant(ty, 1.0)
+        t = self.b.select(self.b.fcmp_ordered("<", t, zero), zero, t)
+        t = self.b.select(self.b.fcmp_ordered(">", t, one), one, t)
+        poly = self.b.fsub(ir.Constant(ty, 3.0), self.b.fmul(ir.Constant(ty, 2.0), t))
+        return self.b.fmul(self.b.fmul(t, t), poly)
+
+    def cross(self, a, b):
+        a0, a1, a2 = self._elements(a)
+        b0, b1, b2 = self._elements(b)
+        f = self.b
+        return self._gather(a.type, [f.fsub(f.fmul(a1, b2), f.fmul(a2, b1)),
+                                     f.fsub(f.fmul(a2, b0), f.fmul(a0, b2)),
+                                     f.fsub(f.fmul(a0, b1), f.fmul(a1, b0))])
+
+    def normalize(self, v):
+        n = self.intr("llvm.sqrt", self.reduce_add(self.b.fmul(v, v)))
+        zero = ir.Constant(n.type, 0.0)
+        scaled = self.b.fdiv(v, self.splat(n, v.type))
+        return self.b.select(self.b.fcmp_ordered(">", n, zero), scaled,
+                             ir.Constant(v.type, None))
+
+    def outer(self, a, b):
+        ea, eb = self._elements(a), self._elements(b)
+        return self._gather(ll_type(self.ret), [self.b.fmul(x, y) for x in ea for y in eb])
+
+    def transpose(self, m):
+        t = self.types[0]
+        order = [i * t.cols + j for j in range(t.cols) for i in range(t.rows)]
+        mask = ir.Constant(ir.VectorType(I32, len(order)), order)
+        return self.b.shuffle_vector(m, ir.Constant(m.type, ir.Undefined), mask)
+
+    def determinant(self, m):
+        n, e = self.types[0].rows, self._elements(m)
+        return det_expand(_LLVMArith(self.b, e[0].type), lambda i, j: e[i * n + j], n)
+
+    def cofactor(self, m):
+        n, e = self.types[0].rows, self._elements(m)
+        cof = cofactor_expand(_LLVMArith(self.b, e[0].type), lambda i, j: e[i * n + j], n)
+        return self._gather(m.type, cof)
+
+
+def _is_zero(v: ir.Value) -> bool:
+    if not isinstance(v, ir.Constant):
+        return False
+    c = v.constant
+    items = c if isinstance(c, (list, tuple)) else [c]
+    return all(getattr(x, "constant", x) in (0, 0.0, None) for x in items)
+
+
+class _LLVMArith:
+    """The arithmetic det_expand/cofactor_expand run on, over LLVM float values."""
+
+    def __init__(self, builder, ty):
+        self.b, self.ty = builder, ty
+
+    def add(self, a, b):
+        return self.b.fadd(a, b)
+
+    def sub(self, a, b):
+        return self.b.fsub(a, b)
+
+    def mul(self, a, b):
+        return self.b.fmul(a, b)
+
+    def neg(self, a):
+        return self.b.fneg(a)
+
+    def one(self):
+        return ir.Constant(self.ty, 1.0)
