@@ -62,6 +62,36 @@ def _touched_vars(ins: Instr) -> list[Var]:
     return list(seen)
 
 
+def _written(instrs) -> set:
+    out = set()
+    for ins in instrs:
+        for sub in [ins, *(s for r in ins.regions for s in r.walk())]:
+            if sub.op in (Op.STORE_VAR, Op.FOR):
+                out.add(sub.attrs["var"])
+    return out
+
+
+def snapshot_plan(body: Block) -> dict:
+    """For each region instruction, the locals its snapshot must hold: those it touches
+    that may change between entering it and reversing it (written inside it, after it, or
+    anywhere in an enclosing loop — the next iteration comes after it)."""
+    plan: dict = {}
+
+    def visit(block: Block, later_outside: set):
+        for k, ins in enumerate(block.instrs):
+            if not ins.regions:
+                continue
+            after = _written(block.instrs[k:]) | later_outside
+            touched = _touched_vars(ins)
+            plan[ins] = [v for v in touched if v in after]
+            inner_later = after | (_written([ins]) if ins.op in (Op.FOR, Op.WHILE) else set())
+            for region in ins.regions:
+                visit(region, inner_later)
+
+    visit(body, set())
+    return plan
+
+
 def _block_local_values(body: Block) -> set:
     """Values used only in the block that defines them (not in nested regions)."""
     local, escaped = set(), set()
@@ -109,6 +139,7 @@ class _Reverse:
         self.own = own_element_arrays(func)
         self.adj_vars: dict = {}
         self.local = _block_local_values(func.body)
+        self.snapshots = snapshot_plan(func.body)
         self.sym: dict = {}
 
     # ---- adjoint storage -------------------------------------------------------------------
@@ -188,7 +219,7 @@ class _Reverse:
             self.g.store(var, self.g.emit(Op.POP, (), var.type, var.name))
 
     def forward_recorded(self, ins: Instr):
-        g, touched = self.g, _touched_vars(ins)
+        g, touched = self.g, self.snapshots[ins]
         if ins.op is Op.IF:
             self.push_snapshot(touched)
             self.clone(ins, [self.sub_forward(r, ins) for r in ins.regions])
@@ -211,6 +242,7 @@ class _Reverse:
         for ins in reversed(block.instrs):
             with self.g.located(ins.loc):
                 getattr(self, "rev_" + ins.op.name, self.rev_nothing)(ins)
+            self.sym.pop(ins.result, None)  # e.g. a constant's adjoint: nobody consumes it
 
     def rev_nothing(self, ins):
         pass  # CONST, TID, SHAPE, PRINT: no adjoint
@@ -280,7 +312,7 @@ class _Reverse:
         self.accumulate(value, adj)
 
     def rev_IF(self, ins):
-        g, touched = self.g, _touched_vars(ins)
+        g, touched = self.g, self.snapshots[ins]
         self.pop_snapshot(touched)
         then_block, else_block = Block(), Block()
         g.emit(Op.IF, [self.map[ins.args[0]]], regions=[then_block, else_block])
@@ -290,7 +322,7 @@ class _Reverse:
                 self.reverse(old)
 
     def rev_loop(self, ins):
-        g, touched = self.g, _touched_vars(ins)
+        g, touched = self.g, self.snapshots[ins]
         trips = g.emit(Op.POP, (), int32, "trips")
         body = Block()
         g.emit(Op.FOR, [g.const(0, int32), trips, g.const(1, int32)], regions=[body],

@@ -10,14 +10,13 @@ import ast
 import builtins
 import operator
 from dataclasses import dataclass
-from types import ModuleType
 
 import numpy as np
 
 from .. import lang
 from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
 from ..ir.nodes import Op, Value
-from ..types import ArrayType, Matrix, Type, Vector, bool_, float32, int32, to_type
+from ..types import Matrix, Type, Vector, bool_, float32, int32, to_type
 from .source import is_missing, resolve_global
 
 
@@ -74,6 +73,8 @@ class ExprMixin:
             return x
         if isinstance(x, Lit):
             return self.lit_as(x, want)
+        if isinstance(x, _Tid):
+            return self.b.emit(Op.TID, (), int32, dim=0)
         if isinstance(x, PyObj):
             raise KernelTypeError(f"{x.obj!r} cannot be used as a value in a kernel", self.b.loc)
         raise KernelTypeError("a tuple cannot be used as a single value here", self.b.loc)
@@ -292,12 +293,12 @@ class ExprMixin:
         args = [self.expr(a) for a in node.args]
         if isinstance(obj, lang.BuiltinFunction):
             return self.call_builtin(obj.builtin, args)
-        if obj in PY_BUILTINS and not isinstance(obj, type):
+        if _hashable(obj) and obj in PY_BUILTINS:
             return self.call_builtin(PY_BUILTINS[obj], args)
         target = lang.python_type(obj) if isinstance(obj, (type, Type)) else None
         if target is not None:
             return self.construct(target, args)
-        if obj in lang.ATOMICS:
+        if _hashable(obj) and obj in lang.ATOMICS:
             return self.atomic(lang.ATOMICS[obj], args)
         if obj is lang.kprint or obj is builtins.print or obj is lang.printf:
             return self.kprint(args, obj is lang.printf)
@@ -363,6 +364,14 @@ class ExprMixin:
         return None
 
 
+def _hashable(obj) -> bool:
+    try:
+        hash(obj)
+    except TypeError:
+        return False
+    return True
+
+
 class _Tid:
     """Marker for ``tid()``, resolved by the assignment that unpacks it."""
 
@@ -379,4 +388,3 @@ def _describe(node) -> str:
     return names.get(name, name)
 
 
-__all__ = ["ExprMixin", "Lit", "PyObj", "ShapeOf", "ArrayType", "ModuleType"]

@@ -111,8 +111,12 @@ def _structured(ins, depth, lines, args, lhs):
         lines.append("  " * depth + "do:")
         _block(body, depth + 1, lines)
     elif op is Op.CUSTOM:
-        _emit(lines, depth, f"{ins.attrs['out']!r} = {ins.attrs['func'].name}({args}) "
-              f"with custom gradient:", ins.loc)
+        name = ins.attrs["func"].__name__
+        _emit(lines, depth, f"{ins.attrs['out']!r} = {name}({args}) with custom gradient:",
+              ins.loc)
         _block(ins.regions[0], depth + 1, lines)
+        if ins.regions[1].instrs:
+            lines.append("  " * depth + f"gradient ({ins.attrs['func'].grad.__name__}):")
+            _block(ins.regions[1], depth + 1, lines)
     else:  # pragma: no cover - every op is printed above
         raise AssertionError(op)

@@ -1,0 +1,300 @@
+"""Machine code for kernels: the host target machine, one MCJIT engine, object caching and
+the runner that packs arguments and launches the entry function.
+
+A kernel variant is compiled once per process (an in-memory memo keyed like the disk
+cache); its object code persists in the disk cache, so a later process loads it instead
+of compiling. Launches call the entry through ctypes, which releases the GIL: small grids
+run inline, large ones are split across a persistent pool of ``config.num_threads``.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+import re
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import llvmlite
+import llvmlite.binding as llvm
+
+from ... import config
+from ...errors import KernelIndexError, LaunchError
+from ...ir.nodes import Function
+from ...ir.printer import print_function
+from ...runtime import cache
+from .lower import ArgLayout, LoweringError, lower_to_llvm
+
+KERNLAB_VERSION = "0.1.0"
+BACKEND_VERSION = "llvm-backend-1"
+PARALLEL_THRESHOLD = 65536  # threads; smaller launches run inline on the calling thread
+MAX_THREADS = 2**31 - 1     # thread ids are int32
+
+_ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+_OBJECT_MAGIC = {"linux": b"\x7fELF", "darwin": b"\xcf\xfa\xed\xfe", "win32": b"\x64\x86"}
+
+_lock = threading.RLock()
+_memo: dict = {}       # key -> CompiledEntry: each variant compiles once per process
+_jit = None            # the (target machine, engine) pair, made on first use
+stats = {"compiled": 0, "loaded": 0, "compile_s": 0.0, "load_s": 0.0}
+
+
+@dataclass
+class CompiledEntry:
+    symbol: str
+    address: int
+    layout: ArgLayout
+    cfunc: object
+
+
+# ---- target machine and engine ------------------------------------------------------------
+
+def _host():
+    global _jit
+    if _jit is None:
+        with _lock:
+            if _jit is None:
+                llvm.initialize_native_target()
+                llvm.initialize_native_asmprinter()
+                triple = llvm.get_process_triple()
+                cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+                tm = llvm.Target.from_triple(triple).create_target_machine(
+                    cpu=cpu, features=features, opt=3, reloc="default",
+                    codemodel="jitdefault", jit=True)
+                engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+                _jit = (tm, engine, cpu, features)
+    return _jit
+
+
+def cache_key(func: Function, bounds_check: bool) -> str:
+    """The disk-cache key of a kernel variant: its IR, the options and the compiler."""
+    tm, _, cpu, features = _host()
+    return cache.key_for(print_function(func), _identities(func), f"bounds_check={bounds_check}",
+                         f"llvmlite {llvmlite.__version__}",
+                         "llvm " + ".".join(map(str, llvm.llvm_version_info)),
+                         cpu, features, KERNLAB_VERSION, BACKEND_VERSION)
+
+
+def _identities(func: Function) -> str:
+    """What the printed IR leaves out: which Var each access names (two locals may share a
+    name) and the bounds-check site of each array access."""
+    index = {v: k for k, v in enumerate(func.vars)}
+    out = []
+    for ins in func.body.walk():
+        if "var" in ins.attrs:
+            out.append(f"v{index[ins.attrs['var']]}")
+        if "site" in ins.attrs:
+            out.append(f"s{ins.attrs['site']}")
+    return " ".join(out)
+
+
+def _symbol(func: Function, key: str) -> str:
+    return f"kl_{re.sub(r'[^A-Za-z0-9_]', '_', func.name)}_{key[:16]}"
+
+
+# ---- compiling ------------------------------------------------------------------------------
+
+def build_module(func: Function, bounds_check: bool, symbol: str):
+    """Lower, verify and optimise (O3, host CPU): an llvmlite.binding ModuleRef."""
+    tm = _host()[0]
+    layout = ArgLayout(func)
+    module = lower_to_llvm(func, bounds_check, layout, symbol)
+    module.triple = tm.triple
+    module.data_layout = str(tm.target_data)
+    text = str(module)
+    try:
+        ref = llvm.parse_assembly(text)
+        ref.verify()
+    except RuntimeError as exc:
+        raise LoweringError("internal error: LLVM rejected the code generated for this kernel",
+                            loc=func.loc, kernel=func.name, details=str(exc),
+                            stage=f"compiling kernel '{func.name}' for the CPU (LLVM)") from None
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = pto.slp_vectorization = pto.loop_unrolling = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(ref, pb)
+    return ref, layout
+
+
+def llvm_source(func: Function, bounds_check: bool) -> str:
+    """The optimised LLVM IR of a kernel variant, as text."""
+    symbol = _symbol(func, cache_key(func, bounds_check))
+    return str(build_module(func, bounds_check, symbol)[0])
+
+
+def compile_kernel(func: Function, bounds_check: bool) -> "Runner":
+    """A runner for ``func``: from the in-process memo, the disk cache, or a fresh compile."""
+    key = cache_key(func, bounds_check)
+    entry = _memo.get(key)
+    if entry is None:
+        with _lock:
+            entry = _memo.get(key)
+            if entry is None:
+                entry = _memo[key] = _load_or_compile(func, bounds_check, key)
+    return Runner(func, entry)
+
+
+def _load_or_compile(func, bounds_check, key) -> CompiledEntry:
+    symbol = _symbol(func, key)
+    t0 = time.perf_counter()
+    obj = cache.load(key) if config.cache_dir else None
+    address = _add_object(obj, symbol) if obj is not None else 0
+    if address:
+        stats["loaded"] += 1
+        stats["load_s"] += time.perf_counter() - t0
+        _say(f"loaded kernel '{func.name}' from the cache ({_ms(t0)})")
+        return _entry(func, symbol, address, ArgLayout(func))
+    module, layout = build_module(func, bounds_check, symbol)
+    obj = _host()[0].emit_object(module)
+    address = _add_object(obj, symbol)
+    if not address:
+        raise LoweringError("internal error: the compiled kernel has no entry point",
+                            loc=func.loc, kernel=func.name, details=f"symbol {symbol}")
+    cache.store(key, obj)
+    stats["compiled"] += 1
+    stats["compile_s"] += time.perf_counter() - t0
+    _say(f"compiled kernel '{func.name}' ({_ms(t0)})")
+    return _entry(func, symbol, address, layout)
+
+
+def _entry(func, symbol, address, layout) -> CompiledEntry:
+    return CompiledEntry(symbol, address, layout, _ENTRY_TYPE(address))
+
+
+def _add_object(obj: bytes, symbol: str) -> int:
+    """Load object code into the engine; the entry's address, or 0 when the object is not
+    one of ours (damaged cache entries are then recompiled)."""
+    magic = next((m for p, m in _OBJECT_MAGIC.items() if sys.platform.startswith(p)), b"")
+    if not obj.startswith(magic) or symbol.encode() not in obj:
+        return 0
+    engine = _host()[1]
+    try:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        engine.finalize_object()
+        return engine.get_function_address(symbol)
+    except RuntimeError:
+        return 0
+
+
+def _say(text):
+    if config.verbose:
+        print(f"kernlab: {text}", file=sys.stderr)
+
+
+def _ms(t0) -> str:
+    return f"{(time.perf_counter() - t0) * 1e3:.1f} ms"
+
+
+# ---- launching ------------------------------------------------------------------------------
+
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+
+
+def _workers(n: int) -> ThreadPoolExecutor:
+    global _pool, _pool_size
+    if _pool is None or _pool_size != n:
+        with _lock:
+            if _pool is None or _pool_size != n:
+                old, _pool, _pool_size = _pool, ThreadPoolExecutor(n, "kernlab"), n
+                if old is not None:
+                    old.shutdown(wait=False)
+    return _pool
+
+
+class Runner:
+    """Runs one compiled kernel variant: ``runner.launch(dims, args)``."""
+
+    def __init__(self, func: Function, entry: CompiledEntry):
+        self.func = func
+        self.entry = entry
+        self.layout = entry.layout
+        self._fn = entry.cfunc
+        self._plan = [_param_plan(p.type) for p in func.params]
+        self._ndim = func.ndim
+
+    def launch(self, dims: tuple, args: list) -> None:
+        total = math.prod(dims)
+        if total <= 0:
+            return
+        if total > MAX_THREADS:
+            raise LaunchError(f"a launch of {total} threads is too large (at most {MAX_THREADS})",
+                              kernel=self.func.name)
+        values = []
+        for pack, arg in zip(self._plan, args):
+            pack(arg, values)
+        values += _grid(dims, self._ndim)
+        layout = self.layout
+        buf = ctypes.create_string_buffer(layout.size)
+        layout.packer.pack_into(buf, 0, *values)
+        threads = config.num_threads
+        if total < PARALLEL_THRESHOLD or threads <= 1:
+            self._fn(buf, 0, total)
+        else:
+            self._parallel(buf, total, min(threads, total // (PARALLEL_THRESHOLD // 4)))
+        if buf.raw[layout.status_offset]:
+            self._raise_index_error(buf, args)
+
+    def _parallel(self, buf, total, parts):
+        bounds = [total * k // parts for k in range(parts + 1)]
+        pool = _workers(config.num_threads)
+        futures = [pool.submit(self._fn, buf, bounds[k], bounds[k + 1]) for k in range(1, parts)]
+        self._fn(buf, bounds[0], bounds[1])
+        for f in futures:
+            f.result()
+
+    def _raise_index_error(self, buf, args):
+        _, site, axis, param, index = self.layout.status.unpack_from(buf, self.layout.status_offset)
+        p = self.func.params[param]
+        where = self.func.sites[site] if 0 <= site < len(self.func.sites) else None
+        name = where.array if where is not None else p.name
+        arr = args[param]
+        shape = tuple(arr.shape) if arr is not None else ()
+        raise KernelIndexError(f"index {index} is out of bounds for axis {axis} of array "
+                               f"'{name}' with shape {shape}",
+                               loc=where.loc if where is not None else self.func.loc,
+                               kernel=self.func.name)
+
+
+def _grid(dims, ndim) -> list:
+    """The launch dims as the kernel reads them (padded with 1 to three entries): extra
+    leading dims fold into the first one, missing ones are 1."""
+    dims = [int(d) for d in dims]
+    if ndim > 1 and len(dims) > ndim:
+        dims = [math.prod(dims[: len(dims) - ndim + 1])] + dims[len(dims) - ndim + 1:]
+    return (dims + [1, 1, 1])[:3]
+
+
+def _param_plan(t):
+    """A function that appends one argument's values to the packing list."""
+    if t.is_array:
+        nd, size = t.ndim, t.dtype.nbytes
+        absent = [0] + [0] * nd + [size] * nd
+
+        def pack_array(a, out):
+            if a is None:
+                out += absent
+                return
+            data = a._data
+            out.append(data.ctypes.data if data.size else 0)
+            out += data.shape[:nd]
+            out += data.strides[:nd]
+        return pack_array
+    s = t.scalar
+    convert = float if s.kind == "f" else (lambda v: 1 if v else 0) if s.kind == "b" else int
+    if t.is_scalar:
+        return lambda v, out: out.append(convert(v))
+    n, np_dtype = t.length, s.np
+
+    def pack_vector(v, out):
+        import numpy as np
+        flat = np.asarray(v, np_dtype).reshape(-1)
+        if flat.size != n:
+            raise LaunchError(f"expected {n} components for a {t}, got {flat.size}")
+        out += flat.tolist()
+    return pack_vector
+
+
+__all__ = ["compile_kernel", "llvm_source", "Runner", "cache_key", "stats"]

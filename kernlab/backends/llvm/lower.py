@@ -1,0 +1,646 @@
+"""Typed IR -> LLVM IR (``lower_to_llvm``): the entry function and one method per Op.
+
+Every kernel variant becomes ``void entry(ptr args, i64 start, i64 end)``, which runs the
+threads [start, end) of the flattened launch grid. ``args`` points at a packed block laid
+out by ArgLayout: each parameter in order (an array as pointer, shape[ndim] and byte
+strides[ndim] as i64; scalars, vectors and matrices inline), the launch dims, then the
+status block where a failed bounds check records itself.
+
+The thread loop is emitted twice. The fast copy runs when every array's innermost stride
+is its element size and every index that is just the thread id is known to be in range
+(checked once per slice); there the innermost address is a constant-stride GEP and those
+checks vanish, so LLVM can vectorise element-wise kernels. The general copy handles any
+strides and checks every access.
+"""
+from __future__ import annotations
+
+import ctypes
+import struct
+from collections import Counter
+
+from llvmlite import ir
+
+from ...errors import KernelError
+from ...ir.nodes import Block, Function, Instr, Op, Value
+from ...types import ArrayType, Scalar, Type
+from .cx import I1, I8, I32, I64, PTR, BuiltinContext, constant, ll_type, mem_type
+
+_CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double, "int32": ctypes.c_int32,
+           "int64": ctypes.c_int64, "uint32": ctypes.c_uint32, "bool": ctypes.c_uint8}
+_FORMATS = {ctypes.c_float: "f", ctypes.c_double: "d", ctypes.c_int32: "i",
+            ctypes.c_int64: "q", ctypes.c_uint32: "I", ctypes.c_uint8: "B",
+            ctypes.c_void_p: "Q"}
+STATUS_FIELDS = ["flag", "site", "axis", "param", "index"]
+
+
+class LoweringError(KernelError):
+    """An internal compiler error while turning IR into machine code (a kernlab bug)."""
+
+
+class ArgLayout:
+    """The packed argument block of one kernel: a ctypes Structure, its field offsets and
+    a struct format that fills everything before the status block in one call."""
+
+    def __init__(self, func: Function):
+        fields = []
+        for k, p in enumerate(func.params):
+            t = p.type
+            if isinstance(t, ArrayType):
+                fields += [(f"p{k}", ctypes.c_void_p), (f"p{k}_shape", ctypes.c_int64 * t.ndim),
+                           (f"p{k}_strides", ctypes.c_int64 * t.ndim)]
+            elif t.is_scalar:
+                fields.append((f"p{k}", _CTYPES[t.name]))
+            else:
+                fields.append((f"p{k}", _CTYPES[t.scalar.name] * t.length))
+        fields.append(("dims", ctypes.c_int64 * 3))
+        packed = len(fields)
+        fields += [("flag", ctypes.c_int32), ("site", ctypes.c_int32), ("axis", ctypes.c_int32),
+                   ("param", ctypes.c_int32), ("index", ctypes.c_int64)]
+        self.struct = type(f"KernelArgs_{func.name}", (ctypes.Structure,), {"_fields_": fields})
+        self.offsets = {name: getattr(self.struct, name).offset for name, _ in fields}
+        self.size = ctypes.sizeof(self.struct)
+        fmt, pos = "<", 0
+        for name, ctype in fields[:packed]:
+            pad = self.offsets[name] - pos
+            fmt += f"{pad}x" if pad else ""
+            is_array = issubclass(ctype, ctypes.Array)
+            count, element = (ctype._length_, ctype._type_) if is_array else (1, ctype)
+            fmt += f"{count}{_FORMATS[element]}"
+            pos = self.offsets[name] + ctypes.sizeof(ctype)
+        self.packer = struct.Struct(fmt)
+        self.status = struct.Struct("<iiiiq")
+        self.status_offset = self.offsets["flag"]
+
+
+class ArrayView:
+    """An array parameter inside the entry: base pointer, shape and strides (i64)."""
+
+    def __init__(self, param: int, type: ArrayType, ptr, shape, strides):
+        self.param, self.type, self.ptr, self.shape, self.strides = \
+            param, type, ptr, shape, strides
+
+
+def tid_values(func: Function) -> dict:
+    """Values that are certainly this thread's id along some launch dim: TID results and
+    loads of a Var stored exactly once, at the top level, from a TID (after that store)."""
+    stores = Counter(ins.attrs["var"] for ins in func.body.walk() if ins.op is Op.STORE_VAR)
+    tids = {ins.result: ins.attrs["dim"] for ins in func.body.walk() if ins.op is Op.TID}
+    candidates = {ins.attrs["var"]: tids[ins.args[0]] for ins in func.body.instrs
+                  if ins.op is Op.STORE_VAR and ins.args[0] in tids
+                  and stores[ins.attrs["var"]] == 1}
+    stored, out = set(), dict(tids)
+    for ins in func.body.walk():
+        var = ins.attrs.get("var")
+        if ins.op is Op.STORE_VAR and var in candidates:
+            stored.add(var)
+        elif ins.op is Op.LOAD_VAR and var in stored:
+            out[ins.result] = candidates[var]
+    return out
+
+
+def lower_to_llvm(func: Function, bounds_check: bool, layout: ArgLayout, symbol: str):
+    """The LLVM module (llvmlite.ir) holding ``symbol``, the kernel's entry function."""
+    return _EntryBuilder(func, bounds_check, layout, symbol).build()
+
+
+def _internal(func: Function, message: str, loc=None, details: str = ""):
+    return LoweringError(message, loc=loc or func.loc, kernel=func.name, details=details,
+                         stage=f"compiling kernel '{func.name}' for the CPU (LLVM)")
+
+
+class _EntryBuilder:
+    def __init__(self, func, bounds_check, layout, symbol):
+        self.func, self.checks, self.layout = func, bounds_check, layout
+        self.module = ir.Module(name=func.name)
+        fnty = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
+        self.fn = ir.Function(self.module, fnty, symbol)
+        self.fn.args[0].name, self.fn.args[1].name, self.fn.args[2].name = "args", "start", "end"
+        self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
+        self.cx = BuiltinContext(self.module, self.b)
+        self.tids = tid_values(func)
+        self.uses_stack = any(i.op in (Op.PUSH, Op.POP) for i in func.body.walk())
+
+    # ---- the entry function ------------------------------------------------------------
+
+    def build(self) -> ir.Module:
+        b, func = self.b, self.func
+        args, start, end = self.fn.args
+        self.slots = {v: b.alloca(ll_type(v.type), name=v.name) for v in func.vars}
+        if self.uses_stack:
+            self.stack = {k: b.alloca(t, name=f"stack_{k}")
+                          for k, t in (("buf", PTR), ("top", I64), ("cap", I64))}
+            b.store(ir.Constant(PTR, None), self.stack["buf"])
+            b.store(I64(0), self.stack["cap"])
+        self.params = {p.value: self._read_param(k, p) for k, p in enumerate(func.params)}
+        self.dims = [self._field("dims", I64, d, name=f"dim{d}") for d in range(3)]
+        self.status = b.gep(args, [I64(self.layout.status_offset)], source_etype=I8,
+                            name="status")
+        done = self.fn.append_basic_block("done")
+        run = self.fn.append_basic_block("run")
+        b.cbranch(b.icmp_signed("<", start, end), run, done)
+        b.position_at_end(run)
+        start32, end32 = b.trunc(start, I32, "start32"), b.trunc(end, I32, "end32")
+        arrays = [v for v in self.params.values() if isinstance(v, ArrayView)]
+        if arrays:
+            fast, slow = self.fn.append_basic_block("fast"), self.fn.append_basic_block("general")
+            b.cbranch(self._fast_path_ok(arrays, end), fast, slow)
+            for block, is_fast in ((fast, True), (slow, False)):
+                b.position_at_end(block)
+                self._thread_loops(start32, end32, is_fast)
+                b.branch(done)
+        else:
+            self._thread_loops(start32, end32, False)
+            b.branch(done)
+        b.position_at_end(done)
+        if self.uses_stack:
+            b.call(self._libc("free", ir.VoidType(), [PTR]), [b.load(self.stack["buf"])])
+        b.ret_void()
+        return self.module
+
+    def _field(self, field, ty, k=0, name=""):
+        """Load component k of a field of the argument block."""
+        offset = self.layout.offsets[field] + k * _size(ty)
+        ptr = self.b.gep(self.fn.args[0], [I64(offset)], source_etype=I8)
+        return self.b.load(ptr, typ=ty, name=name)
+
+    def _read_param(self, k, p):
+        t = p.type
+        if isinstance(t, ArrayType):
+            ptr = self._field(f"p{k}", PTR, name=p.name)
+            shape = [self._field(f"p{k}_shape", I64, d, name=f"{p.name}_shape{d}")
+                     for d in range(t.ndim)]
+            strides = [self._field(f"p{k}_strides", I64, d, name=f"{p.name}_stride{d}")
+                       for d in range(t.ndim)]
+            return ArrayView(k, t, ptr, shape, strides)
+        s = t.scalar
+        elems = [self._field(f"p{k}", mem_type(s), c) for c in range(getattr(t, "length", 1))]
+        if s.kind == "b":
+            elems = [self.b.icmp_unsigned("!=", e, I8(0)) for e in elems]
+        if t.is_scalar:
+            elems[0].name = p.name
+            return elems[0]
+        out = ir.Constant(ll_type(t), ir.Undefined)
+        for c, e in enumerate(elems):
+            out = self.b.insert_element(out, e, I32(c))
+        return out
+
+    def _fast_path_ok(self, arrays, end):
+        """Every array's innermost stride is its element size, and every index that is a
+        thread id stays inside its axis for the whole launch."""
+        b = self.b
+        ok = ir.Constant(I1, 1)
+        for a in arrays:
+            size = I64(_elem_size(a.type.dtype))
+            ok = b.and_(ok, b.icmp_signed("==", a.strides[-1], size))
+        for arr, axis, dim in sorted(self._hoistable(), key=lambda x: (x[0].id, x[1], x[2])):
+            view = self.params[arr]
+            extent = end if self.func.ndim == 1 else self.dims[dim]
+            ok = b.and_(ok, b.icmp_unsigned("<=", extent, view.shape[axis]))
+        return ok
+
+    def _hoistable(self) -> set:
+        """(array, axis, tid dim) of the checked accesses whose index is a thread id."""
+        if not self.checks:
+            return set()
+        out = set()
+        for ins in self.func.body.walk():
+            if ins.op in (Op.LOAD, Op.STORE, Op.ATOMIC) and not ins.attrs.get("nullable"):
+                ndim = ins.args[0].type.ndim
+                for axis, idx in enumerate(ins.args[1:1 + ndim]):
+                    if idx in self.tids:
+                        out.add((ins.args[0], axis, self.tids[idx]))
+        return out
+
+    def _thread_loops(self, start, end, fast):
+        """Run the body for every thread in [start, end): one loop for 1-D kernels; for
+        2-D/3-D, a loop over rows of the last launch dim with an inner loop along it."""
+        b, ndim = self.b, self.func.ndim
+        tag = "fast" if fast else "gen"
+        if ndim == 1:
+            self._counted_loop(start, end, lambda i: self._thread([i], fast), f"{tag}_i")
+            return
+        last = b.trunc(self.dims[ndim - 1], I32, "last_dim")
+        row0 = b.sdiv(start, last, name="row0")
+        pre = b.block
+        rows = self.fn.append_basic_block(f"{tag}_rows")
+        after = self.fn.append_basic_block(f"{tag}_rows_done")
+        b.branch(rows)
+        b.position_at_end(rows)
+        flat = b.phi(I32, "flat")
+        q = b.phi(I32, "row")
+        flat.add_incoming(start, pre)
+        q.add_incoming(row0, pre)
+        j_lo = b.srem(flat, last, name="j_lo")
+        row_len = b.sub(last, j_lo)
+        left = b.sub(end, flat)
+        row_len = b.select(b.icmp_signed("<", left, row_len), left, row_len, name="row_len")
+        coords = [q] if ndim == 2 else [b.sdiv(q, b.trunc(self.dims[1], I32)),
+                                        b.srem(q, b.trunc(self.dims[1], I32))]
+        self._counted_loop(j_lo, b.add(j_lo, row_len, flags=("nsw",)),
+                           lambda j: self._thread(coords + [j], fast), f"{tag}_j")
+        nxt = b.add(flat, row_len, name="flat_next", flags=("nsw",))
+        flat.add_incoming(nxt, b.block)
+        q.add_incoming(b.add(q, I32(1), flags=("nsw",)), b.block)
+        b.cbranch(b.icmp_signed("<", nxt, end), rows, after)
+        b.position_at_end(after)
+
+    def _counted_loop(self, lo, hi, body, name):
+        """for (i = lo; i < hi; i++) body(i), given lo < hi (a do-while)."""
+        b = self.b
+        pre = b.block
+        loop = self.fn.append_basic_block(name)
+        after = self.fn.append_basic_block(f"{name}_done")
+        b.branch(loop)
+        b.position_at_end(loop)
+        i = b.phi(I32, name)
+        i.add_incoming(lo, pre)
+        body(i)
+        nxt = b.add(i, I32(1), name=f"{name}_next", flags=("nsw",))
+        i.add_incoming(nxt, b.block)
+        b.cbranch(b.icmp_signed("<", nxt, hi), loop, after)
+        b.position_at_end(after)
+
+    def _thread(self, tids, fast):
+        """One thread: zeroed locals and stack, then the kernel body."""
+        for var, slot in self.slots.items():
+            self.b.store(ir.Constant(ll_type(var.type), None), slot)
+        if self.uses_stack:
+            self.b.store(I64(0), self.stack["top"])
+        _BodyLowering(self, tids, fast).block(self.func.body)
+
+    def _libc(self, name, ret, params, var_arg=False):
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, params, var_arg=var_arg), name)
+        return fn
+
+    def report_fn(self):
+        """``kl_report(status, site, axis, param, index)``: the first failure wins a CAS."""
+        fn = self.module.globals.get("kl_report")
+        if fn is not None:
+            return fn
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, I32, I32, I32, I64]),
+                         "kl_report")
+        fn.linkage = "internal"
+        fn.attributes.add("cold")
+        fn.attributes.add("noinline")
+        status, site, axis, param, index = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        won = b.extract_value(b.cmpxchg(status, I32(0), I32(1), "monotonic", "monotonic"), 1)
+        write, out = fn.append_basic_block("write"), fn.append_basic_block("out")
+        b.cbranch(won, write, out)
+        b.position_at_end(write)
+        base = self.layout.status_offset
+        for name, value in (("site", site), ("axis", axis), ("param", param), ("index", index)):
+            at = b.gep(status, [I64(self.layout.offsets[name] - base)], source_etype=I8)
+            b.store(value, at)
+        b.branch(out)
+        b.position_at_end(out)
+        b.ret_void()
+        return fn
+
+
+def _elem_size(t: Type) -> int:
+    return t.nbytes
+
+
+class _BodyLowering:
+    """Lowers the instructions of one copy (fast or general) of the kernel body."""
+
+    def __init__(self, entry: _EntryBuilder, tids, fast: bool):
+        self.e, self.b, self.cx, self.fast = entry, entry.b, entry.cx, fast
+        self.func = entry.func
+        self.tids = tids
+        self.values: dict = dict(entry.params)
+
+    def block(self, block: Block):
+        for ins in block.instrs:
+            self.instr(ins)
+
+    def instr(self, ins: Instr):
+        method = getattr(self, "op_" + ins.op.name.lower())
+        try:
+            result = method(ins)
+        except KernelError:
+            raise
+        except Exception as exc:  # an internal bug: name the user's line, keep the detail
+            raise _internal(self.func, f"internal error lowering '{ins.op.value}' to LLVM",
+                            ins.loc, f"{type(exc).__name__}: {exc}") from exc
+        if ins.result is not None:
+            if isinstance(result, ir.Instruction) and not result.name:
+                result.name = ins.result.name or "v"  # readable listings
+            self.values[ins.result] = result
+
+    def get(self, v: Value):
+        return self.values[v]
+
+    # ---- values and locals ----------------------------------------------------------------
+
+    def op_const(self, ins):
+        return constant(ins.result.type, ins.attrs["value"])
+
+    def op_tid(self, ins):
+        return self.tids[ins.attrs["dim"]]
+
+    def op_load_var(self, ins):
+        return self.b.load(self.e.slots[ins.attrs["var"]], name=ins.result.name)
+
+    def op_store_var(self, ins):
+        self.b.store(self.get(ins.args[0]), self.e.slots[ins.attrs["var"]])
+
+    def op_call(self, ins):
+        bi = ins.attrs["builtin"]
+        if bi.llvm is None:
+            raise NotImplementedError(f"builtin {bi.name} has no LLVM lowering")
+        return self.cx.call_builtin(bi, [self.get(a) for a in ins.args],
+                                    [a.type for a in ins.args], ins.result.type)
+
+    def op_shape(self, ins):
+        return self.b.trunc(self.get(ins.args[0]).shape[ins.attrs["dim"]], I32)
+
+    # ---- array access -----------------------------------------------------------------------
+
+    def _index64(self, v: Value):
+        x = self.get(v)
+        if x.type.width == 64:
+            return x
+        return self.b.zext(x, I64) if v.type.kind == "u" else self.b.sext(x, I64)
+
+    def _address(self, arr: ArrayView, idx):
+        """ptr + sum(index_d * stride_d); in the fast copy the innermost stride is the
+        element size, so the last step is a typed GEP LLVM can vectorise."""
+        b, dtype = self.b, arr.type.dtype
+        ptr = arr.ptr
+        outer = idx[:-1] if self.fast else idx
+        for d, i in enumerate(outer):
+            ptr = b.gep(ptr, [b.mul(i, arr.strides[d])], source_etype=I8)
+        if self.fast:
+            elem = ir.ArrayType(mem_type(dtype.scalar), getattr(dtype, "length", 1))
+            ptr = b.gep(ptr, [idx[-1]], inbounds=True, source_etype=elem)
+        return ptr
+
+    def _guarded(self, ins, access, zero):
+        """Run ``access(address)`` when the array is there (nullable) and every index is in
+        range (bounds_check); otherwise record the failure and yield ``zero``."""
+        b, arr = self.b, self.get(ins.args[0])
+        ndim = arr.type.ndim
+        idx_values = ins.args[1:1 + ndim]
+        idx = [self._index64(v) for v in idx_values]
+        nullable = ins.attrs.get("nullable", False)
+        checked = []
+        if self.e.checks:
+            checked = [d for d, v in enumerate(idx_values)
+                       if nullable or not (self.fast and v in self.e.tids)]
+        if not checked and not nullable:
+            return access(self._address(arr, idx))
+        join = self.e.fn.append_basic_block("access_done")
+        results = []
+        if nullable:
+            present = self.e.fn.append_basic_block("present")
+            results.append((zero, b.block))
+            b.cbranch(b.icmp_unsigned("!=", arr.ptr, ir.Constant(PTR, None)), present, join)
+            b.position_at_end(present)
+        if checked:
+            oks = {d: b.icmp_unsigned("<", idx[d], arr.shape[d]) for d in checked}
+            ok = oks[checked[0]]
+            for d in checked[1:]:
+                ok = b.and_(ok, oks[d])
+            inside, fail = self.e.fn.append_basic_block("in_bounds"), \
+                self.e.fn.append_basic_block("out_of_bounds")
+            b.cbranch(ok, inside, fail)
+            b.position_at_end(fail)
+            axis, index = I32(checked[-1]), idx[checked[-1]]
+            for d in reversed(checked[:-1]):  # the first failing axis
+                bad = b.not_(oks[d])
+                axis, index = b.select(bad, I32(d), axis), b.select(bad, idx[d], index)
+            b.call(self.e.report_fn(), [self.e.status, I32(ins.attrs.get("site", -1)), axis,
+                                        I32(arr.param), index])
+            results.append((zero, b.block))
+            b.branch(join)
+            b.position_at_end(inside)
+        value = access(self._address(arr, idx))
+        results.append((value, b.block))
+        b.branch(join)
+        b.position_at_end(join)
+        if ins.result is None:
+            return None
+        phi = b.phi(value.type, name=ins.result.name)
+        for v, block in results:
+            phi.add_incoming(v, block)
+        return phi
+
+    def _components(self, ptr, t: Type):
+        """(pointer, scalar type) of each component of an element at ptr."""
+        s = t.scalar
+        if t.is_scalar:
+            return [ptr]
+        return [self.b.gep(ptr, [I64(c)], source_etype=mem_type(s)) for c in range(t.length)]
+
+    def _load(self, ptr, t: Type):
+        s = t.scalar
+        vals = [self.b.load(p, typ=mem_type(s)) for p in self._components(ptr, t)]
+        if s.kind == "b":
+            vals = [self.b.icmp_unsigned("!=", v, I8(0)) for v in vals]
+        if t.is_scalar:
+            return vals[0]
+        out = ir.Constant(ll_type(t), ir.Undefined)
+        for c, v in enumerate(vals):
+            out = self.b.insert_element(out, v, I32(c))
+        return out
+
+    def _store(self, ptr, t: Type, value):
+        s = t.scalar
+        parts = [value] if t.is_scalar else \
+            [self.b.extract_element(value, I32(c)) for c in range(t.length)]
+        for p, v in zip(self._components(ptr, t), parts):
+            self.b.store(self.b.zext(v, I8) if s.kind == "b" else v, p)
+
+    def op_load(self, ins):
+        t = ins.result.type
+        return self._guarded(ins, lambda ptr: self._load(ptr, t), constant(t, 0))
+
+    def op_store(self, ins):
+        value = self.get(ins.args[-1])
+        t = ins.args[-1].type
+        self._guarded(ins, lambda ptr: self._store(ptr, t, value), None)
+
+    def op_atomic(self, ins):
+        t, kind = ins.result.type, ins.attrs["kind"]
+        value = self.get(ins.args[-1])
+
+        def access(ptr):
+            s = t.scalar
+            if s.kind == "b":
+                raise NotImplementedError("atomics on bool arrays")
+            op = _ATOMIC_OPS[s.kind if s.kind in "fu" else "i"][kind]
+            if t.is_scalar:
+                return self.b.atomic_rmw(op, ptr, value, "monotonic")
+            old = ir.Constant(ll_type(t), ir.Undefined)
+            for c, p in enumerate(self._components(ptr, t)):
+                part = self.b.extract_element(value, I32(c))
+                old = self.b.insert_element(old, self.b.atomic_rmw(op, p, part, "monotonic"),
+                                            I32(c))
+            return old
+
+        return self._guarded(ins, access, constant(t, 0))
+
+    # ---- structured control flow ------------------------------------------------------------
+
+    def op_if(self, ins):
+        then_region, else_region = ins.regions
+        cond = self.get(ins.args[0])
+        if else_region.instrs:
+            with self.b.if_else(cond) as (then, otherwise):
+                with then:
+                    self.block(then_region)
+                with otherwise:
+                    self.block(else_region)
+        else:
+            with self.b.if_then(cond):
+                self.block(then_region)
+
+    def op_for(self, ins):
+        b, var = self.b, ins.attrs["var"]
+        start, stop, step = (self.get(a) for a in ins.args)
+        kind = ins.args[0].type.kind
+        less = b.icmp_unsigned if kind == "u" else b.icmp_signed
+        zero = ir.Constant(step.type, 0)
+        pre = b.block
+        head, body = self.e.fn.append_basic_block("for"), self.e.fn.append_basic_block("for_body")
+        after = self.e.fn.append_basic_block("for_done")
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(start.type, name=var.name)
+        i.add_incoming(start, pre)
+        up = b.and_(b.icmp_signed(">", step, zero), less("<", i, stop))
+        down = b.and_(b.icmp_signed("<", step, zero), less(">", i, stop))
+        b.cbranch(b.or_(up, down), body, after)
+        b.position_at_end(body)
+        b.store(i, self.e.slots[var])
+        self.block(ins.regions[0])
+        i.add_incoming(b.add(i, step), b.block)
+        b.branch(head)
+        b.position_at_end(after)
+
+    def op_while(self, ins):
+        b = self.b
+        cond_region, body_region = ins.regions
+        head = self.e.fn.append_basic_block("while")
+        body = self.e.fn.append_basic_block("while_body")
+        after = self.e.fn.append_basic_block("while_done")
+        b.branch(head)
+        b.position_at_end(head)
+        self.block(cond_region)
+        b.cbranch(self.get(cond_region.result), body, after)
+        b.position_at_end(body)
+        self.block(body_region)
+        b.branch(head)
+        b.position_at_end(after)
+
+    def op_custom(self, ins):
+        self.block(ins.regions[0])  # the forward body; regions[1] is for the adjoint
+
+    # ---- printing -------------------------------------------------------------------------
+
+    def op_print(self, ins):
+        b = self.b
+        values, specs = [], []
+        for v in ins.args:
+            x = self.get(v)
+            parts = [x] if v.type.is_scalar else \
+                [b.extract_element(x, I32(c)) for c in range(v.type.length)]
+            conv = [self._printf_arg(p, v.type.scalar) for p in parts]
+            values += [c for c, _ in conv]
+            spec = ", ".join(s for _, s in conv)
+            specs.append(spec if v.type.is_scalar else f"[{spec}]")
+        if ins.attrs.get("printf"):
+            fmt = ins.attrs["fmt"]
+        else:
+            pieces = ins.attrs["fmt"].replace("%", "%%").split("{}")
+            fmt = pieces[0] + "".join(s + p for s, p in zip(specs, pieces[1:])) + "\n"
+        printf = self.e._libc("printf", I32, [PTR], var_arg=True)
+        b.call(printf, [self._cstring(fmt)] + values)
+        b.call(self.e._libc("fflush", I32, [PTR]), [ir.Constant(PTR, None)])
+
+    def _printf_arg(self, x, s: Scalar):
+        b = self.b
+        if s.kind == "f":
+            return (b.fpext(x, ir.DoubleType()) if s.bits == 32 else x), "%g"
+        if s.kind == "b":
+            return b.select(x, self._cstring("True"), self._cstring("False")), "%s"
+        return x, {"i": "%d" if s.bits == 32 else "%lld", "u": "%u"}[s.kind]
+
+    def _cstring(self, text: str):
+        data = bytearray(text.encode("utf-8") + b"\0")
+        ty = ir.ArrayType(I8, len(data))
+        name = f"str{len(self.e.module.globals)}"
+        g = ir.GlobalVariable(self.e.module, ty, name)
+        g.global_constant, g.linkage, g.initializer = True, "internal", ir.Constant(ty, data)
+        g.unnamed_addr = True
+        return g
+
+    # ---- the per-thread stack (adjoint kernels) -------------------------------------------
+
+    def op_push(self, ins):
+        b, st = self.b, self.e.stack
+        for v in ins.args:
+            size = _stack_size(v.type)
+            top = b.load(st["top"])
+            need = b.add(top, I64(size))
+            grow = b.icmp_unsigned(">", need, b.load(st["cap"]))
+            with b.if_then(grow, likely=False):
+                cap = b.mul(b.load(st["cap"]), I64(2))
+                cap = b.select(b.icmp_unsigned("<", cap, need), b.add(need, I64(256)), cap)
+                realloc = self.e._libc("realloc", PTR, [PTR, I64])
+                b.store(b.call(realloc, [b.load(st["buf"]), cap]), st["buf"])
+                b.store(cap, st["cap"])
+            ptr = b.gep(b.load(st["buf"]), [top], source_etype=I8)
+            self._stack_store(ptr, v.type, self.get(v))
+            b.store(need, st["top"])
+
+    def op_pop(self, ins):
+        b, st, t = self.b, self.e.stack, ins.result.type
+        size = I64(_stack_size(t))
+        top = b.load(st["top"])
+        ok = b.icmp_unsigned(">=", top, size)  # an empty stack is a compiler bug: yield 0
+        pre = b.block
+        with b.if_then(ok):
+            new_top = b.sub(top, size)
+            b.store(new_top, st["top"])
+            value = self._stack_load(b.gep(b.load(st["buf"]), [new_top], source_etype=I8), t)
+            loaded_in = b.block
+        phi = b.phi(ll_type(t), name=ins.result.name)
+        phi.add_incoming(constant(t, 0), pre)
+        phi.add_incoming(value, loaded_in)
+        return phi
+
+    def _stack_store(self, ptr, t, value):
+        if t.scalar.kind == "b":
+            value = self.b.zext(value, _stack_type(t))
+        self.b.store(value, ptr, align=1)
+
+    def _stack_load(self, ptr, t):
+        v = self.b.load(ptr, typ=_stack_type(t), align=1)
+        return self.b.icmp_unsigned("!=", v, I8(0)) if t.scalar.kind == "b" else v
+
+
+def _stack_type(t: Type):
+    return I8 if t.is_scalar and t.kind == "b" else \
+        ir.VectorType(I8, t.length) if t.scalar.kind == "b" else ll_type(t)
+
+
+def _stack_size(t: Type) -> int:
+    return t.scalar.nbytes * getattr(t, "length", 1)
+
+
+def _size(ty: ir.Type) -> int:
+    if isinstance(ty, ir.IntType):
+        return ty.width // 8
+    return 4 if isinstance(ty, ir.FloatType) else 8
+
+
+_ATOMIC_OPS = {
+    "f": {"add": "fadd", "sub": "fsub", "min": "fmin", "max": "fmax"},
+    "i": {"add": "add", "sub": "sub", "min": "min", "max": "max"},
+    "u": {"add": "add", "sub": "sub", "min": "umin", "max": "umax"},
+}
