@@ -71,7 +71,7 @@ def test_power_loop_gradient_is_n_x_to_the_n_minus_1(backend, n):
     np.testing.assert_allclose(grad, n * XS ** (n - 1) if n else 0 * XS, rtol=1e-12)
 
 
-# --- runtime range bounds -----------------------------------------------------------------------
+# --- runtime range bounds ---------------------------------------------------------------------
 
 @kl.kernel
 def affine_over_range(x: F64, start: int, stop: int, step: int, y: F64):
@@ -109,7 +109,7 @@ def test_range_with_negative_step_of_two(backend, n):
     check(affine_over_range, affine_over_range_ref(*bounds), *bounds)
 
 
-# --- while ---------------------------------------------------------------------------------------
+# --- while ------------------------------------------------------------------------------------
 
 @kl.kernel
 def while_counter(x: F64, n: int, y: F64):
@@ -137,7 +137,7 @@ def test_while_loop_with_a_counter(backend, n):
     check(while_counter, while_counter_ref(n), n)
 
 
-# --- break and continue ---------------------------------------------------------------------------
+# --- break and continue -----------------------------------------------------------------------
 
 @kl.kernel
 def break_at_threshold(x: F64, n: int, y: F64):
@@ -200,7 +200,7 @@ def test_continue_skips_iterations(backend, n):
     check(skip_every_third, skip_every_third_ref(n), n)
 
 
-# --- nested loops -----------------------------------------------------------------------------------
+# --- nested loops -----------------------------------------------------------------------------
 
 @kl.kernel
 def nested(x: F64, n: int, y: F64):
@@ -229,7 +229,7 @@ def test_nested_loops_carry_state_through_both_levels(backend, n):
     check(nested, nested_ref(n), n)
 
 
-# --- early return inside a loop ---------------------------------------------------------------------
+# --- early return inside a loop ---------------------------------------------------------------
 
 @kl.kernel
 def return_inside_loop(x: F64, n: int, y: F64):
@@ -259,7 +259,7 @@ def test_early_return_from_inside_a_loop(backend, n):
     check(return_inside_loop, return_inside_loop_ref(n), n)
 
 
-# --- variables reassigned across iterations -----------------------------------------------------------
+# --- variables reassigned across iterations ---------------------------------------------------
 
 @kl.kernel
 def shift_pair(x: F64, n: int, y: F64):
@@ -310,7 +310,7 @@ def test_values_rotated_through_temporaries_across_iterations(backend, n):
     check(rotate_pair, rotate_pair_ref(n), n)
 
 
-# --- a loop calling a func ----------------------------------------------------------------------------
+# --- a loop calling a func --------------------------------------------------------------------
 
 @kl.func
 def damped_step(v: kl.float64, x: kl.float64):
@@ -340,7 +340,7 @@ def test_loop_calling_a_func(backend, n):
     check(loop_calls_func, loop_calls_func_ref(n), n)
 
 
-# --- accumulating into an array inside a loop ----------------------------------------------------------
+# --- accumulating into an array inside a loop -------------------------------------------------
 
 @kl.kernel
 def sum_of_powers(x: F64, n: int, total: F64):

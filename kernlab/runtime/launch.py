@@ -122,12 +122,12 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
     cmd = Launch(kernel, dims, args, dev, adjoint)
     if record_cmd:
         return cmd
+    cmd.launch()
     if record_tape and not adjoint:
         from .tape import active_tape
         tape = active_tape()
-        if tape is not None:
+        if tape is not None:  # recorded after it ran: versions include its own writes
             tape.record_launch(cmd, n_inputs=len(inputs or []))
-    cmd.launch()
     return None
 
 
