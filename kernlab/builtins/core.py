@@ -1,7 +1,8 @@
 """Operators, comparisons, casts, constructors and component access.
 
-Integer division and remainder follow C (and Warp): truncation toward zero, remainder with
-the sign of the dividend; a zero divisor gives 0 instead of trapping. ``//`` floors.
+Integer division and remainder follow C (and Warp): ``/`` and ``//`` truncate toward zero,
+``%`` takes the sign of the dividend; a zero divisor gives 0 instead of trapping. On
+floats ``//`` is floor(a / b) and ``%`` is fmod.
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ builtin("sub", _add_sigs(), lambda a, b: a - b,
         grad=lambda g, a, b, r, adj: (adj, g.neg(adj)))
 
 builtin("neg", [sig("N", ret="T"), sig("V", ret="V"), sig("M", ret="M")], lambda a: -a,
-        llvm=lambda cx, a: cx.arith("sub", cx.const(0), a), cuda="(-{0})",
+        llvm=lambda cx, a: cx.neg(a), cuda="(-{0})",
         grad=lambda g, a, r, adj: (g.neg(adj),))
 
 
@@ -97,14 +98,15 @@ builtin("div", [sig("N", "N", ret="T"), sig("V", "N", ret="V"), sig("M", "N", re
 
 def _np_floordiv(a, b):
     t = np.result_type(a, b)
-    if np.issubdtype(t, np.integer) and b == 0:
-        return t.type(0)
-    return t.type(np.floor_divide(a, b))
+    if np.issubdtype(t, np.integer):
+        return _np_div(a, b)  # Warp (C) semantics: integer // truncates, like /
+    return t.type(np.floor(a / b))
 
 
+# Integers: truncating division, as Warp; floats: floor(a / b).
 builtin("floordiv", [sig("N", "N", ret="T")], _np_floordiv,
-        llvm=lambda cx, a, b: cx.floordiv(a, b), cuda="kl_floordiv({0}, {1})",
-        differentiable=False)
+        llvm=lambda cx, a, b: cx.floordiv(a, b) if cx.types[0].is_float else cx.div(a, b),
+        cuda="kl_floordiv({0}, {1})", differentiable=False)
 
 
 def _np_mod(a, b):

@@ -51,7 +51,13 @@ _unary("sqrt", np.sqrt, lambda g, x, r, adj: (
 _unary("floor", np.floor, None, intrinsic="llvm.floor", differentiable=False)
 _unary("ceil", np.ceil, None, intrinsic="llvm.ceil", differentiable=False)
 # Half away from zero, like C's round() and Warp (NumPy's round is half to even).
-_unary("round", lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5), None,
+def _round_half_away(x):
+    t = np.trunc(x)
+    frac = x - t  # exact in floating point, unlike x + 0.5
+    return t + np.sign(x) if abs(frac) >= 0.5 else t
+
+
+_unary("round", _round_half_away, None,
        intrinsic="llvm.round", differentiable=False)
 
 builtin("atan2", FLOAT2, lambda y, x: y.dtype.type(np.arctan2(y, x)),
