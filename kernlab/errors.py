@@ -7,6 +7,7 @@ that, under "while compiling ...".
 from __future__ import annotations
 
 import linecache
+import re
 from dataclasses import dataclass
 
 
@@ -35,9 +36,12 @@ class SourceLoc:
 
 
 def _pretty_file(path: str) -> str:
-    # IPython names cell files like <ipython-input-3-abc> or .../ipykernel_123/456.py
+    # IPython names cell files like <ipython-input-3-abc>; ipykernel like
+    # /tmp/ipykernel_123/456789.py (no execution count in the name).
     if path.startswith("<ipython-input-"):
         return f"cell [{path.split('-')[2]}]"
+    if re.search(r"ipykernel_\d+[/\\]\d+\.py$", path):
+        return "cell"
     return path
 
 

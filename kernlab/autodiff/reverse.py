@@ -151,9 +151,7 @@ class _Reverse:
         """The adjoint accumulator variable of a forward Value or Var."""
         var = self.adj_vars.get(key)
         if var is None:
-            name = key.name or "v"
-            var = self.g.new_var(key.type, f"adj_{name}" if isinstance(key, Var)
-                                 else f"adj_{name}{key.id}")
+            var = self.g.new_var(key.type, f"adj_{key.name or 't'}")
             self.adj_vars[key] = var
         return var
 

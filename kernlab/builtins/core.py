@@ -165,7 +165,7 @@ def _np_cast(x, target):
 
 
 def _cast_ret(b):
-    t, target = b["T"] if "T" in b else b.get("V") or b.get("M"), b["target"]
+    t, target = b.get("V") or b.get("M") or b["T"], b["target"]
     if target.is_scalar and t.is_scalar:
         return target
     if not target.is_scalar and t.shape == target.shape:

@@ -5,17 +5,54 @@ import os
 
 import numpy as np
 
+from ..errors import _pretty_file
 from .nodes import Block, Function, Instr, Op
 
 COMMENT_COLUMN = 60
 
 
+class _Names:
+    """Per-function names: values numbered in order of appearance and locals made unique,
+    so a listing (and the cache key hashed from it) does not depend on what else the
+    process compiled before."""
+
+    def __init__(self, func: Function):
+        self.values: dict = {}
+        self.vars: dict = {}
+        seen: dict = {}
+        for var in func.vars:
+            n = seen.get(var.name, 0)
+            seen[var.name] = n + 1
+            self.vars[var] = f"${var.name}" if n == 0 else f"${var.name}.{n}"
+
+    def value(self, v) -> str:
+        name = self.values.get(v)
+        if name is None:
+            name = self.values[v] = f"%{v.name or 't'}{len(self.values)}"
+        return name
+
+    def var(self, v) -> str:
+        return self.vars.get(v, repr(v))
+
+
+_names: _Names | None = None
+
+
 def print_function(func: Function) -> str:
-    params = ", ".join(f"{p.value!r}:{p.type}" for p in func.params)
+    global _names
+    _names = _Names(func)
+    try:
+        return _print(func)
+    finally:
+        _names = None
+
+
+def _print(func: Function) -> str:
+    params = ", ".join(f"{_v(p.value)}:{p.type}" for p in func.params)
     kind = "adjoint kernel" if func.is_adjoint else "kernel"
     lines = [f"{kind} {func.name}({params}) {{   # {_where(func.loc)}"]
     if func.vars:
-        lines.append("  locals " + ", ".join(f"{v!r}:{v.type}" for v in func.vars))
+        lines.append("  locals " + ", ".join(f"{_names.var(v)}:{v.type}" for v in func.vars))
     split = func.reverse_start if func.is_adjoint else None
     for k, ins in enumerate(func.body.instrs):
         if split is not None and k == 0:
@@ -27,9 +64,14 @@ def print_function(func: Function) -> str:
     return "\n".join(lines) + "\n"
 
 
+def file_label(path: str) -> str:
+    """How listings name a file: a notebook cell as 'cell [N]', a file by its basename."""
+    pretty = _pretty_file(path)
+    return os.path.basename(pretty) if pretty == path else pretty
+
+
 def _where(loc) -> str:
-    name = os.path.basename(loc.file) if not loc.file.startswith("<") else loc.file
-    return f"{name}:{loc.line}"
+    return f"{file_label(loc.file)}:{loc.line}"
 
 
 def _emit(lines, depth, text, loc):
@@ -38,8 +80,16 @@ def _emit(lines, depth, text, loc):
     lines.append(f"{line}{' ' * pad}# {_where(loc)}")
 
 
+def _v(v) -> str:
+    return _names.value(v)
+
+
+def _var(ins) -> str:
+    return _names.var(ins.attrs["var"])
+
+
 def _value(v) -> str:
-    return f"{v!r}:{v.type}"
+    return f"{_v(v)}:{v.type}"
 
 
 def _const(value) -> str:
@@ -50,32 +100,32 @@ def _const(value) -> str:
 
 def _instr(ins: Instr, depth: int, lines: list):
     op, a = ins.op, ins.args
-    args = ", ".join(map(repr, a))
+    args = ", ".join(map(_v, a))
     lhs = f"{_value(ins.result)} = " if ins.result is not None else ""
     if op is Op.CONST:
         text = f"{lhs}const {_const(ins.attrs['value'])}"
     elif op is Op.TID:
         text = f"{lhs}tid {ins.attrs['dim']}"
     elif op is Op.LOAD_VAR:
-        text = f"{lhs}{ins.attrs['var']!r}"
+        text = f"{lhs}{_var(ins)}"
     elif op is Op.STORE_VAR:
-        text = f"{ins.attrs['var']!r} = {args}"
+        text = f"{_var(ins)} = {args}"
     elif op is Op.CALL:
         target = ins.attrs.get("target")
         name = ins.attrs["builtin"].name + (f"<{target}>" if target is not None else "")
         text = f"{lhs}{name}({args})"
     elif op in (Op.LOAD, Op.STORE, Op.ATOMIC):
         arr, rest = a[0], a[1:]
-        idx = ", ".join(map(repr, rest[:-1] if op is not Op.LOAD else rest))
+        idx = ", ".join(map(_v, rest[:-1] if op is not Op.LOAD else rest))
         q = "?" if ins.attrs.get("nullable") else ""
         if op is Op.LOAD:
-            text = f"{lhs}{arr!r}{q}[{idx}]"
+            text = f"{lhs}{_v(arr)}{q}[{idx}]"
         elif op is Op.STORE:
-            text = f"{arr!r}{q}[{idx}] = {rest[-1]!r}"
+            text = f"{_v(arr)}{q}[{idx}] = {_v(rest[-1])}"
         else:
-            text = f"{lhs}atomic_{ins.attrs['kind']}({arr!r}{q}[{idx}], {rest[-1]!r})"
+            text = f"{lhs}atomic_{ins.attrs['kind']}({_v(arr)}{q}[{idx}], {_v(rest[-1])})"
     elif op is Op.SHAPE:
-        text = f"{lhs}{a[0]!r}.shape[{ins.attrs['dim']}]"
+        text = f"{lhs}{_v(a[0])}.shape[{ins.attrs['dim']}]"
     elif op is Op.PRINT:
         text = f"print {ins.attrs['fmt']!r} {args}"
     elif op is Op.PUSH:
@@ -101,18 +151,19 @@ def _structured(ins, depth, lines, args, lhs):
             lines.append("  " * depth + "else:")
             _block(ins.regions[1], depth + 1, lines)
     elif op is Op.FOR:
-        _emit(lines, depth, f"for {ins.attrs['var']!r} in range({args}):", ins.loc)
+        _emit(lines, depth, f"for {_var(ins)} in range({args}):", ins.loc)
         _block(ins.regions[0], depth + 1, lines)
     elif op is Op.WHILE:
         cond, body = ins.regions
         _emit(lines, depth, "while:", ins.loc)
         _block(cond, depth + 1, lines)
-        lines.append("  " * (depth + 1) + f"-> {cond.result!r}")
+        lines.append("  " * (depth + 1) + f"-> {_v(cond.result)}")
         lines.append("  " * depth + "do:")
         _block(body, depth + 1, lines)
     elif op is Op.CUSTOM:
         name = ins.attrs["func"].__name__
-        _emit(lines, depth, f"{ins.attrs['out']!r} = {name}({args}) with custom gradient:",
+        _emit(lines, depth, f"{_names.var(ins.attrs['out'])} = {name}({args}) with custom "
+              "gradient:",
               ins.loc)
         _block(ins.regions[0], depth + 1, lines)
         if ins.regions[1].instrs:

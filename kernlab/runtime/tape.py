@@ -19,6 +19,12 @@ from . import array as array_mod
 from .array import array
 
 _ACTIVE: list = []
+_BACKWARD_HOOKS: list = []  # called with the tape after each backward (notebook views)
+
+
+def _notify_backward(tape):
+    for hook in list(_BACKWARD_HOOKS):
+        hook(tape)
 
 
 def active_tape():
@@ -95,6 +101,7 @@ class Tape:
                 self._launch_adjoint(record)
             else:
                 _array_op_adjoint(record)
+        _notify_backward(self)
 
     def _launch_adjoint(self, record: RecordedLaunch):
         cmd = record.launch

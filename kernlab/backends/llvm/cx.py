@@ -18,7 +18,7 @@ I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
 
 _FLOAT_TYPES = {32: ir.FloatType(), 64: ir.DoubleType()}
-_CMP = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+_CMP_OPS = {"==", "!=", "<", "<=", ">", ">="}
 
 
 def ll_type(t: Type) -> ir.Type:
@@ -113,12 +113,13 @@ class BuiltinContext:
 
     def arith(self, op: str, a: ir.Value, b: ir.Value) -> ir.Value:
         """add / sub / mul, element-wise on vectors and matrices (scalars broadcast)."""
-        a, b = self.splat(a, b.type), self.splat(b, a.type)
+        return self._op2(op, self.splat(a, b.type), self.splat(b, a.type))
+
+    def neg(self, a: ir.Value) -> ir.Value:
+        """-a; for floats an fneg, so -(0.0) is -0.0 as in NumPy."""
         if is_float(a.type):
-            if op == "sub" and _is_zero(a):
-                return self.b.fneg(b)  # -x, not 0 - x: keeps the sign of zero
-            return {"add": self.b.fadd, "sub": self.b.fsub, "mul": self.b.fmul}[op](a, b)
-        return {"add": self.b.add, "sub": self.b.sub, "mul": self.b.mul}[op](a, b)
+            return self.b.fneg(a)
+        return self.b.sub(ir.Constant(a.type, None), a)
 
     def mul(self, a: ir.Value, b: ir.Value) -> ir.Value:
         ta, tb = self.types
@@ -158,17 +159,10 @@ class BuiltinContext:
         return self._int_divrem(a, b, rem=True)
 
     def floordiv(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        """floor(a / b) for floats; integers truncate like ``/`` (C and Warp semantics)."""
         if is_float(a.type):
             return self.intr("llvm.floor", self.b.fdiv(a, b))
-        q = self._int_divrem(a, b, rem=False)
-        if self._kind(a) == "u":
-            return q
-        # truncation rounds toward zero; step down when the remainder's sign differs from b
-        r = self._int_divrem(a, b, rem=True)
-        zero = ir.Constant(a.type, 0)
-        adjust = self.b.and_(self.b.icmp_signed("!=", r, zero),
-                             self.b.icmp_signed("<", self.b.xor(r, b), zero))
-        return self.b.sub(q, self.b.zext(adjust, a.type))
+        return self._int_divrem(a, b, rem=False)
 
     def _int_divrem(self, a, b, rem: bool):
         """C division/remainder that never traps: x / 0 == 0, x % 0 == 0, MIN / -1 wraps."""
@@ -196,7 +190,8 @@ class BuiltinContext:
         return self.b.select(neg, self.b.sub(ir.Constant(x.type, 0), x), x)
 
     def cmp(self, op: str, a: ir.Value, b: ir.Value) -> ir.Value:
-        op = _CMP[op]
+        if op not in _CMP_OPS:
+            raise ValueError(f"unknown comparison {op!r}")
         kind = self._kind(a)
         if kind == "f":  # Python semantics: NaN compares unequal to everything
             if op == "!=":
@@ -353,14 +348,6 @@ class BuiltinContext:
         n, e = self.types[0].rows, self._elements(m)
         cof = cofactor_expand(_LLVMArith(self.b, e[0].type), lambda i, j: e[i * n + j], n)
         return self._gather(m.type, cof)
-
-
-def _is_zero(v: ir.Value) -> bool:
-    if not isinstance(v, ir.Constant):
-        return False
-    c = v.constant
-    items = c if isinstance(c, (list, tuple)) else [c]
-    return all(getattr(x, "constant", x) in (0, 0.0, None) for x in items)
 
 
 class _LLVMArith:

@@ -9,13 +9,19 @@ run inline, large ones are split across a persistent pool of ``config.num_thread
 from __future__ import annotations
 
 import ctypes
+import functools
+import hashlib
 import math
+import os
 import re
+import struct
 import sys
 import threading
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import llvmlite
 import llvmlite.binding as llvm
@@ -25,13 +31,19 @@ from ...errors import KernelIndexError, LaunchError
 from ...ir.nodes import Function
 from ...ir.printer import print_function
 from ...runtime import cache
-from .lower import ArgLayout, LoweringError, lower_to_llvm
+from ...types import ArrayType
+from .lower import LoweringError, lower_to_llvm
 
 KERNLAB_VERSION = "0.1.0"
 BACKEND_VERSION = "llvm-backend-1"
 PARALLEL_THRESHOLD = 65536  # threads; smaller launches run inline on the calling thread
 MAX_THREADS = 2**31 - 1     # thread ids are int32
 
+_CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double, "int32": ctypes.c_int32,
+           "int64": ctypes.c_int64, "uint32": ctypes.c_uint32, "bool": ctypes.c_uint8}
+_FORMATS = {ctypes.c_float: "f", ctypes.c_double: "d", ctypes.c_int32: "i",
+            ctypes.c_int64: "q", ctypes.c_uint32: "I", ctypes.c_uint8: "B",
+            ctypes.c_void_p: "Q"}
 _ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 _OBJECT_MAGIC = {"linux": b"\x7fELF", "darwin": b"\xcf\xfa\xed\xfe", "win32": b"\x64\x86"}
 
@@ -39,6 +51,41 @@ _lock = threading.RLock()
 _memo: dict = {}       # key -> CompiledEntry: each variant compiles once per process
 _jit = None            # the (target machine, engine) pair, made on first use
 stats = {"compiled": 0, "loaded": 0, "compile_s": 0.0, "load_s": 0.0}
+
+
+class ArgLayout:
+    """The packed argument block of one kernel: a ctypes Structure, its field offsets and
+    a struct format that fills everything before the status block in one call."""
+
+    def __init__(self, func: Function):
+        fields = []
+        for k, p in enumerate(func.params):
+            t = p.type
+            if isinstance(t, ArrayType):
+                fields += [(f"p{k}", ctypes.c_void_p), (f"p{k}_shape", ctypes.c_int64 * t.ndim),
+                           (f"p{k}_strides", ctypes.c_int64 * t.ndim)]
+            elif t.is_scalar:
+                fields.append((f"p{k}", _CTYPES[t.name]))
+            else:
+                fields.append((f"p{k}", _CTYPES[t.scalar.name] * t.length))
+        fields.append(("dims", ctypes.c_int64 * 3))
+        packed = len(fields)
+        fields += [("flag", ctypes.c_int32), ("site", ctypes.c_int32), ("axis", ctypes.c_int32),
+                   ("param", ctypes.c_int32), ("index", ctypes.c_int64)]
+        self.struct = type(f"KernelArgs_{func.name}", (ctypes.Structure,), {"_fields_": fields})
+        self.offsets = {name: getattr(self.struct, name).offset for name, _ in fields}
+        self.size = ctypes.sizeof(self.struct)
+        fmt, pos = "<", 0
+        for name, ctype in fields[:packed]:
+            pad = self.offsets[name] - pos
+            fmt += f"{pad}x" if pad else ""
+            is_array = issubclass(ctype, ctypes.Array)
+            count, element = (ctype._length_, ctype._type_) if is_array else (1, ctype)
+            fmt += f"{count}{_FORMATS[element]}"
+            pos = self.offsets[name] + ctypes.sizeof(ctype)
+        self.packer = struct.Struct(fmt)
+        self.status = struct.Struct("<iiiiq")
+        self.status_offset = self.offsets["flag"]
 
 
 @dataclass
@@ -71,10 +118,45 @@ def _host():
 def cache_key(func: Function, bounds_check: bool) -> str:
     """The disk-cache key of a kernel variant: its IR, the options and the compiler."""
     tm, _, cpu, features = _host()
-    return cache.key_for(print_function(func), _identities(func), f"bounds_check={bounds_check}",
+    return cache.key_for(canonical_ir(func), _identities(func), f"bounds_check={bounds_check}",
                          f"llvmlite {llvmlite.__version__}",
                          "llvm " + ".".join(map(str, llvm.llvm_version_info)),
-                         cpu, features, KERNLAB_VERSION, BACKEND_VERSION)
+                         cpu, features, KERNLAB_VERSION, BACKEND_VERSION, _fingerprint())
+
+
+@functools.lru_cache(maxsize=None)
+def _fingerprint() -> str:
+    """A hash of the code that decides what a kernel compiles to (this backend and the
+    builtins' lowerings), so editing either never loads stale machine code."""
+    digest = hashlib.sha256()
+    root = Path(__file__).resolve().parents[2]
+    for path in sorted([*root.joinpath("backends", "llvm").glob("*.py"),
+                        *root.joinpath("builtins").glob("*.py")]):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def canonical_ir(func: Function) -> str:
+    """The printed IR without what does not change the machine code: value numbers come
+    from a process-wide counter (renumbered here in order of appearance) and the
+    ``# file:line`` comments (error messages read them from the live Function)."""
+    text = print_function(func)
+    names = {repr(p.value): p.value for p in func.params}
+    names.update((repr(i.result), i.result) for i in func.body.walk() if i.result is not None)
+    numbers: dict = {}
+
+    def renumber(m):
+        v = names.get(m.group(0))
+        if v is None:
+            return m.group(0)
+        return f"%{v.name}.{numbers.setdefault(v, len(numbers))}"
+
+    lines = (_COMMENT.sub("", line) for line in text.splitlines())
+    return "\n".join(_VALUE.sub(renumber, line) for line in lines)
+
+
+_VALUE = re.compile(r"%\w+")
+_COMMENT = re.compile(r"\s+# [^#\n]*$")
 
 
 def _identities(func: Function) -> str:
@@ -100,13 +182,14 @@ def build_module(func: Function, bounds_check: bool, symbol: str):
     """Lower, verify and optimise (O3, host CPU): an llvmlite.binding ModuleRef."""
     tm = _host()[0]
     layout = ArgLayout(func)
-    module = lower_to_llvm(func, bounds_check, layout, symbol)
+    module = lower_to_llvm(func, bounds_check, layout.offsets, symbol)
     module.triple = tm.triple
     module.data_layout = str(tm.target_data)
     text = str(module)
     try:
         ref = llvm.parse_assembly(text)
         ref.verify()
+        ref.name = func.name
     except RuntimeError as exc:
         raise LoweringError("internal error: LLVM rejected the code generated for this kernel",
                             loc=func.loc, kernel=func.name, details=str(exc),
@@ -121,7 +204,10 @@ def build_module(func: Function, bounds_check: bool, symbol: str):
 def llvm_source(func: Function, bounds_check: bool) -> str:
     """The optimised LLVM IR of a kernel variant, as text."""
     symbol = _symbol(func, cache_key(func, bounds_check))
-    return str(build_module(func, bounds_check, symbol)[0])
+    checks = "with bounds checks" if bounds_check else "without bounds checks"
+    kind = "adjoint kernel" if func.is_adjoint else "kernel"
+    return (f"; {kind} '{func.name}' {checks}, optimised for {_host()[2]}\n"
+            + str(build_module(func, bounds_check, symbol)[0]))
 
 
 def compile_kernel(func: Function, bounds_check: bool) -> "Runner":
@@ -169,9 +255,12 @@ def _add_object(obj: bytes, symbol: str) -> int:
     magic = next((m for p, m in _OBJECT_MAGIC.items() if sys.platform.startswith(p)), b"")
     if not obj.startswith(magic) or symbol.encode() not in obj:
         return 0
+    ref = llvm.ObjectFileRef.from_data(obj)
+    if not ref:  # LLVM could not parse it
+        return 0
     engine = _host()[1]
     try:
-        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        engine.add_object_file(ref)
         engine.finalize_object()
         return engine.get_function_address(symbol)
     except RuntimeError:
@@ -194,14 +283,27 @@ _pool_size = 0
 
 
 def _workers(n: int) -> ThreadPoolExecutor:
+    """The persistent pool for ``n`` threads in all: the caller runs one share itself."""
     global _pool, _pool_size
-    if _pool is None or _pool_size != n:
+    pool = _pool
+    if pool is None or _pool_size != n:
         with _lock:
             if _pool is None or _pool_size != n:
-                old, _pool, _pool_size = _pool, ThreadPoolExecutor(n, "kernlab"), n
+                old, _pool, _pool_size = _pool, ThreadPoolExecutor(n - 1, "kernlab"), n
                 if old is not None:
                     old.shutdown(wait=False)
-    return _pool
+            pool = _pool
+    return pool
+
+
+def _forget_threads_after_fork():
+    """A forked child has none of its parent's worker threads, and maybe a held lock."""
+    global _pool, _pool_size, _lock
+    _pool, _pool_size, _lock = None, 0, threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_threads_after_fork)
 
 
 class Runner:
@@ -214,8 +316,12 @@ class Runner:
         self._fn = entry.cfunc
         self._plan = [_param_plan(p.type) for p in func.params]
         self._ndim = func.ndim
+        self._grids: dict = {}  # launch dims -> the three dims the kernel reads
 
     def launch(self, dims: tuple, args: list) -> None:
+        if len(args) != len(self._plan):
+            raise LaunchError(f"kernel '{self.func.name}' takes {len(self._plan)} arguments, "
+                              f"got {len(args)}", kernel=self.func.name)
         total = math.prod(dims)
         if total <= 0:
             return
@@ -225,7 +331,12 @@ class Runner:
         values = []
         for pack, arg in zip(self._plan, args):
             pack(arg, values)
-        values += _grid(dims, self._ndim)
+        grid = self._grids.get(dims)
+        if grid is None:
+            if len(self._grids) > 64:
+                self._grids.clear()
+            grid = self._grids[dims] = _grid(dims, self._ndim)
+        values += grid
         layout = self.layout
         buf = ctypes.create_string_buffer(layout.size)
         layout.packer.pack_into(buf, 0, *values)
@@ -247,15 +358,30 @@ class Runner:
 
     def _raise_index_error(self, buf, args):
         _, site, axis, param, index = self.layout.status.unpack_from(buf, self.layout.status_offset)
-        p = self.func.params[param]
         where = self.func.sites[site] if 0 <= site < len(self.func.sites) else None
-        name = where.array if where is not None else p.name
+        name = where.array if where is not None else self.func.params[param].name
         arr = args[param]
-        shape = tuple(arr.shape) if arr is not None else ()
+        of = f"with shape {tuple(arr.shape)}" if arr is not None else "which was not given (None)"
         raise KernelIndexError(f"index {index} is out of bounds for axis {axis} of array "
-                               f"'{name}' with shape {shape}",
+                               f"'{name}' {of}",
                                loc=where.loc if where is not None else self.func.loc,
                                kernel=self.func.name)
+
+
+_described: dict = {}  # id(ndarray) -> (weak reference, ndim, (ptr, *shape, *strides))
+
+
+def _describe(data, nd: int) -> tuple:
+    """(data address, shape..., byte strides...) of a NumPy array's first nd axes, kept per
+    array object: ``ndarray.ctypes.data`` alone costs a third of a small launch."""
+    key = id(data)
+    hit = _described.get(key)
+    if hit is not None and hit[0]() is data and hit[1] == nd:
+        return hit[2]
+    values = (data.ctypes.data if data.size else 0, *data.shape[:nd], *data.strides[:nd])
+    _described[key] = (weakref.ref(data, lambda _, key=key: _described.pop(key, None)), nd,
+                       values)
+    return values
 
 
 def _grid(dims, ndim) -> list:
@@ -277,10 +403,7 @@ def _param_plan(t):
             if a is None:
                 out += absent
                 return
-            data = a._data
-            out.append(data.ctypes.data if data.size else 0)
-            out += data.shape[:nd]
-            out += data.strides[:nd]
+            out += _describe(a._data, nd)
         return pack_array
     s = t.scalar
     convert = float if s.kind == "f" else (lambda v: 1 if v else 0) if s.kind == "b" else int

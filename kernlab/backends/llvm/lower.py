@@ -2,9 +2,9 @@
 
 Every kernel variant becomes ``void entry(ptr args, i64 start, i64 end)``, which runs the
 threads [start, end) of the flattened launch grid. ``args`` points at a packed block laid
-out by ArgLayout: each parameter in order (an array as pointer, shape[ndim] and byte
-strides[ndim] as i64; scalars, vectors and matrices inline), the launch dims, then the
-status block where a failed bounds check records itself.
+out by jit.ArgLayout (lowering takes its field offsets): each parameter in order (an array
+as pointer, shape[ndim] and byte strides[ndim] as i64; scalars, vectors and matrices
+inline), the launch dims, then the status block where a failed bounds check records itself.
 
 The thread loop is emitted twice. The fast copy runs when every array's innermost stride
 is its element size and every index that is just the thread id is known to be in range
@@ -14,8 +14,6 @@ strides and checks every access.
 """
 from __future__ import annotations
 
-import ctypes
-import struct
 from collections import Counter
 
 from llvmlite import ir
@@ -25,51 +23,8 @@ from ...ir.nodes import Block, Function, Instr, Op, Value
 from ...types import ArrayType, Scalar, Type
 from .cx import I1, I8, I32, I64, PTR, BuiltinContext, constant, ll_type, mem_type
 
-_CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double, "int32": ctypes.c_int32,
-           "int64": ctypes.c_int64, "uint32": ctypes.c_uint32, "bool": ctypes.c_uint8}
-_FORMATS = {ctypes.c_float: "f", ctypes.c_double: "d", ctypes.c_int32: "i",
-            ctypes.c_int64: "q", ctypes.c_uint32: "I", ctypes.c_uint8: "B",
-            ctypes.c_void_p: "Q"}
-STATUS_FIELDS = ["flag", "site", "axis", "param", "index"]
-
-
 class LoweringError(KernelError):
     """An internal compiler error while turning IR into machine code (a kernlab bug)."""
-
-
-class ArgLayout:
-    """The packed argument block of one kernel: a ctypes Structure, its field offsets and
-    a struct format that fills everything before the status block in one call."""
-
-    def __init__(self, func: Function):
-        fields = []
-        for k, p in enumerate(func.params):
-            t = p.type
-            if isinstance(t, ArrayType):
-                fields += [(f"p{k}", ctypes.c_void_p), (f"p{k}_shape", ctypes.c_int64 * t.ndim),
-                           (f"p{k}_strides", ctypes.c_int64 * t.ndim)]
-            elif t.is_scalar:
-                fields.append((f"p{k}", _CTYPES[t.name]))
-            else:
-                fields.append((f"p{k}", _CTYPES[t.scalar.name] * t.length))
-        fields.append(("dims", ctypes.c_int64 * 3))
-        packed = len(fields)
-        fields += [("flag", ctypes.c_int32), ("site", ctypes.c_int32), ("axis", ctypes.c_int32),
-                   ("param", ctypes.c_int32), ("index", ctypes.c_int64)]
-        self.struct = type(f"KernelArgs_{func.name}", (ctypes.Structure,), {"_fields_": fields})
-        self.offsets = {name: getattr(self.struct, name).offset for name, _ in fields}
-        self.size = ctypes.sizeof(self.struct)
-        fmt, pos = "<", 0
-        for name, ctype in fields[:packed]:
-            pad = self.offsets[name] - pos
-            fmt += f"{pad}x" if pad else ""
-            is_array = issubclass(ctype, ctypes.Array)
-            count, element = (ctype._length_, ctype._type_) if is_array else (1, ctype)
-            fmt += f"{count}{_FORMATS[element]}"
-            pos = self.offsets[name] + ctypes.sizeof(ctype)
-        self.packer = struct.Struct(fmt)
-        self.status = struct.Struct("<iiiiq")
-        self.status_offset = self.offsets["flag"]
 
 
 class ArrayView:
@@ -98,9 +53,10 @@ def tid_values(func: Function) -> dict:
     return out
 
 
-def lower_to_llvm(func: Function, bounds_check: bool, layout: ArgLayout, symbol: str):
-    """The LLVM module (llvmlite.ir) holding ``symbol``, the kernel's entry function."""
-    return _EntryBuilder(func, bounds_check, layout, symbol).build()
+def lower_to_llvm(func: Function, bounds_check: bool, offsets: dict, symbol: str):
+    """The LLVM module (llvmlite.ir) holding ``symbol``, the kernel's entry function;
+    ``offsets`` gives the byte offset of each field of the argument block."""
+    return _EntryBuilder(func, bounds_check, offsets, symbol).build()
 
 
 def _internal(func: Function, message: str, loc=None, details: str = ""):
@@ -109,8 +65,8 @@ def _internal(func: Function, message: str, loc=None, details: str = ""):
 
 
 class _EntryBuilder:
-    def __init__(self, func, bounds_check, layout, symbol):
-        self.func, self.checks, self.layout = func, bounds_check, layout
+    def __init__(self, func, bounds_check, offsets, symbol):
+        self.func, self.checks, self.offsets = func, bounds_check, offsets
         self.module = ir.Module(name=func.name)
         fnty = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
         self.fn = ir.Function(self.module, fnty, symbol)
@@ -119,6 +75,7 @@ class _EntryBuilder:
         self.cx = BuiltinContext(self.module, self.b)
         self.tids = tid_values(func)
         self.uses_stack = any(i.op in (Op.PUSH, Op.POP) for i in func.body.walk())
+        self.strings: dict = {}  # C string constants, by text
 
     # ---- the entry function ------------------------------------------------------------
 
@@ -133,14 +90,15 @@ class _EntryBuilder:
             b.store(I64(0), self.stack["cap"])
         self.params = {p.value: self._read_param(k, p) for k, p in enumerate(func.params)}
         self.dims = [self._field("dims", I64, d, name=f"dim{d}") for d in range(3)]
-        self.status = b.gep(args, [I64(self.layout.status_offset)], source_etype=I8,
+        self.status = b.gep(args, [I64(self.offsets["flag"])], source_etype=I8,
                             name="status")
         done = self.fn.append_basic_block("done")
         run = self.fn.append_basic_block("run")
         b.cbranch(b.icmp_signed("<", start, end), run, done)
         b.position_at_end(run)
         start32, end32 = b.trunc(start, I32, "start32"), b.trunc(end, I32, "end32")
-        arrays = [v for v in self.params.values() if isinstance(v, ArrayView)]
+        accessed = {i.args[0] for i in func.body.walk() if i.op in (Op.LOAD, Op.STORE, Op.ATOMIC)}
+        arrays = [self.params[p.value] for p in func.params if p.value in accessed]
         if arrays:
             fast, slow = self.fn.append_basic_block("fast"), self.fn.append_basic_block("general")
             b.cbranch(self._fast_path_ok(arrays, end), fast, slow)
@@ -153,13 +111,13 @@ class _EntryBuilder:
             b.branch(done)
         b.position_at_end(done)
         if self.uses_stack:
-            b.call(self._libc("free", ir.VoidType(), [PTR]), [b.load(self.stack["buf"])])
+            b.call(self._extern("free", ir.VoidType(), [PTR]), [b.load(self.stack["buf"])])
         b.ret_void()
         return self.module
 
     def _field(self, field, ty, k=0, name=""):
         """Load component k of a field of the argument block."""
-        offset = self.layout.offsets[field] + k * _size(ty)
+        offset = self.offsets[field] + k * _size(ty)
         ptr = self.b.gep(self.fn.args[0], [I64(offset)], source_etype=I8)
         return self.b.load(ptr, typ=ty, name=name)
 
@@ -190,8 +148,7 @@ class _EntryBuilder:
         b = self.b
         ok = ir.Constant(I1, 1)
         for a in arrays:
-            size = I64(_elem_size(a.type.dtype))
-            ok = b.and_(ok, b.icmp_signed("==", a.strides[-1], size))
+            ok = b.and_(ok, b.icmp_signed("==", a.strides[-1], I64(a.type.dtype.nbytes)))
         for arr, axis, dim in sorted(self._hoistable(), key=lambda x: (x[0].id, x[1], x[2])):
             view = self.params[arr]
             extent = end if self.func.ndim == 1 else self.dims[dim]
@@ -268,7 +225,7 @@ class _EntryBuilder:
             self.b.store(I64(0), self.stack["top"])
         _BodyLowering(self, tids, fast).block(self.func.body)
 
-    def _libc(self, name, ret, params, var_arg=False):
+    def _extern(self, name, ret, params, var_arg=False):
         fn = self.module.globals.get(name)
         if fn is None:
             fn = ir.Function(self.module, ir.FunctionType(ret, params, var_arg=var_arg), name)
@@ -290,9 +247,9 @@ class _EntryBuilder:
         write, out = fn.append_basic_block("write"), fn.append_basic_block("out")
         b.cbranch(won, write, out)
         b.position_at_end(write)
-        base = self.layout.status_offset
+        base = self.offsets["flag"]
         for name, value in (("site", site), ("axis", axis), ("param", param), ("index", index)):
-            at = b.gep(status, [I64(self.layout.offsets[name] - base)], source_etype=I8)
+            at = b.gep(status, [I64(self.offsets[name] - base)], source_etype=I8)
             b.store(value, at)
         b.branch(out)
         b.position_at_end(out)
@@ -300,17 +257,13 @@ class _EntryBuilder:
         return fn
 
 
-def _elem_size(t: Type) -> int:
-    return t.nbytes
-
-
 class _BodyLowering:
     """Lowers the instructions of one copy (fast or general) of the kernel body."""
 
-    def __init__(self, entry: _EntryBuilder, tids, fast: bool):
+    def __init__(self, entry: _EntryBuilder, thread_ids, fast: bool):
         self.e, self.b, self.cx, self.fast = entry, entry.b, entry.cx, fast
         self.func = entry.func
-        self.tids = tids
+        self.thread_ids = thread_ids  # this thread's id along each launch dim (i32)
         self.values: dict = dict(entry.params)
 
     def block(self, block: Block):
@@ -340,7 +293,7 @@ class _BodyLowering:
         return constant(ins.result.type, ins.attrs["value"])
 
     def op_tid(self, ins):
-        return self.tids[ins.attrs["dim"]]
+        return self.thread_ids[ins.attrs["dim"]]
 
     def op_load_var(self, ins):
         return self.b.load(self.e.slots[ins.attrs["var"]], name=ins.result.name)
@@ -430,7 +383,7 @@ class _BodyLowering:
         return phi
 
     def _components(self, ptr, t: Type):
-        """(pointer, scalar type) of each component of an element at ptr."""
+        """The address of each component of the element at ptr."""
         s = t.scalar
         if t.is_scalar:
             return [ptr]
@@ -558,9 +511,9 @@ class _BodyLowering:
         else:
             pieces = ins.attrs["fmt"].replace("%", "%%").split("{}")
             fmt = pieces[0] + "".join(s + p for s, p in zip(specs, pieces[1:])) + "\n"
-        printf = self.e._libc("printf", I32, [PTR], var_arg=True)
+        printf = self.e._extern("printf", I32, [PTR], var_arg=True)
         b.call(printf, [self._cstring(fmt)] + values)
-        b.call(self.e._libc("fflush", I32, [PTR]), [ir.Constant(PTR, None)])
+        b.call(self.e._extern("fflush", I32, [PTR]), [ir.Constant(PTR, None)])
 
     def _printf_arg(self, x, s: Scalar):
         b = self.b
@@ -571,13 +524,15 @@ class _BodyLowering:
         return x, {"i": "%d" if s.bits == 32 else "%lld", "u": "%u"}[s.kind]
 
     def _cstring(self, text: str):
-        data = bytearray(text.encode("utf-8") + b"\0")
-        ty = ir.ArrayType(I8, len(data))
-        name = f"str{len(self.e.module.globals)}"
-        g = ir.GlobalVariable(self.e.module, ty, name)
-        g.global_constant, g.linkage, g.initializer = True, "internal", ir.Constant(ty, data)
-        g.unnamed_addr = True
-        return g
+        strings = self.e.strings
+        if text not in strings:
+            data = bytearray(text.encode("utf-8") + b"\0")
+            ty = ir.ArrayType(I8, len(data))
+            g = ir.GlobalVariable(self.e.module, ty, f"str{len(strings)}")
+            g.global_constant, g.linkage, g.initializer = True, "internal", ir.Constant(ty, data)
+            g.unnamed_addr = True
+            strings[text] = g
+        return strings[text]
 
     # ---- the per-thread stack (adjoint kernels) -------------------------------------------
 
@@ -591,7 +546,7 @@ class _BodyLowering:
             with b.if_then(grow, likely=False):
                 cap = b.mul(b.load(st["cap"]), I64(2))
                 cap = b.select(b.icmp_unsigned("<", cap, need), b.add(need, I64(256)), cap)
-                realloc = self.e._libc("realloc", PTR, [PTR, I64])
+                realloc = self.e._extern("realloc", PTR, [PTR, I64])
                 b.store(b.call(realloc, [b.load(st["buf"]), cap]), st["buf"])
                 b.store(cap, st["cap"])
             ptr = b.gep(b.load(st["buf"]), [top], source_etype=I8)
@@ -621,7 +576,8 @@ class _BodyLowering:
 
     def _stack_load(self, ptr, t):
         v = self.b.load(ptr, typ=_stack_type(t), align=1)
-        return self.b.icmp_unsigned("!=", v, I8(0)) if t.scalar.kind == "b" else v
+        return self.b.icmp_unsigned("!=", v, ir.Constant(v.type, None)) \
+            if t.scalar.kind == "b" else v
 
 
 def _stack_type(t: Type):

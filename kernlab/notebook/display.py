@@ -1,0 +1,211 @@
+"""Rendering shared by the magic and the widgets: listings, highlighting, tables, reprs.
+
+Listings come from ``kl.source`` (the public API); a listing that cannot be produced is
+kept as its error text instead of raising, so one missing backend never breaks a view.
+IR listings end each line with ``# file:line`` (the IR printer's comments); ``line_map``
+reads those back, which is how a user's line is linked to the generated lines.
+"""
+from __future__ import annotations
+
+import html
+import inspect
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+TARGETS = ("ir", "llvm", "cuda", "ptx")
+TARGET_TITLES = {"ir": "IR", "llvm": "LLVM IR", "cuda": "CUDA C", "ptx": "PTX"}
+_LEXERS = {"python": "python", "ir": "python", "llvm": "llvm", "cuda": "cuda", "ptx": "text",
+           "text": "text"}
+# A generated line's origin: a trailing '# file:line' (the IR) marks that line; a comment
+# line '// file:line: source' (CUDA C) or '; file:line: source' marks the lines below it.
+_ORIGIN = re.compile(r"(?:#|;|//)\s*(cell \[\d+\]|\S+):(\d+)\s*$")
+_ORIGIN_ABOVE = re.compile(r"^\s*(?://|;|#)\s*(cell \[\d+\]|\S+?):(\d+):")
+HIGHLIGHT_COLOR = "#fff3b0"
+
+
+def escape(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+# ---- listings ------------------------------------------------------------------------------
+
+@dataclass
+class Listing:
+    """One listing of a kernel: its text, or why there is none. Displays itself."""
+
+    kernel: str
+    target: str
+    adjoint: bool
+    text: str = ""
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+    @property
+    def title(self) -> str:
+        return TARGET_TITLES[self.target] + (" (adjoint)" if self.adjoint else "")
+
+    def body(self) -> str:
+        return self.text if self.ok else self.error
+
+    def __repr__(self):
+        return self.body()
+
+    def _repr_html_(self):
+        head = f"<div><b>{escape(self.title)}</b> of kernel <code>{escape(self.kernel)}</code>"
+        if not self.ok:
+            return head + f"<pre>{escape(self.error)}</pre></div>"
+        return head + highlight(self.text, self.target) + "</div>"
+
+
+def get_listing(kernel, target: str, adjoint: bool = False) -> Listing:
+    """``kl.source(kernel, target, adjoint)`` as a Listing; failures become its error text."""
+    from ..kernel import source
+
+    out = Listing(kernel.key, target, adjoint)
+    try:
+        out.text = source(kernel, target, adjoint=adjoint)
+    except Exception as exc:  # noqa: BLE001 - a listing's failure is shown, not raised
+        out.error = describe_failure(target, exc)
+    return out
+
+
+def describe_failure(target: str, exc: BaseException) -> str:
+    reason = str(exc).strip() or type(exc).__name__
+    if target in ("cuda", "ptx"):
+        if isinstance(exc, ImportError):
+            reason = f"this kernlab has no CUDA backend ({reason})"
+        return f"not available: {reason}"
+    return f"{type(exc).__name__}: {reason}"
+
+
+def file_key(path: str) -> str:
+    """How the IR printer names a file in its comments."""
+    from ..ir.printer import file_label
+    return file_label(path)
+
+
+def line_map(text: str) -> list:
+    """For each line of a listing, the (file key, line) it came from, or None."""
+    out, above = [], None
+    for line in text.splitlines():
+        m = _ORIGIN_ABOVE.match(line)
+        if m:
+            above = (m.group(1), int(m.group(2)))
+            out.append(above)
+            continue
+        m = _ORIGIN.search(line)
+        if m:
+            out.append((m.group(1), int(m.group(2))))
+        elif line.strip() in ("", "{", "}", "};"):
+            out.append(None)
+        else:
+            out.append(above)
+    return out
+
+
+def lines_from(text: str, origin) -> list[int]:
+    """The 1-based listing lines that came from ``origin`` (a (file key, line) pair)."""
+    return [k + 1 for k, o in enumerate(line_map(text)) if o == origin]
+
+
+def kernel_source(kernel) -> tuple[list[str], int, str]:
+    """The kernel's source lines, the file line of the first one, and the file."""
+    lines, first = inspect.getsourcelines(kernel.pyfunc)
+    return [ln.rstrip("\n") for ln in lines], first, kernel.pyfunc.__code__.co_filename
+
+
+# ---- HTML ------------------------------------------------------------------------------------
+
+def highlight(text: str, language: str = "text", hl_lines=(), linenostart: int = 1,
+              linenos: bool = False, max_height: str = "32em") -> str:
+    """Text as highlighted HTML with inline styles (so it survives without CSS);
+    ``hl_lines`` (1-based) get a background."""
+    try:
+        from pygments import highlight as pyg_highlight
+        from pygments.formatters import HtmlFormatter
+        from pygments.lexers import get_lexer_by_name
+    except ImportError:  # pygments is part of kernlab[lab]; plain text without it
+        body = f"<pre>{escape(text)}</pre>"
+    else:
+        lexer = get_lexer_by_name(_LEXERS.get(language, "text"), stripnl=False)
+        fmt = HtmlFormatter(noclasses=True, hl_lines=list(hl_lines), linenostart=linenostart,
+                            linenos="inline" if linenos else False, nobackground=True,
+                            style="default", prestyles="margin: 0; line-height: 1.35;")
+        body = pyg_highlight(text, lexer, fmt).replace("#ffffcc", HIGHLIGHT_COLOR)
+    return (f'<div style="max-height: {max_height}; overflow: auto; font-size: 12px; '
+            f'border: 1px solid #ddd; padding: 2px 4px;">{body}</div>')
+
+
+def html_table(headers, rows, bold_rows=()) -> str:
+    head = "".join(f"<th style='text-align: left; padding: 0 8px'>{escape(h)}</th>"
+                   for h in headers)
+    body = []
+    for k, row in enumerate(rows):
+        style = " style='font-weight: bold; background: %s'" % HIGHLIGHT_COLOR \
+            if k in bold_rows else ""
+        cells = "".join(f"<td style='padding: 0 8px; font-family: monospace'>{escape(c)}</td>"
+                        for c in row)
+        body.append(f"<tr{style}>{cells}</tr>")
+    return (f"<table style='border-collapse: collapse; font-size: 12px'><tr>{head}</tr>"
+            + "".join(body) + "</table>")
+
+
+def fmt(value) -> str:
+    """A short, deterministic rendering of a number, vector or matrix."""
+    if value is None:
+        return "-"
+    arr = np.asarray(value)
+    if arr.ndim == 0:
+        x = arr.item()
+        if isinstance(x, bool):
+            return str(x)
+        if isinstance(x, int):
+            return str(x)
+        return f"{x:.6g}"
+    return "(" + ", ".join(fmt(v) for v in arr) + ")"
+
+
+# ---- rich objects ----------------------------------------------------------------------------
+
+class RichRepr:
+    """A deterministic ``__repr__`` (``_text``) and a static HTML fallback (``_html``), added
+    to the widget view where the object is a widget, so saved notebooks and nbval work."""
+
+    def _text(self) -> str:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def _html(self) -> str:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def __repr__(self):
+        return self._text()
+
+    def _repr_html_(self):
+        return self._html()
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
+        parent = getattr(super(), "_repr_mimebundle_", None)
+        data = dict(parent(**kwargs) or {}) if parent is not None else {}
+        data["text/plain"] = self._text()
+        data["text/html"] = self._html()
+        return data
+
+
+def user_name(obj, default: str) -> str:
+    """The name ``obj`` has in the IPython user namespace (by identity), else ``default``."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return default
+    shell = get_ipython()
+    if shell is None:
+        return default
+    for name, value in shell.user_ns.items():
+        if value is obj and not name.startswith("_"):
+            return name
+    return default

@@ -1,0 +1,145 @@
+"""``kl.lab.inspect``: a kernel's source next to its listings, linked line by line.
+
+Tabs hold the forward or adjoint listing (toggle) of each target: the typed IR, LLVM IR,
+CUDA C and PTX; a listing that cannot be produced shows why. Choosing one of the user's
+lines in the dropdown re-renders the source and every listing with that line, and the
+generated lines that came from it, highlighted. The link comes from the ``file:line``
+comments the listings carry (the IR's ``# cell:line``); a listing without them (today's
+optimised LLVM IR) says so. Hover linking needs JavaScript: the JupyterLab extension's job.
+"""
+from __future__ import annotations
+
+import linecache
+
+import ipywidgets as widgets
+
+from .display import (TARGET_TITLES, TARGETS, RichRepr, escape, file_key, get_listing,
+                      highlight, kernel_source, line_map)
+
+NO_LINE = None
+STATIC_LIMIT = 8000  # characters of a non-IR listing kept in the static HTML fallback
+
+
+class InspectView(RichRepr, widgets.VBox):
+    def __init__(self, kernel, targets=TARGETS):
+        self.kernel = kernel
+        self.targets = tuple(targets)
+        kernel.ir  # a kernel that does not compile fails here, with the user's line
+        self.listings = {(t, adj): get_listing(kernel, t, adj)
+                         for t in self.targets for adj in (False, True)}
+        self._maps = {key: line_map(lst.text) if lst.ok else [] for key, lst in
+                      self.listings.items()}
+        self._source = kernel_source(kernel)
+        self.line_select = widgets.Dropdown(options=self._line_options(), value=NO_LINE,
+                                            description="user line",
+                                            layout={"width": "40em"})
+        self.direction = widgets.ToggleButtons(options=[("forward", False),
+                                                        ("adjoint", True)], value=False)
+        self.source_view = widgets.HTML(layout={"width": "45%"})
+        self.panes = {t: widgets.HTML() for t in self.targets}
+        self.tabs = widgets.Tab(children=[self.panes[t] for t in self.targets],
+                                titles=[TARGET_TITLES[t] for t in self.targets],
+                                layout={"width": "55%"})
+        self.line_select.observe(lambda _: self._render(), names="value")
+        self.direction.observe(lambda _: self._render(), names="value")
+        super().__init__([widgets.HBox([self.line_select, self.direction]),
+                          widgets.HBox([self.source_view, self.tabs])])
+        self._render()
+
+    # ---- state -------------------------------------------------------------------------
+
+    @property
+    def selected(self):
+        """The chosen user line as (file key, line), or None."""
+        return self.line_select.value
+
+    def select(self, line: int | None, file: str | None = None):
+        """Choose a user line by number (of the kernel's file unless ``file`` is given)."""
+        if line is None:
+            self.line_select.value = NO_LINE
+            return
+        self.line_select.value = (file_key(file or self._source[2]), int(line))
+
+    def highlighted(self, target: str, adjoint: bool | None = None) -> list[int]:
+        """The 1-based lines of a listing that came from the selected user line."""
+        adjoint = self.direction.value if adjoint is None else adjoint
+        if self.selected is None:
+            return []
+        return [k + 1 for k, o in enumerate(self._maps[(target, adjoint)])
+                if o == self.selected]
+
+    @property
+    def available(self) -> list:
+        return [key for key, lst in self.listings.items() if lst.ok]
+
+    # ---- rendering ---------------------------------------------------------------------
+
+    def _line_options(self) -> list:
+        lines, first, file = self._source
+        key = file_key(file)
+        counts: dict = {}
+        for m in self._maps.values():
+            for origin in m:
+                if origin is not None:
+                    counts[origin] = counts.get(origin, 0) + 1
+        options = [("(none)", NO_LINE)]
+        for k, text in enumerate(lines):
+            origin = (key, first + k)
+            if text.strip() and origin in counts:
+                options.append((f"{first + k:>4} | {text.strip()[:60]}", origin))
+        own = {value for _, value in options}
+        for origin in sorted(o for o in counts if o not in own):  # lines of inlined funcs
+            text = _line_text(origin)
+            options.append((f"{origin[0]}:{origin[1]} | {text[:50]}", origin))
+        return options
+
+    def _render(self):
+        lines, first, file = self._source
+        sel = self.selected
+        hl = [sel[1] - first + 1] if sel is not None and sel[0] == file_key(file) else []
+        self.source_view.value = highlight("\n".join(lines), "python", hl_lines=hl,
+                                           linenostart=first, linenos=True)
+        adjoint = self.direction.value
+        for t in self.targets:
+            listing = self.listings[(t, adjoint)]
+            if not listing.ok:
+                self.panes[t].value = f"<pre>{escape(listing.error)}</pre>"
+                continue
+            marks = self.highlighted(t, adjoint)
+            note = ""
+            if sel is not None and not any(self._maps[(t, adjoint)]):
+                note = "<div><i>this listing carries no source-line comments</i></div>"
+            self.panes[t].value = note + highlight(listing.text, t, hl_lines=marks)
+
+    # ---- repr and static fallback -----------------------------------------------------
+
+    def _text(self) -> str:
+        n = len(self.available)
+        return f"<kernlab inspect: kernel '{self.kernel.key}' ({n} listings)>"
+
+    def _html(self) -> str:
+        lines, first, _ = self._source
+        parts = [f"<div><b>{escape(self._text())}</b></div>",
+                 highlight("\n".join(lines), "python", linenostart=first, linenos=True)]
+        for (t, adjoint), listing in self.listings.items():
+            title = TARGET_TITLES[t] + (" (adjoint)" if adjoint else "")
+            if not listing.ok:
+                body = f"<pre>{escape(listing.error)}</pre>"
+            elif t == "ir" or len(listing.text) <= STATIC_LIMIT:
+                body = highlight(listing.text, t)
+            else:  # keep saved notebooks small: long listings live in the widget only
+                n = listing.text.count("\n")
+                body = (f"<div>{n} lines: see the live widget or <code>kl.source(kernel, "
+                        f"{t!r}, adjoint={adjoint})</code></div>")
+            parts.append(f"<details><summary>{escape(title)}</summary>{body}</details>")
+        return "".join(parts)
+
+
+def _line_text(origin) -> str:
+    """A source line for an origin (file key, line); keys of real files are basenames,
+    so look the file up among the ones linecache holds."""
+    name, line = origin
+    for path in list(linecache.cache):
+        if path == name or path.endswith("/" + name):
+            return linecache.getline(path, line).strip()
+    return ""
