@@ -66,7 +66,7 @@ class Kernel:
 
     def compiled(self, backend: str, adjoint: bool = False):
         """The runnable variant for ``backend`` ("interp" or "llvm"), compiled once."""
-        key = (backend, adjoint, self.bounds_check())
+        key = (backend, adjoint, self.bounds_check(), bool(config.verify_fp))
         runner = self._compiled.get(key)
         if runner is None:
             func = self.adjoint_ir if adjoint else self.ir
@@ -75,7 +75,7 @@ class Kernel:
                 runner = Interpreter(func)
             elif backend == "llvm":
                 from .backends.llvm import compile_kernel
-                runner = compile_kernel(func, bounds_check=key[2])
+                runner = compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
             else:
                 raise ValueError(f"unknown backend {backend!r}")
             self._compiled[key] = runner
@@ -86,6 +86,12 @@ class Kernel:
 
     def __repr__(self):
         return f"<kernlab kernel {self.key}>"
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
+        """In a notebook: the source next to the forward and adjoint IR, line-linked by the
+        JupyterLab extension; text/html and text/plain fallbacks elsewhere."""
+        from .notebook.mime import kernel_bundle
+        return kernel_bundle(self)
 
     __hash__ = object.__hash__
 

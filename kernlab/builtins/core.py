@@ -87,12 +87,14 @@ def _np_div(a, b):
     if np.issubdtype(t, np.integer):
         if b == 0:
             return t.type(0)
-        return t.type(np.fix(np.float64(a) / np.float64(b)))
+        q = abs(int(a)) // abs(int(b))  # exact integer arithmetic, truncating like C
+        q = q if (a < 0) == (b < 0) else -q
+        return np.array(q).astype(t)[()]  # wraps like C (INT_MIN / -1 == INT_MIN)
     return (a / b).astype(t) if np.ndim(a) else t.type(a / b)
 
 
 builtin("div", [sig("N", "N", ret="T"), sig("V", "N", ret="V"), sig("M", "N", ret="M")],
-        _np_div, llvm=lambda cx, a, b: cx.div(a, b), cuda="({0} / {1})",
+        _np_div, llvm=lambda cx, a, b: cx.div(a, b), cuda="({0} / {1})",  # ints: kl_div
         grad=lambda g, a, b, r, adj: (g.div(adj, b), g.neg(g.div(g.inner(adj, r), b))))
 
 
@@ -153,15 +155,17 @@ builtin("where", [sig("B", "X", "X", ret="T"), sig("B", "V", "V", ret="V"),
 # ---- casts and constructors ---------------------------------------------------------------
 
 def _np_cast(x, target):
-    if target.is_scalar:
-        if target == bool_:
-            return np.bool_(x != 0)
-        if target.is_int and np.issubdtype(np.asarray(x).dtype, np.floating):
-            x = np.trunc(x) if np.isfinite(x) else 0
-            info = np.iinfo(target.np)
-            x = min(max(x, info.min), info.max)
-        return target.np.type(x)
-    return np.asarray(x).astype(target.np)
+    el = target.scalar
+    x = np.asarray(x)
+    if el == bool_:
+        out = x != 0
+    elif el.is_int and np.issubdtype(x.dtype, np.floating):
+        info = np.iinfo(el.np)  # saturate (inf too); NaN gives 0 — LLVM's fptosi.sat
+        out = np.where(np.isnan(x), 0, np.clip(np.trunc(np.nan_to_num(x, nan=0.0)),
+                                               info.min, info.max))
+    else:
+        out = x
+    return out.astype(el.np)[()] if target.is_scalar else out.astype(el.np)
 
 
 def _cast_ret(b):
@@ -175,7 +179,7 @@ def _cast_ret(b):
 
 builtin("cast", [sig("X", ret=_cast_ret), sig("V", ret=_cast_ret), sig("M", ret=_cast_ret)],
         lambda x, target=None: _np_cast(x, target), targeted=True,
-        llvm=lambda cx, x: cx.cast(x, cx.types[0], cx.ret), cuda="(({T}){0})",
+        llvm=lambda cx, x: cx.cast(x, cx.types[0], cx.ret), cuda="kl_cast<{T}>({0})",
         grad=lambda g, x, r, adj: (g.cast(adj, x.type) if x.type.is_float else None,))
 
 
