@@ -19,6 +19,7 @@ from .runtime.tape import Tape
 from .types import (bool_ as bool, float32, float64, int32, int64, mat22, mat22d, mat33,
                     mat33d, mat44, mat44d, uint32, vec2, vec2d, vec3, vec3d, vec4, vec4d)
 from . import autograd  # noqa: E402
+from .interop import from_dlpack, from_torch, to_torch, to_torch_function  # torch: lazily
 
 globals().update(_FUNCTIONS)  # kl.sin, kl.dot, ... (also callable on NumPy values)
 

@@ -272,6 +272,38 @@ class array:
     def __array_interface__(self) -> dict:
         return self._host().__array_interface__
 
+    # --- Interchange (kernlab.interop builds on these) ------------------------------------
+    # Exported tensors have shape ``shape + dtype.shape``: n vec3 are an (n, 3) tensor.
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule over this array's memory (zero-copy). On the CPU NumPy makes it."""
+        if self.device is not None and self.device.is_cuda:
+            raise NotImplementedError("DLPack export of CUDA arrays is not written yet; "
+                                      "use __cuda_array_interface__")
+        asked = {"max_version": max_version, "dl_device": dl_device, "copy": copy}
+        return self._host().__dlpack__(
+            stream=stream, **{k: v for k, v in asked.items() if v is not None})
+
+    def __dlpack_device__(self) -> tuple:
+        """(DLPack device type, device number): (1, 0) for the CPU, (2, N) for cuda:N."""
+        if self.device is None:
+            self._host()  # an annotation: raises
+        return (2, self.device.ordinal) if self.device.is_cuda else (1, 0)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """Numba/CuPy/PyTorch's protocol for CUDA memory (version 3). CPU arrays have no such
+        attribute (they speak __array_interface__), so hasattr() is False for them."""
+        if self.device is None or not self.device.is_cuda:
+            raise AttributeError("__cuda_array_interface__ is for CUDA arrays; this array is "
+                                 "on the CPU (use __array_interface__ or DLPack)")
+        inner = self.dtype.shape
+        item = self.dtype.scalar.nbytes
+        inner_strides = tuple(item * math.prod(inner[d + 1:]) for d in range(len(inner)))
+        return {"shape": tuple(self.shape) + inner, "typestr": self.dtype.scalar.np.str,
+                "strides": tuple(self.strides) + inner_strides, "data": (self.ptr, False),
+                "version": 3, "stream": None}  # launches synchronise before they return
+
     def __len__(self) -> int:
         return self._host().shape[0]
 
