@@ -462,3 +462,30 @@ def test_jacobian_matches_the_analytic_jacobian(backend, rng):
     ad = kl.autograd.jacobian(sin_times, 4, inputs=[x, w], outputs=[y])
     np.testing.assert_allclose(ad[(0, 0)], np.diag(np.cos(xn) * wn), rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(ad[(1, 0)], np.diag(np.sin(xn)), rtol=1e-12, atol=1e-14)
+
+
+@kl.kernel
+def square_into(x: kl.array(dtype=float), y: kl.array(dtype=float)):
+    i = kl.tid()
+    y[i] = x[i] * x[i]
+
+
+def test_same_array_as_read_input_and_written_output_is_refused(backend):
+    x = kl.array(np.array([1.0, 2.0, 3.0], np.float32), dtype=float, requires_grad=True)
+    with kl.Tape() as tape:
+        kl.launch(square_into, 3, inputs=[x], outputs=[x])
+    with pytest.raises(kl.GradientError, match="same array"):
+        tape.backward(grads={x: kl.ones(3)})
+
+
+def test_refused_backward_leaves_gradients_untouched(backend):
+    x = kl.array(np.array([1.0, 2.0], np.float32), dtype=float, requires_grad=True)
+    y = kl.zeros(2, requires_grad=True)
+    z = kl.zeros(2, requires_grad=True)
+    with kl.Tape() as tape:
+        kl.launch(square_into, 2, inputs=[x], outputs=[y])
+        kl.launch(square_into, 2, inputs=[y], outputs=[z])
+    y.fill_(5.0)  # modifies what the second launch read
+    with pytest.raises(kl.GradientError, match="'x' was modified"):
+        tape.backward(grads={z: kl.ones(2)})
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0])

@@ -35,6 +35,7 @@ def active_tape():
 class RecordedLaunch:
     launch: object            # the kl.Launch that ran
     versions: dict            # id(array) -> (array, param name, version after the launch)
+    aliased: tuple | None = None  # (read param, written param) bound to overlapping memory
 
 
 @dataclass(eq=False)
@@ -73,6 +74,7 @@ class Tape:
 
     def record_launch(self, cmd, n_inputs: int = 0):
         """Called by kl.launch after a forward launch ran inside this tape."""
+        from .launch import written_params
         func = cmd.kernel.ir
         read = {ins.args[0] for ins in func.body.walk() if ins.op is Op.LOAD}
         versions = {}
@@ -81,7 +83,8 @@ class Tape:
                 self._touch(a)
                 if p.value in read:
                     versions[id(a)] = (a, p.name, a._version)
-        self.records.append(RecordedLaunch(cmd, versions))
+        self.records.append(RecordedLaunch(cmd, versions, _aliased(func, cmd.params, read,
+                                                                   written_params(func))))
 
     def _record_array_op(self, kind, dest, src, **info):
         self._touch(dest, src)
@@ -96,6 +99,9 @@ class Tape:
         for a, g in (grads or {}).items():
             _ensure_grad(a).assign(g)
             self._touch(a)
+        for record in self.records:  # refuse before any gradient is touched
+            if isinstance(record, RecordedLaunch):
+                _check_replayable(record)
         for record in reversed(self.records):
             if isinstance(record, RecordedLaunch):
                 self._launch_adjoint(record)
@@ -105,12 +111,6 @@ class Tape:
 
     def _launch_adjoint(self, record: RecordedLaunch):
         cmd = record.launch
-        for a, name, version in record.versions.values():
-            if a._version != version:
-                raise GradientError(
-                    f"array '{name}' was modified after kernel '{cmd.kernel.key}' read it and "
-                    "before tape.backward(); its gradient would be wrong. Write into a new "
-                    "array instead of updating it in place.", kernel=cmd.kernel.key)
         if any(d == 0 for d in cmd.dim):
             return
         adj = [a.grad if isinstance(a, array) else None for a in cmd.params]
@@ -132,6 +132,33 @@ class Tape:
         self.zero()
         self.records.clear()
         self._touched.clear()
+
+
+def _aliased(func, args, read, written) -> tuple | None:
+    """A read parameter and a different written parameter bound to the same memory: the
+    kernel then overwrites what it read, which no adjoint can undo."""
+    for k in written:
+        for j, p in enumerate(func.params):
+            if j != k and p.value in read and isinstance(args[j], array) \
+                    and np.may_share_memory(args[j]._data, args[k]._data):
+                return p.name, func.params[k].name
+    return None
+
+
+def _check_replayable(record: RecordedLaunch):
+    cmd = record.launch
+    if record.aliased is not None:
+        src, dst = record.aliased
+        raise GradientError(
+            f"kernel '{cmd.kernel.key}' was launched with the same array as '{src}', which it "
+            f"reads, and '{dst}', which it writes; its gradient would be wrong. Pass a "
+            "separate output array.", kernel=cmd.kernel.key)
+    for a, name, version in record.versions.values():
+        if a._version != version:
+            raise GradientError(
+                f"array '{name}' was modified after kernel '{cmd.kernel.key}' read it and "
+                "before tape.backward(); its gradient would be wrong. Write into a new "
+                "array instead of updating it in place.", kernel=cmd.kernel.key)
 
 
 def _cast_like(param, value):
