@@ -40,6 +40,7 @@ class Listing:
     adjoint: bool
     text: str = ""
     error: str = ""
+    source: tuple | None = None  # the kernel's (lines, first line, file), for linking
 
     @property
     def ok(self) -> bool:
@@ -61,12 +62,20 @@ class Listing:
             return head + f"<pre>{escape(self.error)}</pre></div>"
         return head + highlight(self.text, self.target) + "</div>"
 
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
+        from .mime import listing_bundle
+        return listing_bundle(self)
+
 
 def get_listing(kernel, target: str, adjoint: bool = False) -> Listing:
     """``kl.source(kernel, target, adjoint)`` as a Listing; failures become its error text."""
     from ..kernel import source
 
     out = Listing(kernel.key, target, adjoint)
+    try:
+        out.source = kernel_source(kernel)
+    except (OSError, TypeError):  # no source Python can find (defined in an exec'd string)
+        pass
     try:
         out.text = source(kernel, target, adjoint=adjoint)
     except Exception as exc:  # noqa: BLE001 - a listing's failure is shown, not raised
@@ -193,7 +202,31 @@ class RichRepr:
         data = dict(parent(**kwargs) or {}) if parent is not None else {}
         data["text/plain"] = self._text()
         data["text/html"] = self._html()
+        from .mime import extra_mime
+        data.update(extra_mime(self))
         return data
+
+
+class TapeGraph(RichRepr):
+    """A Tape as kernlab's tape MIME type: in JupyterLab an interactive graph (arrays with
+    their values and gradients; a launch shows its adjoint listing), elsewhere a static
+    SVG and table. Keyword arrays name the arrays in the graph. No widgets needed."""
+
+    def __init__(self, tape, **names):
+        from .tapegraph import TapeModel
+        self.model = TapeModel(tape, names)
+
+    def _text(self) -> str:
+        from .mime import tape_title
+        return tape_title(self.model)
+
+    def _html(self) -> str:
+        from .mime import tape_html
+        return tape_html(self.model)
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
+        from .mime import tape_bundle
+        return tape_bundle(self.model)
 
 
 def user_name(obj, default: str) -> str:
