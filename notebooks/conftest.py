@@ -1,0 +1,31 @@
+"""The tutorial notebooks are tests: nbval runs every cell and compares its output with the
+output saved in the notebook (``--nbval``, set in pyproject.toml's pytest table).
+
+What may differ from run to run is either masked here or marked in the notebook itself:
+compile times and cache state in the ``%%kernel`` summary are masked by the patterns in
+nbval_sanitize.cfg; timings, machine details and listings of the CUDA backend are in cells
+tagged ``nbval-ignore-output`` (cell metadata); images are never compared (nbval's default).
+A cell that must fail, to show an error message, is tagged ``raises-exception``.
+
+To refresh the saved outputs after changing a notebook or kernlab, from the repository root
+(add ``PYTHONPATH=.`` in front when kernlab is not installed):
+
+    jupyter nbconvert --to notebook --execute --inplace \
+        --ExecutePreprocessor.store_widget_state=False \
+        --ExecutePreprocessor.record_timing=False notebooks/*.ipynb
+"""
+import os
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+def pytest_configure(config):
+    option = config.option
+    if getattr(option, "nbval_sanitize_with", "") is None:  # nbval present, no file given
+        option.nbval_sanitize_with = str(HERE / "nbval_sanitize.cfg")
+    # The notebooks' kernel is a separate Python process: let it import kernlab from this
+    # checkout, installed or not, as the tests do.
+    paths = [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
