@@ -1,6 +1,7 @@
 """Shared pieces of the benchmarks: timing, optional peers, result rows, the machine line."""
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import os
@@ -13,7 +14,6 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-PEERS = ("numpy", "numba", "warp")
 
 
 @dataclass
@@ -21,12 +21,15 @@ class Settings:
     """What the runner was asked for; every benchmark reads its sizes from here."""
 
     quick: bool = False
-    repeats: int = 10  # best-of-N for array benchmarks
+    tiny: bool = False  # plumbing check: tiny sizes (fast enough for the interpreter)
+    repeats: int = 30  # best-of-N for array benchmarks
     warmup: int = 2
     launches: int = 2000  # launches averaged for the launch-overhead rows
+    backend: str = "llvm"  # kernlab's CPU backend
+    compile_runs: int = 3  # cold/warm process pairs, best of
 
-    def size(self, full: int, quick: int) -> int:
-        return quick if self.quick else full
+    def size(self, full: int, quick: int, tiny: int) -> int:
+        return tiny if self.tiny else quick if self.quick else full
 
 
 @dataclass
@@ -40,40 +43,93 @@ class Row:
     note: str = ""
 
 
-def best_of(fn, repeats: int, warmup: int = 1, sync=None) -> float:
-    """The fastest of ``repeats`` timed calls of fn(), after ``warmup`` untimed ones."""
+def fmt_time(seconds) -> str:
+    """Seconds as a short string in s, ms or µs; None as n/a."""
+    if seconds is None:
+        return "n/a"
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.1f} µs"
+
+
+def race(candidates: dict, repeats: int, warmup: int = 1) -> dict:
+    """Best-of-``repeats`` seconds for each callable, timed in turns (A B C, A B C, ...) after
+    ``warmup`` untimed rounds, so a burst of load from elsewhere on the machine hits every
+    candidate alike. Each callable must return only when its work is done."""
     for _ in range(warmup):
-        fn()
-    if sync:
-        sync()
-    best = float("inf")
+        for fn in candidates.values():
+            fn()
+    best = dict.fromkeys(candidates, float("inf"))
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        if sync:
-            sync()
-        best = min(best, time.perf_counter() - start)
+        for name, fn in candidates.items():
+            start = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - start)
     return best
 
 
-def mean_of(fn, count: int, warmup: int = 10) -> float:
-    """Mean seconds per call of fn() over ``count`` back-to-back calls."""
-    for _ in range(warmup):
-        fn()
-    start = time.perf_counter()
-    for _ in range(count):
-        fn()
-    return (time.perf_counter() - start) / count
+def mean_per_call(candidates: dict, count: int, blocks: int = 5) -> dict:
+    """Seconds per call of each callable: ``count`` calls in ``blocks`` back-to-back blocks,
+    the blocks of all candidates timed in turns; each gets the mean of its fastest block."""
+    per_block = max(1, count // blocks)
+
+    def block(fn):
+        def calls():
+            for _ in range(per_block):
+                fn()
+        return calls
+    best = race({name: block(fn) for name, fn in candidates.items()}, blocks, warmup=1)
+    return {name: seconds / per_block for name, seconds in best.items()}
 
 
-def copy_bound(nbytes_moved: int, repeats: int) -> float:
-    """The memory-bandwidth bound for a kernel that moves ``nbytes_moved`` bytes (reads plus
-    writes): the best time of ``np.copyto(dst, src)`` on buffers of nbytes_moved / 2 bytes,
-    since a copy reads and writes each byte once."""
+@contextlib.contextmanager
+def one_thread():
+    """kernlab and Numba limited to one thread inside the block (restored afterwards)."""
+    import kernlab as kl
+    numba = optional("numba")
+    threads = kl.config.num_threads
+    numba_threads = numba.get_num_threads() if numba else None
+    kl.config.num_threads = 1
+    if numba:
+        numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        kl.config.num_threads = threads
+        if numba:
+            numba.set_num_threads(numba_threads)
+
+
+def kl_launch(kernel, dim, **kwargs):
+    """A callable that launches a kernlab kernel and returns when it has finished."""
+    import kernlab as kl
+
+    def go():
+        kl.launch(kernel, dim, **kwargs)
+        kl.synchronize()
+    return go
+
+
+def warp_launch(kernel, dim, **kwargs):
+    """A callable that launches a Warp kernel on the CPU and returns when it has finished."""
+    wp = warp()
+
+    def go():
+        wp.launch(kernel, dim, device="cpu", **kwargs)
+        wp.synchronize_device("cpu")
+    return go
+
+
+def copy_of(nbytes_moved: int):
+    """A callable for the memory-bandwidth bound of a kernel that moves ``nbytes_moved``
+    bytes (reads plus writes): ``np.copyto(dst, src)`` on float32 buffers of nbytes_moved / 2
+    bytes each, since a copy reads and writes each byte once. NumPy copies on one thread."""
     count = max(1, nbytes_moved // 2 // 4)
     src = np.ones(count, np.float32)
     dst = np.zeros(count, np.float32)
-    return best_of(lambda: np.copyto(dst, src), repeats, warmup=2)
+    return lambda: np.copyto(dst, src)
 
 
 def optional(name: str):
@@ -94,7 +150,8 @@ def warp():
         wp = optional("warp")
         if wp is not None:
             try:
-                wp.config.quiet = True
+                wp.config.quiet = True  # Warp before 1.19
+                wp.config.log_level = getattr(wp, "LOG_ERROR", 40)  # 1.19: no greeting
                 wp.init()
             except Exception:  # noqa: BLE001
                 wp = None
@@ -113,12 +170,46 @@ def load_kernels(lib, tag: str):
     return module
 
 
+_kernels: dict = {}
+
+
+def kernels(lib_name: str):
+    """The benchmark kernels compiled by "kernlab" or "warp" (None when Warp is missing)."""
+    if lib_name not in _kernels:
+        lib = warp() if lib_name == "warp" else importlib.import_module(lib_name)
+        _kernels[lib_name] = load_kernels(lib, lib_name) if lib else None
+    return _kernels[lib_name]
+
+
 def _version(name: str) -> str:
     module = optional(name)
     return getattr(module, "__version__", "?") if module else "not installed"
 
 
+def kernlab_revision() -> str:
+    """The checkout's commit, with "+changes" when kernlab/ has uncommitted edits."""
+    import subprocess
+    root = HERE.parent
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, text=True,
+                             capture_output=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "kernlab"], cwd=root,
+                               text=True, capture_output=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown revision"
+    return (f"git {sha}" + ("+changes" if dirty else "")) if sha else "unknown revision"
+
+
+def _llvm_cpu() -> str:
+    try:
+        import llvmlite.binding as llvm
+        return llvm.get_host_cpu_name()
+    except Exception:  # noqa: BLE001
+        return "?"
+
+
 def machine_line() -> str:
+    """CPU model, cores, load average, LLVM's name for the CPU and every library's version."""
     model = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -128,8 +219,9 @@ def machine_line() -> str:
     except OSError:
         pass
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    load = ", load average %.2f" % os.getloadavg()[0] if hasattr(os, "getloadavg") else ""
     versions = ", ".join(f"{n} {_version(n)}" for n in ("numpy", "llvmlite", "numba"))
     wp = optional("warp")
     warp_version = getattr(getattr(wp, "config", None), "version", None) if wp else None
-    return (f"{model}, {cores} cores, Python {platform.python_version()}; {versions}, "
-            f"warp {warp_version or 'not installed'}")
+    return (f"{model} (LLVM: {_llvm_cpu()}), {cores} cores{load}; Python "
+            f"{platform.python_version()}, {versions}, warp {warp_version or 'not installed'}")
