@@ -253,7 +253,7 @@ template <typename To, typename From> struct kl_caster {
 };
 template <typename To, typename From>
 __device__ inline To kl_float_to_int(From x, To lo, To hi) {
-    if (isnan(x)) return 0;
+    if (x != x) return 0;  // NaN
     From t = trunc(x);
     if (t <= From(lo)) return lo;
     if (t >= From(hi)) return hi;
