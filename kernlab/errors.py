@@ -105,3 +105,29 @@ class KernelIndexError(KernelError, IndexError):
 
 class KernelFPError(KernelError, FloatingPointError):
     """A NaN or Inf written by a kernel while kl.config.verify_fp is on."""
+
+
+def out_of_bounds_error(func, site, axis: int, index: int, shape: tuple) -> KernelIndexError:
+    """The error for an index outside ``shape`` at ``site`` (a Site of ``func``)."""
+    return KernelIndexError(f"index {index} is out of bounds for axis {axis} of {site.kind} "
+                            f"'{site.array}' with shape {tuple(shape)}", site.loc,
+                            kernel=func.name)
+
+
+def not_finite_error(func, site, array_name: str, data, ndim: int,
+                     flat_index: int) -> KernelFPError:
+    """verify_fp: the error for a NaN or Inf that kernel ``func`` stored at ``site`` (a Site,
+    or None) into element ``flat_index`` (row-major over the first ``ndim`` axes) of the
+    NumPy view ``data`` of an array."""
+    import numpy as np
+
+    shape = tuple(data.shape[:ndim]) if data is not None else ()
+    if data is not None and 0 <= flat_index < int(np.prod(shape)):
+        index = tuple(int(i) for i in np.unravel_index(flat_index, shape))
+        value = np.asarray(data[index])
+        shown = str(value.item()) if value.ndim == 0 else np.array2string(value)
+        what = f"{shown} into '{array_name}' at index {index}"
+    else:
+        what = f"a NaN or Inf into '{array_name}'"
+    return KernelFPError(f"kernel '{func.name}' wrote {what} (kl.config.verify_fp is on)",
+                         site.loc if site is not None else func.loc, kernel=func.name)

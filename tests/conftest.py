@@ -24,3 +24,8 @@ def _private_cache(tmp_path_factory, monkeypatch):
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--long-fuzz", action="store_true", default=False,
+                     help="run the fuzzers long (thousands of generated kernels; minutes)")

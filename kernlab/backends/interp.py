@@ -2,7 +2,9 @@
 
 It is the executable spec of the IR — every builtin runs its NumPy reference — and the
 oracle the LLVM and CUDA backends are tested against. It is slow on purpose: plain code
-that is easy to check by reading.
+that is easy to check by reading. It runs on the calling thread in Python, so a
+KeyboardInterrupt stops it like any Python loop. With ``config.verify_fp``, the first
+float store that writes a NaN or Inf is reported (as the LLVM backend does).
 """
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ import math
 
 import numpy as np
 
-from ..errors import KernelIndexError
+from .. import config
+from ..errors import not_finite_error, out_of_bounds_error
 from ..ir.nodes import Block, Function, Op
 from ..types import Type
 
@@ -20,10 +23,14 @@ def zero(t: Type):
 
 
 class _OutOfBounds(Exception):
-    pass
+    """Raised at the first out-of-bounds access: it ends the launch (self.failure says
+    where), as the LLVM backend ends the slice of threads that hit one."""
 
 
 class Interpreter:
+    verify_fp = False  # set per launch from config.verify_fp
+    failure = None     # the first error a launch met (raised when it ends)
+
     def __init__(self, func: Function):
         self.func = func
 
@@ -31,14 +38,18 @@ class Interpreter:
         func = self.func
         total = math.prod(dims)
         self.failure = None
+        self.verify_fp = config.verify_fp
         views = [self._view(p, a) for p, a in zip(func.params, args)]
         with np.errstate(all="ignore"):
-            for flat in range(total):
-                self.flat, self.coords = flat, np.unravel_index(flat, dims)
-                self.stack = []
-                self.vars = {v: zero(v.type) for v in func.vars}
-                env = {p.value: v for p, v in zip(func.params, views)}
-                self.block(func.body, env)
+            try:
+                for flat in range(total):
+                    self.flat, self.coords = flat, np.unravel_index(flat, dims)
+                    self.stack = []
+                    self.vars = {v: zero(v.type) for v in func.vars}
+                    env = {p.value: v for p, v in zip(func.params, views)}
+                    self.block(func.body, env)
+            except _OutOfBounds:
+                pass
         if self.failure is not None:
             raise self.failure
 
@@ -71,6 +82,11 @@ class Interpreter:
     def op_CALL(self, ins, env):
         args = [env[a] for a in ins.args]
         bi = ins.attrs["builtin"]
+        if "site" in ins.attrs:  # a vector/matrix component at a runtime index
+            site = self.func.sites[ins.attrs["site"]]
+            for d, (i, n) in enumerate(zip(args[1:], site.shape)):
+                if not 0 <= int(i) < n:
+                    self._fail(out_of_bounds_error(self.func, site, d, int(i), site.shape))
         out = bi.numpy(*args, target=ins.attrs["target"]) if bi.targeted else bi.numpy(*args)
         t = ins.result.type
         env[ins.result] = t.np.type(out) if t.is_scalar else np.asarray(out, t.scalar.np)
@@ -83,24 +99,15 @@ class Interpreter:
         shape = arr.shape[: len(idx)]
         for d, (i, n) in enumerate(zip(idx, shape)):
             if not 0 <= i < n:
-                if self.failure is None:
-                    site = self.func.sites[ins.attrs["site"]]
-                    self.failure = KernelIndexError(
-                        f"index {i} is out of bounds for axis {d} of array '{site.array}' "
-                        f"with shape {tuple(shape)}", site.loc, kernel=self.func.name)
-                raise _OutOfBounds
+                site = self.func.sites[ins.attrs["site"]]
+                self._fail(out_of_bounds_error(self.func, site, d, i, shape))
         return arr, idx
 
-    def _guarded(fn):  # an out-of-bounds access is skipped after it is recorded
-        def run(self, ins, env):
-            try:
-                fn(self, ins, env)
-            except _OutOfBounds:
-                if ins.result is not None:
-                    env[ins.result] = zero(ins.result.type)
-        return run
+    def _fail(self, error):
+        if self.failure is None:  # the first failure wins, as on LLVM
+            self.failure = error
+        raise _OutOfBounds
 
-    @_guarded
     def op_LOAD(self, ins, env):
         arr, idx = self._element(ins, env, len(ins.args) - 1)
         t = ins.result.type
@@ -110,13 +117,12 @@ class Interpreter:
             v = arr[idx]
             env[ins.result] = t.np.type(v) if t.is_scalar else np.array(v)
 
-    @_guarded
     def op_STORE(self, ins, env):
         arr, idx = self._element(ins, env, len(ins.args) - 2)
         if arr is not None:
             arr[idx] = env[ins.args[-1]]
+            self._check_finite(ins, arr, idx)
 
-    @_guarded
     def op_ATOMIC(self, ins, env):
         arr, idx = self._element(ins, env, len(ins.args) - 2)
         t = ins.result.type
@@ -127,8 +133,19 @@ class Interpreter:
         v = env[ins.args[-1]]
         kind = ins.attrs["kind"]
         arr[idx] = {"add": lambda: old + v, "sub": lambda: old - v,
-                    "min": lambda: min(old, v), "max": lambda: max(old, v)}[kind]()
+                    "min": lambda: np.fmin(old, v), "max": lambda: np.fmax(old, v)}[kind]()
         env[ins.result] = old
+        self._check_finite(ins, arr, idx)
+
+    def _check_finite(self, ins, arr, idx):
+        """verify_fp: record the first NaN or Inf a float store writes."""
+        if not self.verify_fp or self.failure is not None or arr.dtype.kind != "f":
+            return
+        if not np.all(np.isfinite(arr[idx])):
+            site = self.func.sites[ins.attrs["site"]]
+            flat = int(np.ravel_multi_index(idx, arr.shape[: len(idx)]))
+            name = ins.args[0].name or site.array  # adj_x in an adjoint, not x
+            self.failure = not_finite_error(self.func, site, name, arr, len(idx), flat)
 
     def op_SHAPE(self, ins, env):
         arr = env[ins.args[0]]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import math
 import operator
 from dataclasses import dataclass
 
@@ -15,8 +16,8 @@ import numpy as np
 
 from .. import lang
 from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
-from ..ir.nodes import Op, Value
-from ..types import Matrix, Type, Vector, bool_, float32, int32, to_type
+from ..ir.nodes import Op, Site, Value
+from ..types import Matrix, Type, Vector, bool_, float32, int32, int64, to_type
 from .source import is_missing, resolve_global
 
 
@@ -65,7 +66,14 @@ class ExprMixin:
             t = lit.default_type
         elif isinstance(v, bool) != (t == bool_):
             t = lit.default_type
-        return self.b.const(v, t)
+        if t.is_int and not isinstance(v, bool) and not _fits(v, t):
+            raise KernelTypeError(f"the integer constant {v} does not fit in {t}"
+                                  + ("; write kl.int64(...)" if _fits(v, int64) else ""),
+                                  self.b.loc)
+        if t.is_float and isinstance(v, int) and abs(v) > 2**1023:
+            raise KernelTypeError(f"the constant {v} is too large for {t}", self.b.loc)
+        with np.errstate(over="ignore"):  # 1e300 as a float32 is inf, as at run time
+            return self.b.const(v, t)
 
     def value(self, x, want: Type | None = None) -> Value:
         """Materialise an expression result as a Value (literals take ``want`` if they can)."""
@@ -171,13 +179,32 @@ class ExprMixin:
                 raise KernelTypeError(f"shape index must be a constant in "
                                       f"0..{base.array.type.ndim - 1}", self.b.loc)
             return self.b.emit(Op.SHAPE, [base.array], int32, dim=d.value)
-        indices = [self.int_index(self.expr(i)) for i in idx]
+        raw = [self.expr(i) for i in idx]
         base = self.value(base)
+        if base.type.is_vector or base.type.is_matrix:
+            return self.component_call("index", base, raw)
+        indices = [self.int_index(i) for i in raw]
         if base.type.is_array:
             return self.load_element(base, indices, node)
-        if base.type.is_vector or base.type.is_matrix:
-            return self.b.call("index", [base, *indices])
         raise KernelTypeError(f"a value of type {base.type} cannot be indexed", self.b.loc)
+
+    def component_call(self, name: str, base: Value, raw: list, *rest) -> Value:
+        """index/insert on a vector or matrix. A constant index out of range is an error
+        here; a runtime one is checked when the kernel runs (like an array index)."""
+        t = base.type
+        extents = (t.length,) if t.is_vector else (t.rows, t.cols)
+        for d, (x, n) in enumerate(zip(raw, extents)):
+            if isinstance(x, Lit) and isinstance(x.value, int) and not 0 <= x.value < n:
+                raise KernelTypeError(f"index {x.value} is out of range for axis {d} of a {t} "
+                                      f"(0..{n - 1})", self.b.loc)
+        indices = [self.int_index(x) for x in raw]
+        result = self.b.call(name, [base, *indices, *rest])
+        if not all(isinstance(x, Lit) for x in raw):
+            kind = "vector" if t.is_vector else "matrix"
+            self.func.sites.append(Site(self.b.loc, base.name or str(t),
+                                        extents[:len(indices)], kind))
+            self.b.block.instrs[-1].attrs["site"] = len(self.func.sites) - 1
+        return result
 
     def load_element(self, arr: Value, indices, node):
         if len(indices) != arr.type.ndim:
@@ -319,7 +346,7 @@ class ExprMixin:
                 raise KernelTypeError(f"{target}() takes exactly one argument", self.b.loc)
             x = args[0]
             if isinstance(x, Lit):
-                return self.b.const(target.np.type(x.value), target)
+                return self.b.const(_literal_cast(x.value, target), target)
             return self.b.cast(self.value(x), target)
         vals = [self.value(a, target.scalar) for a in args]
         vals = [self.b.cast(v, target.scalar) if v.type.is_scalar and v.type.is_float
@@ -388,3 +415,30 @@ def _describe(node) -> str:
     return names.get(name, name)
 
 
+def _fits(value: int, t: Type) -> bool:
+    info = np.iinfo(t.np)
+    return info.min <= value <= info.max
+
+
+def _literal_cast(value, target: Type):
+    """``target(value)`` for a literal, as the cast would compute it at run time: integers
+    wrap, floats truncate and saturate (NaN gives 0), a float that overflows is inf."""
+    if target == bool_:
+        return bool(value)
+    if target.is_float:
+        if isinstance(value, int) and abs(value) > 2**1023:
+            return target.np.type(np.inf if value > 0 else -np.inf)
+        with np.errstate(over="ignore"):
+            return target.np.type(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return target.np.type(0)
+        info = np.iinfo(target.np)
+        value = info.max if value >= info.max else info.min if value <= info.min \
+            else math.trunc(value)
+        return target.np.type(value)
+    bits = target.bits
+    wrapped = int(value) % 2**bits
+    if target.kind == "i" and wrapped >= 2**(bits - 1):
+        wrapped -= 2**bits
+    return target.np.type(wrapped)

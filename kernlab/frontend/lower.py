@@ -182,7 +182,14 @@ class Lowerer(ControlMixin, ExprMixin):
             raise KernelSyntaxError("annotated assignment needs a name and a value", self.b.loc)
         from .source import _eval_annotation
         from ..types import to_type
-        t = to_type(_eval_annotation(self.pyfunc, node.annotation, self.b.loc))
+        ann = _eval_annotation(self.pyfunc, node.annotation, self.b.loc)
+        try:
+            t = to_type(ann)
+        except (TypeError, ValueError):
+            t = None
+        if t is None or not t.is_scalar and not (t.is_vector or t.is_matrix):
+            raise KernelTypeError(f"annotation {ast.unparse(node.annotation)!r} is not a "
+                                  "scalar, vector or matrix type", self.b.loc)
         value = self.value(self.expr(node.value), t)
         if value.type != t:
             value = self.b.cast(value, t)
@@ -239,7 +246,19 @@ class Lowerer(ControlMixin, ExprMixin):
         idx_nodes = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
         base = self.expr(target.value) if not isinstance(target.value, ast.Name) \
             else self._name_for_store(target.value)
-        indices = [self.int_index(self.expr(i)) for i in idx_nodes]
+        raw = [self.expr(i) for i in idx_nodes]
+        if isinstance(base, Var) and (base.type.is_vector or base.type.is_matrix):
+            old = self.b.load(base)
+            v = self.value(value, base.type.scalar)
+            self.b.store(base, self.component_call("insert", old, raw, v))
+            return
+        if isinstance(target.value, ast.Subscript):  # a[i][k] = s: read, modify, write
+            inner = self.expr(target.value)
+            if inner.type.is_vector or inner.type.is_matrix:
+                v = self.value(value, inner.type.scalar)
+                new = self.component_call("insert", inner, raw, v)
+                return self.assign_subscript(target.value, new)
+        indices = [self.int_index(i) for i in raw]
         if isinstance(base, Value) and base.type.is_array:
             if len(indices) != base.type.ndim:
                 raise KernelTypeError(f"array '{self.array_name(base)}' has "
@@ -251,16 +270,6 @@ class Lowerer(ControlMixin, ExprMixin):
                                       f"{base.type.dtype}", self.b.loc)
             self.b.emit(Op.STORE, [base, *indices, v], site=self.site(base))
             return
-        if isinstance(base, Var) and (base.type.is_vector or base.type.is_matrix):
-            old = self.b.load(base)
-            v = self.value(value, base.type.scalar)
-            self.b.store(base, self.b.call("insert", [old, *indices, v]))
-            return
-        if isinstance(target.value, ast.Subscript):  # a[i][k] = s: read, modify, write
-            inner = self.expr(target.value)
-            v = self.value(value, inner.type.scalar)
-            new = self.b.call("insert", [inner, *indices, v])
-            return self.assign_subscript(target.value, new)
         raise KernelTypeError(f"cannot assign to an element of "
                               f"'{ast.unparse(target.value)}'", self.b.loc)
 

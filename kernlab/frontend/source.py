@@ -114,3 +114,6 @@ def _eval_annotation(pyfunc, node, loc):
         return eval(compile(ast.Expression(node), loc.file, "eval"), env)  # noqa: S307
     except NameError as exc:
         raise KernelNameError(f"annotation uses an unknown name: {exc}", loc) from None
+    except Exception as exc:  # whatever the annotation's own code raises
+        raise KernelTypeError(f"annotation {ast.unparse(node)!r} cannot be evaluated "
+                              f"({type(exc).__name__}: {exc})", loc) from None

@@ -45,7 +45,8 @@ class Op(enum.Enum):
 
 # LOAD, STORE and ATOMIC may carry attrs["nullable"]: the array may be absent (a gradient
 # nobody asked for) — a load then yields zero and a store/atomic does nothing.
-# They carry attrs["site"]: an index into Function.sites for bounds-check reports.
+# They carry attrs["site"]: an index into Function.sites for bounds-check reports. So does a
+# CALL of index/insert whose component index is only known at run time.
 
 _ids = itertools.count()
 
@@ -116,10 +117,13 @@ class Param:
 
 @dataclass(eq=False)
 class Site:
-    """An array access that a bounds check may report on."""
+    """An array access that a bounds check may report on (or a vector/matrix component
+    access with a runtime index: then ``shape`` holds its extents and ``kind`` its type)."""
 
     loc: SourceLoc
-    array: str  # the user's name for the array
+    array: str  # the user's name for the array (or the vector)
+    shape: tuple | None = None
+    kind: str = "array"
 
 
 @dataclass(eq=False)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backends.interp import Interpreter, zero
+from ..backends.interp import Interpreter, _OutOfBounds, zero
 from ..ir.nodes import Op
 
 MAX_STEPS = 5000        # a trace longer than this is cut (and says so)
@@ -109,6 +109,8 @@ class Tracer(Interpreter):
                 self.flush()
             except _Cut:
                 cut = True
+            except _OutOfBounds:  # the thread stops at its first out-of-bounds access
+                pass
         if self.failure is not None:
             raise self.failure
         return cut

@@ -19,12 +19,24 @@ from .array import array
 from .device import get_device
 
 
+MAX_THREADS = 2**31 - 1  # thread ids are int32
+
+
 def _dims(dim) -> tuple:
-    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
-    if not 1 <= len(dims) <= 3 or any(int(d) < 0 for d in dims):
+    dims = (dim,) if isinstance(dim, (int, np.integer)) else \
+        tuple(dim) if isinstance(dim, (tuple, list)) else None
+    if dims is None or not 1 <= len(dims) <= 3 \
+            or not all(isinstance(d, (int, np.integer)) and d >= 0 for d in dims):
         raise LaunchError(f"launch dim must be an int or a tuple of 1 to 3 non-negative ints, "
                           f"not {dim!r}")
-    return tuple(int(d) for d in dims)
+    dims = tuple(int(d) for d in dims)
+    if math.prod(dims) > MAX_THREADS:
+        raise LaunchError(f"a launch of {math.prod(dims)} threads is too large (thread ids are "
+                          f"int32: at most {MAX_THREADS})")
+    return dims
+
+
+_F32_MAX = float(np.finfo(np.float32).max)
 
 
 def convert_arg(kernel_name: str, param, value, device, allow_none=False):
@@ -56,28 +68,85 @@ def convert_arg(kernel_name: str, param, value, device, allow_none=False):
             return t.np.type(0)
         if isinstance(value, np.ndarray) and value.ndim == 0:
             value = value[()]
-        if not isinstance(value, (bool, int, float, np.generic)):
-            raise fail(f"got {type(value).__name__}")
-        if t.is_int or t.kind == "b":
-            if isinstance(value, (float, np.floating)) and not float(value).is_integer():
-                raise fail(f"got {value!r}, which is not an integer")
-            if t.is_int:
-                info = np.iinfo(t.np)
-                if not info.min <= int(value) <= info.max:
-                    raise fail(f"got {value!r}, out of range for {t}")
-        return t.np.type(value)
+        return _scalar(t, value, fail)
     # vectors and matrices
     if value is None and allow_none:
         return np.zeros(t.shape, t.scalar.np)
     if isinstance(value, (int, float)) and value == 0 and allow_none:
         return np.zeros(t.shape, t.scalar.np)
     try:
-        arr = np.asarray(value, dtype=np.float64 if t.is_float else None)
+        arr = np.asarray(value)
     except (TypeError, ValueError):
         raise fail(f"got {type(value).__name__}") from None
+    if arr.dtype.kind not in "biuf":  # strings, complex numbers, objects
+        raise fail(f"got {type(value).__name__}")
     if arr.size != math.prod(t.shape):
         raise fail(f"got a value with {arr.size} component(s)")
-    return arr.reshape(t.shape).astype(t.scalar.np)
+    return _exact(t.scalar, arr.reshape(t.shape), fail)
+
+
+def _scalar(s, value, fail):
+    """A Python or NumPy bool, int or float as scalar type s, or a LaunchError when that
+    would lose more than rounding: a fraction or an out-of-range number for an integer, a
+    finite number that overflows a float, anything but 0/1 for a bool."""
+    if isinstance(value, (bool, np.bool_)):
+        value = bool(value)
+    elif isinstance(value, (int, np.integer)):
+        value = int(value)
+    elif isinstance(value, (float, np.floating)):
+        value = float(value)
+    else:
+        raise fail(f"got {type(value).__name__}")
+    if s.kind == "f":
+        try:
+            value = float(value)
+        except OverflowError:
+            raise fail(f"got a number out of range for {s}") from None
+        if s.bits == 32 and _F32_MAX < abs(value) < math.inf:
+            _exact(s, np.asarray(value), fail)  # raises unless it rounds down to the max
+        return s.np.type(value)
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise fail(f"got {value!r}, which is not an integer")
+        value = int(value)
+    if s.kind == "b":
+        if value not in (0, 1):
+            raise fail(f"got {value!r}; a bool takes True or False")
+        return np.bool_(value)
+    info = np.iinfo(s.np)
+    if not info.min <= value <= info.max:
+        raise fail(f"got {value!r}, out of range for {s}")
+    return s.np.type(value)
+
+
+def _exact(s, values: np.ndarray, fail) -> np.ndarray:
+    """values (bool, int or float) as scalar type s, or a LaunchError when that would lose
+    more than rounding: a fraction or an out-of-range number for an integer, a finite number
+    that overflows a float, anything but 0/1 for a bool."""
+    if s.kind == "f":
+        wide = values.astype(np.float64)
+        if s.bits == 32 and wide.size and np.max(np.abs(wide)) > _F32_MAX:
+            with np.errstate(over="ignore"):
+                out = wide.astype(s.np)
+            if np.any(np.isinf(out) & np.isfinite(wide)):
+                raise fail(f"got {_show(values)}, out of range for {s}")
+        return wide.astype(s.np)
+    if values.dtype.kind == "f":
+        if not np.all(np.isfinite(values)) or np.any(values != np.trunc(values)):
+            raise fail(f"got {_show(values)}, which is not an integer")
+    if s.kind == "b":
+        if np.any((values != 0) & (values != 1)):
+            raise fail(f"got {_show(values)}; a bool takes True or False")
+        return values.astype(s.np)
+    info = np.iinfo(s.np)
+    as_int = [int(v) for v in values.reshape(-1).tolist()]
+    if any(not info.min <= v <= info.max for v in as_int):
+        raise fail(f"got {_show(values)}, out of range for {s}")
+    return values.astype(s.np)
+
+
+def _show(values: np.ndarray) -> str:
+    return repr(values[()].item()) if values.ndim == 0 else repr(values.tolist())
 
 
 @dataclass(eq=False)
@@ -133,7 +202,10 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
 
 def _launch_device(device, args):
     if device is not None:
-        return get_device(device)
+        try:
+            return get_device(device)
+        except (TypeError, ValueError) as exc:
+            raise LaunchError(f"kl.launch(device={device!r}): {exc}") from None
     for a in args:
         if isinstance(a, array) and not getattr(a, "is_annotation", False):
             return a.device
@@ -162,12 +234,15 @@ def _run(kernel: Kernel, dims, args, device, adjoint):
         return
     func = kernel.adjoint_ir if adjoint else kernel.ir
     backend = config.cpu_backend if device.is_cpu else "cuda"
-    kernel.compiled(backend, adjoint).launch(dims, args)
+    runner = kernel.compiled(backend, adjoint)
     written = written_params(func)
-    for k in written:
-        if args[k] is not None:
-            args[k]._bump_version()
-    if config.verify_fp:
+    try:
+        runner.launch(dims, args)
+    finally:  # also after an IndexError or a KeyboardInterrupt: some threads have written
+        for k in written:
+            if args[k] is not None:
+                args[k]._bump_version()
+    if config.verify_fp and backend not in ("interp", "llvm"):  # these check every store
         _verify_fp(kernel, func, args, written)
 
 

@@ -5,6 +5,12 @@ A kernel variant is compiled once per process (an in-memory memo keyed like the 
 cache); its object code persists in the disk cache, so a later process loads it instead
 of compiling. Launches call the entry through ctypes, which releases the GIL: small grids
 run inline, large ones are split across a persistent pool of ``config.num_threads``.
+
+Interrupts: Python runs a SIGINT handler only on the main thread, between bytecodes, so a
+kernel looping forever on the main thread could never be stopped. Kernels whose loops check
+the interrupt flag (lower.interrupt_checks) therefore run on pool threads while the main
+thread waits; a KeyboardInterrupt there sets the flag, waits for the workers to leave,
+clears it and re-raises. Loop-free kernels cannot hang and run inline as before.
 """
 from __future__ import annotations
 
@@ -19,7 +25,7 @@ import sys
 import threading
 import time
 import weakref
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,12 +33,13 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from ... import config
-from ...errors import KernelIndexError, LaunchError
+from ...errors import KernelIndexError, LaunchError, not_finite_error, out_of_bounds_error
 from ...ir.nodes import Function
 from ...ir.printer import print_function
 from ...runtime import cache
 from ...types import ArrayType
-from .lower import LoweringError, lower_to_llvm
+from .lower import (INTERRUPT_SYMBOL, STATUS_NOT_FINITE, LoweringError, is_interruptible,
+                    lower_to_llvm)
 
 KERNLAB_VERSION = "0.1.0"
 BACKEND_VERSION = "llvm-backend-1"
@@ -51,6 +58,8 @@ _lock = threading.RLock()
 _memo: dict = {}       # key -> CompiledEntry: each variant compiles once per process
 _jit = None            # the (target machine, engine) pair, made on first use
 stats = {"compiled": 0, "loaded": 0, "compile_s": 0.0, "load_s": 0.0}
+_interrupt = ctypes.c_int32(0)  # kl_interrupt: nonzero asks every checking loop to stop
+_interrupts = 0                 # how many times it was raised (see Runner._run_checked)
 
 
 class ArgLayout:
@@ -105,6 +114,7 @@ def _host():
             if _jit is None:
                 llvm.initialize_native_target()
                 llvm.initialize_native_asmprinter()
+                llvm.add_symbol(INTERRUPT_SYMBOL, ctypes.addressof(_interrupt))
                 triple = llvm.get_process_triple()
                 cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
                 tm = llvm.Target.from_triple(triple).create_target_machine(
@@ -115,10 +125,11 @@ def _host():
     return _jit
 
 
-def cache_key(func: Function, bounds_check: bool) -> str:
+def cache_key(func: Function, bounds_check: bool, verify_fp: bool = False) -> str:
     """The disk-cache key of a kernel variant: its IR, the options and the compiler."""
     tm, _, cpu, features = _host()
-    return cache.key_for(canonical_ir(func), _identities(func), f"bounds_check={bounds_check}",
+    return cache.key_for(canonical_ir(func), _identities(func),
+                         f"bounds_check={bounds_check} verify_fp={verify_fp}",
                          f"llvmlite {llvmlite.__version__}",
                          "llvm " + ".".join(map(str, llvm.llvm_version_info)),
                          cpu, features, KERNLAB_VERSION, BACKEND_VERSION, _fingerprint())
@@ -178,11 +189,11 @@ def _symbol(func: Function, key: str) -> str:
 
 # ---- compiling ------------------------------------------------------------------------------
 
-def build_module(func: Function, bounds_check: bool, symbol: str):
+def build_module(func: Function, bounds_check: bool, symbol: str, verify_fp: bool = False):
     """Lower, verify and optimise (O3, host CPU): an llvmlite.binding ModuleRef."""
     tm = _host()[0]
     layout = ArgLayout(func)
-    module = lower_to_llvm(func, bounds_check, layout.offsets, symbol)
+    module = lower_to_llvm(func, bounds_check, layout.offsets, symbol, verify_fp)
     module.triple = tm.triple
     module.data_layout = str(tm.target_data)
     text = str(module)
@@ -201,28 +212,29 @@ def build_module(func: Function, bounds_check: bool, symbol: str):
     return ref, layout
 
 
-def llvm_source(func: Function, bounds_check: bool) -> str:
+def llvm_source(func: Function, bounds_check: bool, verify_fp: bool = False) -> str:
     """The optimised LLVM IR of a kernel variant, as text."""
-    symbol = _symbol(func, cache_key(func, bounds_check))
+    symbol = _symbol(func, cache_key(func, bounds_check, verify_fp))
     checks = "with bounds checks" if bounds_check else "without bounds checks"
     kind = "adjoint kernel" if func.is_adjoint else "kernel"
     return (f"; {kind} '{func.name}' {checks}, optimised for {_host()[2]}\n"
-            + str(build_module(func, bounds_check, symbol)[0]))
+            + str(build_module(func, bounds_check, symbol, verify_fp)[0]))
 
 
-def compile_kernel(func: Function, bounds_check: bool) -> "Runner":
-    """A runner for ``func``: from the in-process memo, the disk cache, or a fresh compile."""
-    key = cache_key(func, bounds_check)
+def compile_kernel(func: Function, bounds_check: bool, verify_fp: bool = False) -> "Runner":
+    """A runner for ``func``: from the in-process memo, the disk cache, or a fresh compile.
+    With verify_fp, a float store that writes a NaN or Inf raises KernelFPError."""
+    key = cache_key(func, bounds_check, verify_fp)
     entry = _memo.get(key)
     if entry is None:
         with _lock:
             entry = _memo.get(key)
             if entry is None:
-                entry = _memo[key] = _load_or_compile(func, bounds_check, key)
+                entry = _memo[key] = _load_or_compile(func, bounds_check, key, verify_fp)
     return Runner(func, entry)
 
 
-def _load_or_compile(func, bounds_check, key) -> CompiledEntry:
+def _load_or_compile(func, bounds_check, key, verify_fp=False) -> CompiledEntry:
     symbol = _symbol(func, key)
     t0 = time.perf_counter()
     obj = cache.load(key) if config.cache_dir else None
@@ -232,7 +244,7 @@ def _load_or_compile(func, bounds_check, key) -> CompiledEntry:
         stats["load_s"] += time.perf_counter() - t0
         _say(f"loaded kernel '{func.name}' from the cache ({_ms(t0)})")
         return _entry(func, symbol, address, ArgLayout(func))
-    module, layout = build_module(func, bounds_check, symbol)
+    module, layout = build_module(func, bounds_check, symbol, verify_fp)
     obj = _host()[0].emit_object(module)
     address = _add_object(obj, symbol)
     if not address:
@@ -283,13 +295,14 @@ _pool_size = 0
 
 
 def _workers(n: int) -> ThreadPoolExecutor:
-    """The persistent pool for ``n`` threads in all: the caller runs one share itself."""
+    """The persistent pool for launches on ``n`` threads (a loop-free kernel's caller runs
+    one share itself; an interruptible kernel's shares all run here)."""
     global _pool, _pool_size
     pool = _pool
     if pool is None or _pool_size != n:
         with _lock:
             if _pool is None or _pool_size != n:
-                old, _pool, _pool_size = _pool, ThreadPoolExecutor(n - 1, "kernlab"), n
+                old, _pool, _pool_size = _pool, ThreadPoolExecutor(max(n, 1), "kernlab"), n
                 if old is not None:
                     old.shutdown(wait=False)
             pool = _pool
@@ -300,10 +313,44 @@ def _forget_threads_after_fork():
     """A forked child has none of its parent's worker threads, and maybe a held lock."""
     global _pool, _pool_size, _lock
     _pool, _pool_size, _lock = None, 0, threading.RLock()
+    _interrupt.value = 0
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_threads_after_fork)
+
+
+def _run_interruptibly(fn, buf, bounds):
+    """Run the slices [bounds[k], bounds[k+1]) on pool threads while this thread (the main
+    one) waits where a KeyboardInterrupt can reach it. On one: raise the interrupt flag,
+    wait until every worker has left the kernel, lower the flag and re-raise."""
+    global _interrupts
+    futures = []
+    try:
+        pool = _workers(config.num_threads)
+        for k in range(len(bounds) - 1):
+            futures.append(pool.submit(fn, buf, bounds[k], bounds[k + 1]))
+        for f in futures:
+            f.result()
+    except KeyboardInterrupt:
+        _interrupts += 1
+        _interrupt.value = 1
+        try:
+            _wait_all(futures)
+        finally:
+            _interrupt.value = 0
+        raise
+
+
+def _wait_all(futures):
+    """Wait for every future, even through further KeyboardInterrupts: a worker must not be
+    left writing into arrays the caller believes are settled."""
+    while True:
+        try:
+            wait(futures)
+            return
+        except KeyboardInterrupt:
+            continue
 
 
 class Runner:
@@ -317,6 +364,7 @@ class Runner:
         self._plan = [_param_plan(p.type) for p in func.params]
         self._ndim = func.ndim
         self._grids: dict = {}  # launch dims -> the three dims the kernel reads
+        self.interruptible = is_interruptible(func)
 
     def launch(self, dims: tuple, args: list) -> None:
         if len(args) != len(self._plan):
@@ -341,30 +389,59 @@ class Runner:
         buf = ctypes.create_string_buffer(layout.size)
         layout.packer.pack_into(buf, 0, *values)
         threads = config.num_threads
-        if total < PARALLEL_THRESHOLD or threads <= 1:
+        parts = 1 if total < PARALLEL_THRESHOLD or threads <= 1 else \
+            min(threads, total // (PARALLEL_THRESHOLD // 4))
+        bounds = [total * k // parts for k in range(parts + 1)]
+        if self.interruptible:
+            self._run_checked(buf, bounds)
+        elif parts == 1:
             self._fn(buf, 0, total)
         else:
-            self._parallel(buf, total, min(threads, total // (PARALLEL_THRESHOLD // 4)))
+            self._parallel(buf, bounds)
         if buf.raw[layout.status_offset]:
-            self._raise_index_error(buf, args)
+            self._raise_failure(buf, args)
 
-    def _parallel(self, buf, total, parts):
-        bounds = [total * k // parts for k in range(parts + 1)]
+    def _run_checked(self, buf, bounds):
+        """A kernel whose loops check the interrupt flag: off the main thread when called
+        from it; elsewhere inline, noticing an interrupt raised meanwhile by the main thread
+        (which would have cut this launch short too)."""
+        if threading.current_thread() is threading.main_thread():
+            _run_interruptibly(self._fn, buf, bounds)
+            return
+        seen = _interrupts
+        if len(bounds) == 2:
+            self._fn(buf, bounds[0], bounds[1])
+        else:
+            self._parallel(buf, bounds)
+        if _interrupts != seen:
+            raise KeyboardInterrupt(f"kernel '{self.func.name}' was interrupted")
+
+    def _parallel(self, buf, bounds):
         pool = _workers(config.num_threads)
-        futures = [pool.submit(self._fn, buf, bounds[k], bounds[k + 1]) for k in range(1, parts)]
+        futures = [pool.submit(self._fn, buf, bounds[k], bounds[k + 1])
+                   for k in range(1, len(bounds) - 1)]
         self._fn(buf, bounds[0], bounds[1])
         for f in futures:
             f.result()
 
-    def _raise_index_error(self, buf, args):
-        _, site, axis, param, index = self.layout.status.unpack_from(buf, self.layout.status_offset)
+    def _raise_failure(self, buf, args):
+        """The error the status block records: an index out of bounds, or (verify_fp) a NaN
+        or Inf stored."""
+        code, site, axis, param, index = self.layout.status.unpack_from(
+            buf, self.layout.status_offset)
         where = self.func.sites[site] if 0 <= site < len(self.func.sites) else None
-        name = where.array if where is not None else self.func.params[param].name
-        arr = args[param]
-        of = f"with shape {tuple(arr.shape)}" if arr is not None else "which was not given (None)"
+        arr = args[param] if param >= 0 else None
+        if code == STATUS_NOT_FINITE:
+            p = self.func.params[param]  # its name: adj_x in an adjoint, not x
+            raise not_finite_error(self.func, where, p.name,
+                                   None if arr is None else arr.numpy(), p.type.ndim, index)
+        if where is not None and where.shape is not None:  # a vector or matrix component
+            raise out_of_bounds_error(self.func, where, axis, index, where.shape)
+        if where is not None and arr is not None:
+            raise out_of_bounds_error(self.func, where, axis, index, tuple(arr.shape))
+        name = self.func.params[param].name if param >= 0 else "?"
         raise KernelIndexError(f"index {index} is out of bounds for axis {axis} of array "
-                               f"'{name}' {of}",
-                               loc=where.loc if where is not None else self.func.loc,
+                               f"'{name}'", loc=where.loc if where is not None else self.func.loc,
                                kernel=self.func.name)
 
 

@@ -6,6 +6,11 @@ out by jit.ArgLayout (lowering takes its field offsets): each parameter in order
 as pointer, shape[ndim] and byte strides[ndim] as i64; scalars, vectors and matrices
 inline), the launch dims, then the status block where a failed bounds check records itself.
 
+Every loop that may run long checks the process-wide interrupt flag (``kl_interrupt``, an
+i32 the runtime owns; see jit.py) at its back-edge and leaves the entry at once when it is
+set: one load and a branch per iteration, none in loop-free kernels and none in short loops
+of constant trip count, which LLVM unrolls.
+
 The thread loop is emitted twice. The fast copy runs when every array's innermost stride
 is its element size and every index that is just the thread id is known to be in range
 (checked once per slice); there the innermost address is a constant-stride GEP and those
@@ -53,10 +58,45 @@ def tid_values(func: Function) -> dict:
     return out
 
 
-def lower_to_llvm(func: Function, bounds_check: bool, offsets: dict, symbol: str):
+INTERRUPT_SYMBOL = "kl_interrupt"
+SHORT_LOOP = 64  # a constant-trip FOR with no loop inside and at most this many iterations
+                 # needs no interrupt check: the loops around it (if any) have one
+
+
+def interrupt_checks(func: Function) -> set:
+    """The FOR and WHILE instructions whose back-edge checks the interrupt flag: every
+    WHILE, every FOR with a loop inside or a trip count that is not a small constant."""
+    consts = {i.result: i.attrs["value"] for i in func.body.walk() if i.op is Op.CONST}
+    out = set()
+    for ins in func.body.walk():
+        if ins.op is Op.WHILE:
+            out.add(ins)
+        elif ins.op is Op.FOR:
+            nested = any(i.op in (Op.FOR, Op.WHILE) for i in ins.regions[0].walk())
+            bounds = [consts.get(v) for v in ins.args]
+            if nested or None in bounds or bounds[2] == 0 \
+                    or len(range(*(int(b) for b in bounds))) > SHORT_LOOP:
+                out.add(ins)
+    return out
+
+
+def is_interruptible(func: Function) -> bool:
+    """Whether a launch of the kernel can be stopped by the interrupt flag (the runtime
+    then runs it off the main thread, where a KeyboardInterrupt can reach the caller)."""
+    return bool(interrupt_checks(func))
+
+
+# What the status block's flag says after a launch (the first failure wins).
+STATUS_OUT_OF_BOUNDS = 1  # site, axis, param and index say where
+STATUS_NOT_FINITE = 2     # verify_fp: site and param say where, index is the flat element
+
+
+def lower_to_llvm(func: Function, bounds_check: bool, offsets: dict, symbol: str,
+                  verify_fp: bool = False):
     """The LLVM module (llvmlite.ir) holding ``symbol``, the kernel's entry function;
-    ``offsets`` gives the byte offset of each field of the argument block."""
-    return _EntryBuilder(func, bounds_check, offsets, symbol).build()
+    ``offsets`` gives the byte offset of each field of the argument block. With verify_fp,
+    every float store reports a NaN or Inf it writes."""
+    return _EntryBuilder(func, bounds_check, offsets, symbol, verify_fp).build()
 
 
 def _internal(func: Function, message: str, loc=None, details: str = ""):
@@ -65,8 +105,9 @@ def _internal(func: Function, message: str, loc=None, details: str = ""):
 
 
 class _EntryBuilder:
-    def __init__(self, func, bounds_check, offsets, symbol):
+    def __init__(self, func, bounds_check, offsets, symbol, verify_fp=False):
         self.func, self.checks, self.offsets = func, bounds_check, offsets
+        self.verify_fp = verify_fp
         self.module = ir.Module(name=func.name)
         fnty = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
         self.fn = ir.Function(self.module, fnty, symbol)
@@ -76,6 +117,10 @@ class _EntryBuilder:
         self.tids = tid_values(func)
         self.uses_stack = any(i.op in (Op.PUSH, Op.POP) for i in func.body.walk())
         self.strings: dict = {}  # C string constants, by text
+        self.checked_loops = interrupt_checks(func)
+        self.interrupt = None
+        if self.checked_loops:  # defined by the runtime: see jit.py
+            self.interrupt = ir.GlobalVariable(self.module, I32, INTERRUPT_SYMBOL)
 
     # ---- the entry function ------------------------------------------------------------
 
@@ -92,7 +137,7 @@ class _EntryBuilder:
         self.dims = [self._field("dims", I64, d, name=f"dim{d}") for d in range(3)]
         self.status = b.gep(args, [I64(self.offsets["flag"])], source_etype=I8,
                             name="status")
-        done = self.fn.append_basic_block("done")
+        done = self.done = self.fn.append_basic_block("done")
         run = self.fn.append_basic_block("run")
         b.cbranch(b.icmp_signed("<", start, end), run, done)
         b.position_at_end(run)
@@ -232,18 +277,20 @@ class _EntryBuilder:
         return fn
 
     def report_fn(self):
-        """``kl_report(status, site, axis, param, index)``: the first failure wins a CAS."""
+        """``kl_report(status, code, site, axis, param, index)``: the first failure wins a
+        CAS of the flag from 0 to ``code`` and fills in the rest of the status block."""
         fn = self.module.globals.get("kl_report")
         if fn is not None:
             return fn
-        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, I32, I32, I32, I64]),
+        fn = ir.Function(self.module,
+                         ir.FunctionType(ir.VoidType(), [PTR, I32, I32, I32, I32, I64]),
                          "kl_report")
         fn.linkage = "internal"
         fn.attributes.add("cold")
         fn.attributes.add("noinline")
-        status, site, axis, param, index = fn.args
+        status, code, site, axis, param, index = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
-        won = b.extract_value(b.cmpxchg(status, I32(0), I32(1), "monotonic", "monotonic"), 1)
+        won = b.extract_value(b.cmpxchg(status, I32(0), code, "monotonic", "monotonic"), 1)
         write, out = fn.append_basic_block("write"), fn.append_basic_block("out")
         b.cbranch(won, write, out)
         b.position_at_end(write)
@@ -305,6 +352,8 @@ class _BodyLowering:
         bi = ins.attrs["builtin"]
         if bi.llvm is None:
             raise NotImplementedError(f"builtin {bi.name} has no LLVM lowering")
+        if "site" in ins.attrs and self.e.checks:  # a component at a runtime index
+            self._check_components(ins)
         return self.cx.call_builtin(bi, [self.get(a) for a in ins.args],
                                     [a.type for a in ins.args], ins.result.type)
 
@@ -333,7 +382,7 @@ class _BodyLowering:
         return ptr
 
     def _guarded(self, ins, access, zero):
-        """Run ``access(address)`` when the array is there (nullable) and every index is in
+        """Run ``access(address, indices)`` when the array is there (nullable) and every index is in
         range (bounds_check); otherwise record the failure and yield ``zero``."""
         b, arr = self.b, self.get(ins.args[0])
         ndim = arr.type.ndim
@@ -345,7 +394,7 @@ class _BodyLowering:
             checked = [d for d, v in enumerate(idx_values)
                        if nullable or not (self.fast and v in self.e.tids)]
         if not checked and not nullable:
-            return access(self._address(arr, idx))
+            return access(self._address(arr, idx), idx)
         join = self.e.fn.append_basic_block("access_done")
         results = []
         if nullable:
@@ -366,12 +415,12 @@ class _BodyLowering:
             for d in reversed(checked[:-1]):  # the first failing axis
                 bad = b.not_(oks[d])
                 axis, index = b.select(bad, I32(d), axis), b.select(bad, idx[d], index)
-            b.call(self.e.report_fn(), [self.e.status, I32(ins.attrs.get("site", -1)), axis,
+            b.call(self.e.report_fn(), [self.e.status, I32(STATUS_OUT_OF_BOUNDS),
+                                        I32(ins.attrs.get("site", -1)), axis,
                                         I32(arr.param), index])
-            results.append((zero, b.block))
-            b.branch(join)
+            b.branch(self.e.done)  # the launch fails: stop this slice of threads here
             b.position_at_end(inside)
-        value = access(self._address(arr, idx))
+        value = access(self._address(arr, idx), idx)
         results.append((value, b.block))
         b.branch(join)
         b.position_at_end(join)
@@ -381,6 +430,29 @@ class _BodyLowering:
         for v, block in results:
             phi.add_incoming(v, block)
         return phi
+
+    def _check_components(self, ins):
+        """Report (and leave the slice) when a runtime vector/matrix index is out of range;
+        the extents are in the access's Site."""
+        b = self.b
+        extents = self.func.sites[ins.attrs["site"]].shape
+        idx = [self._index64(v) for v in ins.args[1:1 + len(extents)]]
+        oks = [b.icmp_unsigned("<", i, I64(n)) for i, n in zip(idx, extents)]
+        ok = oks[0]
+        for o in oks[1:]:
+            ok = b.and_(ok, o)
+        inside = self.e.fn.append_basic_block("component_in_range")
+        fail = self.e.fn.append_basic_block("component_out_of_range")
+        b.cbranch(ok, inside, fail)
+        b.position_at_end(fail)
+        axis, index = I32(len(idx) - 1), idx[-1]
+        for d in reversed(range(len(idx) - 1)):  # the first failing axis
+            bad = b.not_(oks[d])
+            axis, index = b.select(bad, I32(d), axis), b.select(bad, idx[d], index)
+        b.call(self.e.report_fn(), [self.e.status, I32(STATUS_OUT_OF_BOUNDS),
+                                    I32(ins.attrs["site"]), axis, I32(-1), index])
+        b.branch(self.e.done)  # the launch fails: stop this slice of threads here
+        b.position_at_end(inside)
 
     def _components(self, ptr, t: Type):
         """The address of each component of the element at ptr."""
@@ -410,32 +482,66 @@ class _BodyLowering:
 
     def op_load(self, ins):
         t = ins.result.type
-        return self._guarded(ins, lambda ptr: self._load(ptr, t), constant(t, 0))
+        return self._guarded(ins, lambda ptr, idx: self._load(ptr, t), constant(t, 0))
 
     def op_store(self, ins):
         value = self.get(ins.args[-1])
         t = ins.args[-1].type
-        self._guarded(ins, lambda ptr: self._store(ptr, t, value), None)
+
+        def access(ptr, idx):
+            self._store(ptr, t, value)
+            self._check_finite(ins, value, t, idx)
+
+        self._guarded(ins, access, None)
 
     def op_atomic(self, ins):
         t, kind = ins.result.type, ins.attrs["kind"]
         value = self.get(ins.args[-1])
 
-        def access(ptr):
+        def access(ptr, idx):
             s = t.scalar
             if s.kind == "b":
                 raise NotImplementedError("atomics on bool arrays")
             op = _ATOMIC_OPS[s.kind if s.kind in "fu" else "i"][kind]
             if t.is_scalar:
-                return self.b.atomic_rmw(op, ptr, value, "monotonic")
-            old = ir.Constant(ll_type(t), ir.Undefined)
-            for c, p in enumerate(self._components(ptr, t)):
-                part = self.b.extract_element(value, I32(c))
-                old = self.b.insert_element(old, self.b.atomic_rmw(op, p, part, "monotonic"),
-                                            I32(c))
+                old = self.b.atomic_rmw(op, ptr, value, "monotonic")
+            else:
+                old = ir.Constant(ll_type(t), ir.Undefined)
+                for c, p in enumerate(self._components(ptr, t)):
+                    part = self.b.extract_element(value, I32(c))
+                    old = self.b.insert_element(
+                        old, self.b.atomic_rmw(op, p, part, "monotonic"), I32(c))
+            if self.e.verify_fp and s.kind == "f":  # what the atomic wrote
+                written = self.cx.intr(f"llvm.{_FP_ATOMIC[kind]}", old, value) \
+                    if kind in _FP_ATOMIC else \
+                    (self.b.fadd if kind == "add" else self.b.fsub)(old, value)
+                self._check_finite(ins, written, t, idx)
             return old
 
         return self._guarded(ins, access, constant(t, 0))
+
+    def _check_finite(self, ins, value, t: Type, idx):
+        """verify_fp: report a NaN or Inf just stored (flag STATUS_NOT_FINITE, the flat
+        element index)."""
+        if not self.e.verify_fp or t.scalar.kind != "f":
+            return
+        b = self.b
+        parts = [value] if t.is_scalar else \
+            [b.extract_element(value, I32(c)) for c in range(t.length)]
+        inf = ir.Constant(parts[0].type, float("inf"))
+        bad = None
+        for p in parts:
+            size = self.cx.intr("llvm.fabs", p)
+            nonfinite = b.fcmp_unordered(">=", size, inf)  # NaN is unordered
+            bad = nonfinite if bad is None else b.or_(bad, nonfinite)
+        with b.if_then(bad, likely=False):
+            arr = self.get(ins.args[0])
+            flat = idx[0]
+            for d in range(1, len(idx)):
+                flat = b.add(b.mul(flat, arr.shape[d]), idx[d])
+            b.call(self.e.report_fn(), [self.e.status, I32(STATUS_NOT_FINITE),
+                                        I32(ins.attrs.get("site", -1)), I32(0),
+                                        I32(arr.param), flat])
 
     # ---- structured control flow ------------------------------------------------------------
 
@@ -472,7 +578,7 @@ class _BodyLowering:
         b.store(i, self.e.slots[var])
         self.block(ins.regions[0])
         i.add_incoming(b.add(i, step), b.block)
-        b.branch(head)
+        self._back_edge(ins, head)
         b.position_at_end(after)
 
     def op_while(self, ins):
@@ -487,8 +593,19 @@ class _BodyLowering:
         b.cbranch(self.get(cond_region.result), body, after)
         b.position_at_end(body)
         self.block(body_region)
-        b.branch(head)
+        self._back_edge(ins, head)
         b.position_at_end(after)
+
+    def _back_edge(self, ins, head):
+        """Branch back to the loop head, or leave the entry when the runtime has set the
+        interrupt flag (for loops that check it)."""
+        b = self.b
+        if ins not in self.e.checked_loops:
+            b.branch(head)
+            return
+        flag = b.load_atomic(self.e.interrupt, "monotonic", 4, name="interrupt")
+        stop = b.icmp_unsigned("!=", flag, I32(0), name="interrupted")
+        b.cbranch(stop, self.e.done, head).set_weights([1, 1 << 20])
 
     def op_custom(self, ins):
         self.block(ins.regions[0])  # the forward body; regions[1] is for the adjoint
@@ -595,6 +712,7 @@ def _size(ty: ir.Type) -> int:
     return 4 if isinstance(ty, ir.FloatType) else 8
 
 
+_FP_ATOMIC = {"min": "minnum", "max": "maxnum"}  # what atomicrmw fmin/fmax compute
 _ATOMIC_OPS = {
     "f": {"add": "fadd", "sub": "fsub", "min": "fmin", "max": "fmax"},
     "i": {"add": "add", "sub": "sub", "min": "min", "max": "max"},
