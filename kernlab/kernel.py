@@ -131,16 +131,18 @@ def func_grad(forward: Func):
 
 
 def source(k: Kernel, target: str = "ir", adjoint: bool = False) -> str:
-    """The listing of a kernel: "ir", "llvm", "cuda" or "ptx"; the adjoint's with adjoint=True."""
+    """The listing of a kernel: "ir", "llvm" (as lowered, with the user's lines), "llvm-opt"
+    (after optimisation), "cuda" or "ptx"; the adjoint's with adjoint=True."""
     if not isinstance(k, Kernel):
         raise TypeError(f"kl.source() takes a kernel, not {k!r}")
     func = k.adjoint_ir if adjoint else k.ir
     if target == "ir":
         return print_function(func)
-    if target == "llvm":
+    if target in ("llvm", "llvm-opt"):
         from .backends.llvm import llvm_source
-        return llvm_source(func, bounds_check=k.bounds_check())
+        return llvm_source(func, bounds_check=k.bounds_check(), optimized=target == "llvm-opt")
     if target in ("cuda", "ptx"):
         from .backends import cuda
         return cuda.source(func, target, bounds_check=k.bounds_check())
-    raise ValueError(f"unknown target {target!r}: use 'ir', 'llvm', 'cuda' or 'ptx'")
+    raise ValueError(f"unknown target {target!r}: use 'ir', 'llvm', 'llvm-opt', 'cuda' or "
+                     "'ptx'")

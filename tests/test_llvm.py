@@ -387,7 +387,7 @@ def test_bounds_check_off_emits_no_checks():
 
 
 def test_saxpy_is_vectorised():
-    text = llvm_source(saxpy.ir, bounds_check=True)
+    text = llvm_source(saxpy.ir, bounds_check=True, optimized=True)
     assert "<4 x float>" in text or "<8 x float>" in text or "<16 x float>" in text
 
 
@@ -536,3 +536,16 @@ def test_same_ir_compiles_once_per_process():
     compile_kernel(saxpy.ir, bounds_check=True)
     compile_kernel(saxpy.ir, bounds_check=True)
     assert jit.stats["compiled"] + jit.stats["loaded"] <= before["compiled"] + before["loaded"] + 1
+
+
+@kl.kernel
+def scaled_sine(x: kl.array(dtype=float), y: kl.array(dtype=float)):
+    i = kl.tid()
+    y[i] = kl.sin(x[i]) * 2.0
+
+
+def test_adjoint_listing_labels_sections_and_user_lines():
+    text = llvm_source(scaled_sine.adjoint_ir, bounds_check=True)
+    replay, reverse = text.index("; ---- forward replay ----"), text.index("; ---- reverse ----")
+    assert replay < reverse
+    assert "; test_llvm.py:" in text[reverse:]

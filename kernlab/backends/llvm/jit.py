@@ -212,13 +212,21 @@ def build_module(func: Function, bounds_check: bool, symbol: str, verify_fp: boo
     return ref, layout
 
 
-def llvm_source(func: Function, bounds_check: bool, verify_fp: bool = False) -> str:
-    """The optimised LLVM IR of a kernel variant, as text."""
+def llvm_source(func: Function, bounds_check: bool, verify_fp: bool = False,
+                optimized: bool = False) -> str:
+    """The LLVM IR of a kernel variant as text: by default as lowered, each run of
+    instructions under a ``; file:line`` comment naming the user's line (and, for an
+    adjoint, ``forward replay`` / ``reverse`` section comments); with optimized=True, after
+    the O3 pipeline (where vectorisation shows, but the comments are gone)."""
     symbol = _symbol(func, cache_key(func, bounds_check, verify_fp))
     checks = "with bounds checks" if bounds_check else "without bounds checks"
     kind = "adjoint kernel" if func.is_adjoint else "kernel"
-    return (f"; {kind} '{func.name}' {checks}, optimised for {_host()[2]}\n"
-            + str(build_module(func, bounds_check, symbol, verify_fp)[0]))
+    if optimized:
+        return (f"; {kind} '{func.name}' {checks}, optimised for {_host()[2]}\n"
+                + str(build_module(func, bounds_check, symbol, verify_fp)[0]))
+    layout = ArgLayout(func)
+    module = lower_to_llvm(func, bounds_check, layout.offsets, symbol, verify_fp)
+    return f"; {kind} '{func.name}' {checks}, as lowered (before optimisation)\n{module}"
 
 
 def compile_kernel(func: Function, bounds_check: bool, verify_fp: bool = False) -> "Runner":

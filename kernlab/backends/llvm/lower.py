@@ -24,6 +24,7 @@ from collections import Counter
 from llvmlite import ir
 
 from ...errors import KernelError
+from ...ir.printer import file_label
 from ...ir.nodes import Block, Function, Instr, Op, Value
 from ...types import ArrayType, Scalar, Type
 from .cx import I1, I8, I32, I64, PTR, BuiltinContext, constant, ll_type, mem_type
@@ -314,10 +315,18 @@ class _BodyLowering:
         self.values: dict = dict(entry.params)
 
     def block(self, block: Block):
-        for ins in block.instrs:
+        top = block is self.func.body and self.func.is_adjoint
+        for k, ins in enumerate(block.instrs):
+            if top and k in (0, self.func.reverse_start):  # labelled sections in listings
+                self.b.comment("---- forward replay ----" if k == 0 else "---- reverse ----")
+                self._where = None
             self.instr(ins)
 
     def instr(self, ins: Instr):
+        where = (ins.loc.file, ins.loc.line)
+        if where != getattr(self, "_where", None):  # the user's line, once per run of ops
+            self._where = where
+            self.b.comment(f"{file_label(ins.loc.file)}:{ins.loc.line}")
         method = getattr(self, "op_" + ins.op.name.lower())
         try:
             result = method(ins)
