@@ -637,6 +637,7 @@ def check_source(source: str, stats: Stats, exact: bool = False, run: bool = Tru
         assert problem is None, \
             f"LLVM and the interpreter should agree {how}:\n{problem}\n--- source:\n{source}"
         stats.counts["ran, agreed" + (" (with adjoint)" if adjoint else "")] += 1
+        stats.counts["compared exactly" if exact else "compared within tolerance"] += 1
     finally:
         kl.config.cpu_backend = "llvm"
         forget(filename)

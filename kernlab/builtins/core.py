@@ -82,14 +82,28 @@ builtin("mul", [sig("N", "N", ret="T"), sig("N", "V", ret="V"), sig("V", "N", re
         _np_mul, llvm=lambda cx, a, b: cx.mul(a, b), cuda="({0} * {1})", grad=_mul_grad)
 
 
+def _c_int_div(x, y) -> int:
+    x, y = int(x), int(y)  # Python ints: NumPy's abs(INT64_MIN) overflows
+    if y == 0:
+        return 0
+    q = abs(x) // abs(y)  # exact integer arithmetic, truncating toward zero like C
+    return q if (x < 0) == (y < 0) else -q
+
+
+def _wrap_int(values, t: np.dtype):
+    """Python ints to dtype t with C's wrap-around (INT_MIN / -1 == INT_MIN)."""
+    bits = t.itemsize * 8
+    span, low = 1 << bits, (1 << (bits - 1)) if t.kind == "i" else 0
+    wrapped = [((int(v) + low) % span) - low for v in np.ravel(values)]
+    return np.array(wrapped, t).reshape(np.shape(values))
+
+
 def _np_div(a, b):
     t = np.result_type(a, b)
     if np.issubdtype(t, np.integer):
-        if b == 0:
-            return t.type(0)
-        q = abs(int(a)) // abs(int(b))  # exact integer arithmetic, truncating like C
-        q = q if (a < 0) == (b < 0) else -q
-        return np.array(q).astype(t)[()]  # wraps like C (INT_MIN / -1 == INT_MIN)
+        q = np.vectorize(_c_int_div, otypes=[object])(np.asarray(a, object),
+                                                      np.asarray(b, object))
+        return _wrap_int(q, t)[()]
     return (a / b).astype(t) if np.ndim(a) else t.type(a / b)
 
 
@@ -160,12 +174,20 @@ def _np_cast(x, target):
     if el == bool_:
         out = x != 0
     elif el.is_int and np.issubdtype(x.dtype, np.floating):
-        info = np.iinfo(el.np)  # saturate (inf too); NaN gives 0 — LLVM's fptosi.sat
-        out = np.where(np.isnan(x), 0, np.clip(np.trunc(np.nan_to_num(x, nan=0.0)),
-                                               info.min, info.max))
+        out = _saturate(x.astype(np.float64), el.np)  # NaN gives 0, like LLVM's fptosi.sat
     else:
         out = x
     return out.astype(el.np)[()] if target.is_scalar else out.astype(el.np)
+
+
+def _saturate(xf: np.ndarray, t: np.dtype) -> np.ndarray:
+    info = np.iinfo(t)
+    big, small = xf >= float(info.max), xf <= float(info.min)
+    mid = ~(big | small | np.isnan(xf))
+    out = np.zeros(xf.shape, t)
+    out[big], out[small] = info.max, info.min
+    out[mid] = np.trunc(xf[mid]).astype(np.int64 if t.kind == "i" else np.uint64)
+    return out
 
 
 def _cast_ret(b):
