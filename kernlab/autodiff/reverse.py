@@ -29,7 +29,7 @@ from ..ir.builder import Builder
 from ..ir.nodes import Block, Function, Instr, Op, Param, Value, Var
 from ..ir.verify import verify
 from ..types import int32
-from .checks import check_differentiable, own_element_arrays
+from .checks import check_differentiable, overwriting_stores, own_element_arrays
 
 STRUCTURED = (Op.IF, Op.FOR, Op.WHILE)
 
@@ -137,6 +137,7 @@ class _Reverse:
         self.map = {p.value: p.value for p in func.params}
         self.adj_arrays = adj_arrays
         self.own = own_element_arrays(func)
+        self.overwriting = overwriting_stores(func)
         self.adj_vars: dict = {}
         self.local = _block_local_values(func.body)
         self.snapshots = snapshot_plan(func.body)
@@ -292,6 +293,9 @@ class _Reverse:
         adj_arr, idx = self._adj_access(ins, len(ins.args) - 2)
         adj = self.g.emit(Op.LOAD, [adj_arr, *idx], value.type, nullable=True,
                           site=ins.attrs["site"])
+        if ins in self.overwriting:  # what this store overwrote must get no gradient
+            self.g.emit(Op.STORE, [adj_arr, *idx, self.g.zeros(value.type)], nullable=True,
+                        site=ins.attrs["site"])
         self.accumulate(value, adj)
 
     def rev_ATOMIC(self, ins):
