@@ -489,3 +489,14 @@ def test_refused_backward_leaves_gradients_untouched(backend):
     with pytest.raises(kl.GradientError, match="'x' was modified"):
         tape.backward(grads={z: kl.ones(2)})
     np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0])
+
+
+def test_an_output_overwritten_by_a_later_launch_is_refused(backend):
+    x = kl.array(np.array([1.0, 2.0], np.float32), dtype=float, requires_grad=True)
+    w = kl.array(np.array([3.0, 4.0], np.float32), dtype=float, requires_grad=True)
+    y = kl.zeros(2, requires_grad=True)
+    with kl.Tape() as tape:
+        kl.launch(square_into, 2, inputs=[x], outputs=[y])
+        kl.launch(square_into, 2, inputs=[w], outputs=[y])  # replaces x*x by w*w
+    with pytest.raises(kl.GradientError, match="overwrote 'y'"):
+        tape.backward(grads={y: kl.ones(2)})

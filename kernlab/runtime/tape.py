@@ -36,6 +36,7 @@ class RecordedLaunch:
     launch: object            # the kl.Launch that ran
     versions: dict            # id(array) -> (array, param name, version after the launch)
     aliased: tuple | None = None  # (read param, written param) bound to overlapping memory
+    overwrites: tuple | None = None  # (param, earlier kernel) whose output this one replaced
 
 
 @dataclass(eq=False)
@@ -50,6 +51,7 @@ class Tape:
     def __init__(self):
         self.records: list = []
         self._touched: dict = {}
+        self._written: dict = {}  # id(array) -> name of the kernel or op that last wrote it
 
     # ---- recording ---------------------------------------------------------------------
 
@@ -83,11 +85,19 @@ class Tape:
                 self._touch(a)
                 if p.value in read:
                     versions[id(a)] = (a, p.name, a._version)
-        self.records.append(RecordedLaunch(cmd, versions, _aliased(func, cmd.params, read,
-                                                                   written_params(func))))
+        record = RecordedLaunch(cmd, versions, _aliased(func, cmd.params, read,
+                                                         written_params(func)))
+        stored = {ins.args[0] for ins in func.body.walk() if ins.op is Op.STORE}
+        for p, a in zip(func.params, cmd.params):
+            if isinstance(a, array) and p.value in stored and id(a) in self._written:
+                record.overwrites = (p.name, self._written[id(a)])
+        for k in written_params(func):
+            self._written[id(cmd.params[k])] = f"kernel '{cmd.kernel.key}'"
+        self.records.append(record)
 
     def _record_array_op(self, kind, dest, src, **info):
         self._touch(dest, src)
+        self._written[id(dest)] = f"kl.{kind}"
         self.records.append(RecordedArrayOp(kind, dest, src, info))
 
     # ---- backward ----------------------------------------------------------------------
@@ -132,6 +142,7 @@ class Tape:
         self.zero()
         self.records.clear()
         self._touched.clear()
+        self._written.clear()
 
 
 def _aliased(func, args, read, written) -> tuple | None:
@@ -153,6 +164,12 @@ def _check_replayable(record: RecordedLaunch):
             f"kernel '{cmd.kernel.key}' was launched with the same array as '{src}', which it "
             f"reads, and '{dst}', which it writes; its gradient would be wrong. Pass a "
             "separate output array.", kernel=cmd.kernel.key)
+    if record.overwrites is not None:
+        name, earlier = record.overwrites
+        raise GradientError(
+            f"kernel '{cmd.kernel.key}' overwrote '{name}', which {earlier} had written on this "
+            "tape; the overwritten values' gradient would be wrong. Write into a new array.",
+            kernel=cmd.kernel.key)
     for a, name, version in record.versions.values():
         if a._version != version:
             raise GradientError(
