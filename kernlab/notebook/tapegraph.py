@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir.nodes import Op
-from ..runtime.tape import RecordedLaunch
+from ..runtime.tape import RecordedArrayOp, RecordedLaunch, _array_op_adjoint
 from .display import escape, fmt, user_name
 
 
@@ -167,21 +167,10 @@ class BackwardReplay:
             kl.launch(cmd.kernel, cmd.dim, inputs=params, adj_inputs=adj, adjoint=True,
                       device="cpu")
             return
-        # clone / copy / assign: gradient flows from the copy back to its source (the
-        # overwritten part of the destination's gradient is consumed), as Tape.backward does
+        # clone / copy / assign: the same adjoint Tape.backward runs, on the copies
         dest = self.copies[self.model.name_of(rec.dest)]
         src = self.copies[self.model.name_of(rec.src)]
-        if dest.grad is None or src.grad is None:
-            return
-        if rec.kind == "copy":
-            n, do, so = rec.info["count"], rec.info["dest_offset"], rec.info["src_offset"]
-        else:
-            n, do, so = dest.size, 0, 0
-        g_dest = dest.grad.numpy().reshape(dest.size, -1)
-        g_src = src.grad.numpy().reshape(src.size, -1)
-        g_src[so:so + n] += g_dest[do:do + n]
-        if rec.kind != "clone":
-            g_dest[do:do + n] = 0
+        _array_op_adjoint(RecordedArrayOp(rec.kind, dest, src, rec.info))
 
 
 # ---- the graph ---------------------------------------------------------------------------------
