@@ -10,8 +10,9 @@ from .errors import (GradientError, KernelError, KernelNameError, KernelSyntaxEr
 from .kernel import Func, Kernel, func, func_grad, kernel, source
 from .lang import (FUNCTIONS as _FUNCTIONS, adjoint, atomic_add, atomic_max, atomic_min,
                    atomic_sub, constant, kprint as print, printf, tid)  # noqa: A004
-from .runtime.array import (array, clone, copy, empty, empty_like, from_numpy, full, full_like,
-                            ones, ones_like, zeros, zeros_like)
+from .runtime.array import (array, array1d, array2d, array3d, array4d, clone, copy, empty,
+                            empty_like, from_numpy, full, full_like, ones, ones_like, zeros,
+                            zeros_like)
 from .runtime.device import (get_device, init, is_cuda_available, synchronize,
                              synchronize_device)
 from .runtime.launch import Launch, launch

@@ -1471,3 +1471,18 @@ def test_kernel_source_ir_mentions_the_kernel():
     text = kl.source(tid_1d, "ir")
     assert "tid_1d" in text and "tid" in text
 
+
+
+@kl.kernel
+def row_sums(m: kl.array2d(dtype=float), out: kl.array1d(dtype=float)):
+    i, j = kl.tid()
+    kl.atomic_add(out, i, m[i, j])
+
+
+def test_warp_fixed_ndim_array_annotations(backend):
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    m = kl.array2d(data, dtype=float)
+    out = kl.zeros(3)
+    kl.launch(row_sums, (3, 4), inputs=[m, out])
+    assert m.ndim == 2
+    np.testing.assert_allclose(out.numpy(), data.sum(axis=1))

@@ -552,3 +552,16 @@ def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0,
     dest_data[dest_index] = src_data[src_index]
     dest._bump_version()
     _record("copy", dest, src, dest_offset=dest_offset, src_offset=src_offset, count=count)
+
+
+def _fixed_ndim(ndim: int):
+    def make(data=None, dtype=None, shape=None, device=None, requires_grad=False, **kw):
+        """An array (or, with neither data nor shape, an annotation) of ``ndim`` dimensions."""
+        return array(data, dtype=dtype, shape=shape, device=device,
+                     requires_grad=requires_grad, ndim=ndim, **kw)
+    make.__name__ = f"array{ndim}d"
+    return make
+
+
+# Warp's spellings for annotations such as ``kl.array2d(dtype=float)``
+array1d, array2d, array3d, array4d = (_fixed_ndim(n) for n in (1, 2, 3, 4))
