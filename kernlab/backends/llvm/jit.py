@@ -38,8 +38,8 @@ from ...ir.nodes import Function
 from ...ir.printer import print_function
 from ...runtime import cache
 from ...types import ArrayType
-from .lower import (INTERRUPT_SYMBOL, STATUS_NOT_FINITE, LoweringError, is_interruptible,
-                    lower_to_llvm)
+from .entry import lower_to_llvm
+from .lower import INTERRUPT_SYMBOL, STATUS_NOT_FINITE, LoweringError, is_interruptible
 
 KERNLAB_VERSION = "0.1.0"
 BACKEND_VERSION = "llvm-backend-1"

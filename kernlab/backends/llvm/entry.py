@@ -1,0 +1,221 @@
+"""The entry function of a kernel variant (``lower_to_llvm``): argument block, the thread
+loops (a fast contiguous copy and a general one, see lower.py's docstring), the report
+function for failed checks. The body of each thread is lowered by lower._BodyLowering.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ...ir.nodes import Function, Op
+from ...types import ArrayType
+from .cx import I1, I8, I32, I64, PTR, BuiltinContext, ll_type, mem_type
+from .lower import (INTERRUPT_SYMBOL, ArrayView, _BodyLowering, _size, interrupt_checks,
+                    tid_values)
+
+
+def lower_to_llvm(func: Function, bounds_check: bool, offsets: dict, symbol: str,
+                  verify_fp: bool = False):
+    """The LLVM module (llvmlite.ir) holding ``symbol``, the kernel's entry function;
+    ``offsets`` gives the byte offset of each field of the argument block. With verify_fp,
+    every float store reports a NaN or Inf it writes."""
+    return _EntryBuilder(func, bounds_check, offsets, symbol, verify_fp).build()
+
+
+class _EntryBuilder:
+    def __init__(self, func, bounds_check, offsets, symbol, verify_fp=False):
+        self.func, self.checks, self.offsets = func, bounds_check, offsets
+        self.verify_fp = verify_fp
+        self.module = ir.Module(name=func.name)
+        fnty = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
+        self.fn = ir.Function(self.module, fnty, symbol)
+        self.fn.args[0].name, self.fn.args[1].name, self.fn.args[2].name = "args", "start", "end"
+        self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
+        self.cx = BuiltinContext(self.module, self.b)
+        self.tids = tid_values(func)
+        self.uses_stack = any(i.op in (Op.PUSH, Op.POP) for i in func.body.walk())
+        self.strings: dict = {}  # C string constants, by text
+        self.checked_loops = interrupt_checks(func)
+        self.interrupt = None
+        if self.checked_loops:  # defined by the runtime: see jit.py
+            self.interrupt = ir.GlobalVariable(self.module, I32, INTERRUPT_SYMBOL)
+
+    # ---- the entry function ------------------------------------------------------------
+
+    def build(self) -> ir.Module:
+        b, func = self.b, self.func
+        args, start, end = self.fn.args
+        self.slots = {v: b.alloca(ll_type(v.type), name=v.name) for v in func.vars}
+        if self.uses_stack:
+            self.stack = {k: b.alloca(t, name=f"stack_{k}")
+                          for k, t in (("buf", PTR), ("top", I64), ("cap", I64))}
+            b.store(ir.Constant(PTR, None), self.stack["buf"])
+            b.store(I64(0), self.stack["cap"])
+        self.params = {p.value: self._read_param(k, p) for k, p in enumerate(func.params)}
+        self.dims = [self._field("dims", I64, d, name=f"dim{d}") for d in range(3)]
+        self.status = b.gep(args, [I64(self.offsets["flag"])], source_etype=I8,
+                            name="status")
+        done = self.done = self.fn.append_basic_block("done")
+        run = self.fn.append_basic_block("run")
+        b.cbranch(b.icmp_signed("<", start, end), run, done)
+        b.position_at_end(run)
+        start32, end32 = b.trunc(start, I32, "start32"), b.trunc(end, I32, "end32")
+        accessed = {i.args[0] for i in func.body.walk() if i.op in (Op.LOAD, Op.STORE, Op.ATOMIC)}
+        arrays = [self.params[p.value] for p in func.params if p.value in accessed]
+        if arrays:
+            fast, slow = self.fn.append_basic_block("fast"), self.fn.append_basic_block("general")
+            b.cbranch(self._fast_path_ok(arrays, end), fast, slow)
+            for block, is_fast in ((fast, True), (slow, False)):
+                b.position_at_end(block)
+                self._thread_loops(start32, end32, is_fast)
+                b.branch(done)
+        else:
+            self._thread_loops(start32, end32, False)
+            b.branch(done)
+        b.position_at_end(done)
+        if self.uses_stack:
+            b.call(self._extern("free", ir.VoidType(), [PTR]), [b.load(self.stack["buf"])])
+        b.ret_void()
+        return self.module
+
+    def _field(self, field, ty, k=0, name=""):
+        """Load component k of a field of the argument block."""
+        offset = self.offsets[field] + k * _size(ty)
+        ptr = self.b.gep(self.fn.args[0], [I64(offset)], source_etype=I8)
+        return self.b.load(ptr, typ=ty, name=name)
+
+    def _read_param(self, k, p):
+        t = p.type
+        if isinstance(t, ArrayType):
+            ptr = self._field(f"p{k}", PTR, name=p.name)
+            shape = [self._field(f"p{k}_shape", I64, d, name=f"{p.name}_shape{d}")
+                     for d in range(t.ndim)]
+            strides = [self._field(f"p{k}_strides", I64, d, name=f"{p.name}_stride{d}")
+                       for d in range(t.ndim)]
+            return ArrayView(k, t, ptr, shape, strides)
+        s = t.scalar
+        elems = [self._field(f"p{k}", mem_type(s), c) for c in range(getattr(t, "length", 1))]
+        if s.kind == "b":
+            elems = [self.b.icmp_unsigned("!=", e, I8(0)) for e in elems]
+        if t.is_scalar:
+            elems[0].name = p.name
+            return elems[0]
+        out = ir.Constant(ll_type(t), ir.Undefined)
+        for c, e in enumerate(elems):
+            out = self.b.insert_element(out, e, I32(c))
+        return out
+
+    def _fast_path_ok(self, arrays, end):
+        """Every array's innermost stride is its element size, and every index that is a
+        thread id stays inside its axis for the whole launch."""
+        b = self.b
+        ok = ir.Constant(I1, 1)
+        for a in arrays:
+            ok = b.and_(ok, b.icmp_signed("==", a.strides[-1], I64(a.type.dtype.nbytes)))
+        for arr, axis, dim in sorted(self._hoistable(), key=lambda x: (x[0].id, x[1], x[2])):
+            view = self.params[arr]
+            extent = end if self.func.ndim == 1 else self.dims[dim]
+            ok = b.and_(ok, b.icmp_unsigned("<=", extent, view.shape[axis]))
+        return ok
+
+    def _hoistable(self) -> set:
+        """(array, axis, tid dim) of the checked accesses whose index is a thread id."""
+        if not self.checks:
+            return set()
+        out = set()
+        for ins in self.func.body.walk():
+            if ins.op in (Op.LOAD, Op.STORE, Op.ATOMIC) and not ins.attrs.get("nullable"):
+                ndim = ins.args[0].type.ndim
+                for axis, idx in enumerate(ins.args[1:1 + ndim]):
+                    if idx in self.tids:
+                        out.add((ins.args[0], axis, self.tids[idx]))
+        return out
+
+    def _thread_loops(self, start, end, fast):
+        """Run the body for every thread in [start, end): one loop for 1-D kernels; for
+        2-D/3-D, a loop over rows of the last launch dim with an inner loop along it."""
+        b, ndim = self.b, self.func.ndim
+        tag = "fast" if fast else "gen"
+        if ndim == 1:
+            self._counted_loop(start, end, lambda i: self._thread([i], fast), f"{tag}_i")
+            return
+        last = b.trunc(self.dims[ndim - 1], I32, "last_dim")
+        row0 = b.sdiv(start, last, name="row0")
+        pre = b.block
+        rows = self.fn.append_basic_block(f"{tag}_rows")
+        after = self.fn.append_basic_block(f"{tag}_rows_done")
+        b.branch(rows)
+        b.position_at_end(rows)
+        flat = b.phi(I32, "flat")
+        q = b.phi(I32, "row")
+        flat.add_incoming(start, pre)
+        q.add_incoming(row0, pre)
+        j_lo = b.srem(flat, last, name="j_lo")
+        row_len = b.sub(last, j_lo)
+        left = b.sub(end, flat)
+        row_len = b.select(b.icmp_signed("<", left, row_len), left, row_len, name="row_len")
+        coords = [q] if ndim == 2 else [b.sdiv(q, b.trunc(self.dims[1], I32)),
+                                        b.srem(q, b.trunc(self.dims[1], I32))]
+        self._counted_loop(j_lo, b.add(j_lo, row_len, flags=("nsw",)),
+                           lambda j: self._thread(coords + [j], fast), f"{tag}_j")
+        nxt = b.add(flat, row_len, name="flat_next", flags=("nsw",))
+        flat.add_incoming(nxt, b.block)
+        q.add_incoming(b.add(q, I32(1), flags=("nsw",)), b.block)
+        b.cbranch(b.icmp_signed("<", nxt, end), rows, after)
+        b.position_at_end(after)
+
+    def _counted_loop(self, lo, hi, body, name):
+        """for (i = lo; i < hi; i++) body(i), given lo < hi (a do-while)."""
+        b = self.b
+        pre = b.block
+        loop = self.fn.append_basic_block(name)
+        after = self.fn.append_basic_block(f"{name}_done")
+        b.branch(loop)
+        b.position_at_end(loop)
+        i = b.phi(I32, name)
+        i.add_incoming(lo, pre)
+        body(i)
+        nxt = b.add(i, I32(1), name=f"{name}_next", flags=("nsw",))
+        i.add_incoming(nxt, b.block)
+        b.cbranch(b.icmp_signed("<", nxt, hi), loop, after)
+        b.position_at_end(after)
+
+    def _thread(self, tids, fast):
+        """One thread: zeroed locals and stack, then the kernel body."""
+        for var, slot in self.slots.items():
+            self.b.store(ir.Constant(ll_type(var.type), None), slot)
+        if self.uses_stack:
+            self.b.store(I64(0), self.stack["top"])
+        _BodyLowering(self, tids, fast).block(self.func.body)
+
+    def _extern(self, name, ret, params, var_arg=False):
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, params, var_arg=var_arg), name)
+        return fn
+
+    def report_fn(self):
+        """``kl_report(status, code, site, axis, param, index)``: the first failure wins a
+        CAS of the flag from 0 to ``code`` and fills in the rest of the status block."""
+        fn = self.module.globals.get("kl_report")
+        if fn is not None:
+            return fn
+        fn = ir.Function(self.module,
+                         ir.FunctionType(ir.VoidType(), [PTR, I32, I32, I32, I32, I64]),
+                         "kl_report")
+        fn.linkage = "internal"
+        fn.attributes.add("cold")
+        fn.attributes.add("noinline")
+        status, code, site, axis, param, index = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        won = b.extract_value(b.cmpxchg(status, I32(0), code, "monotonic", "monotonic"), 1)
+        write, out = fn.append_basic_block("write"), fn.append_basic_block("out")
+        b.cbranch(won, write, out)
+        b.position_at_end(write)
+        base = self.offsets["flag"]
+        for name, value in (("site", site), ("axis", axis), ("param", param), ("index", index)):
+            at = b.gep(status, [I64(self.offsets[name] - base)], source_etype=I8)
+            b.store(value, at)
+        b.branch(out)
+        b.position_at_end(out)
+        b.ret_void()
+        return fn
