@@ -3,21 +3,14 @@ parameter; out-of-bounds accesses raise IndexError and leave the process usable.
 
 Expected line numbers are read from the kernel's own source with inspect, never hard-coded.
 """
-import inspect
 
 import numpy as np
 import pytest
 
 import kernlab as kl
+from helpers import line_of
 
 
-def line_of(obj, needle: str) -> int:
-    """The file line number of the one line of ``obj``'s source that contains ``needle``."""
-    pyfunc = getattr(obj, "pyfunc", obj)
-    lines, first = inspect.getsourcelines(pyfunc)
-    hits = [first + k for k, text in enumerate(lines) if needle in text]
-    assert len(hits) == 1, f"{needle!r} should occur once in {pyfunc.__name__}"
-    return hits[0]
 
 
 def compile_error(kernel, cls):

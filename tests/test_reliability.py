@@ -5,7 +5,6 @@ process carries on and kernlab stays usable.
 Tests that need a fresh process (signals, RSS, the disk cache across processes) run a small
 child script; its source is in this file.
 """
-import inspect
 import json
 import os
 import queue
@@ -22,7 +21,7 @@ import numpy as np
 import pytest
 
 import kernlab as kl
-from kernlab.backends.llvm import jit
+from helpers import line_of
 from kernlab.errors import KernelFPError
 from kernlab.backends.llvm.lower import is_interruptible
 from kernlab.runtime import cache
@@ -30,13 +29,6 @@ from kernlab.runtime import cache
 REPO = Path(kl.__file__).resolve().parents[1]
 
 
-def line_of(obj, needle: str) -> int:
-    """The file line of the one line of ``obj``'s source that contains ``needle``."""
-    pyfunc = getattr(obj, "pyfunc", obj)
-    lines, first = inspect.getsourcelines(pyfunc)
-    hits = [first + k for k, text in enumerate(lines) if needle in text]
-    assert len(hits) == 1, f"{needle!r} should occur once in {pyfunc.__name__}"
-    return hits[0]
 
 
 def child_env(cache_dir) -> dict:
@@ -581,7 +573,6 @@ CACHE_CHILD = r"""
 import json, os, sys, time
 import numpy as np
 import kernlab as kl
-from kernlab.backends.llvm import jit
 from kernlab.errors import KernelFPError
 
 go = sys.argv[1]
