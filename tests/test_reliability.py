@@ -573,6 +573,7 @@ CACHE_CHILD = r"""
 import json, os, sys, time
 import numpy as np
 import kernlab as kl
+from kernlab.backends.llvm import jit
 from kernlab.errors import KernelFPError
 
 go = sys.argv[1]
