@@ -65,7 +65,7 @@ class Kernel:
         return self.options.get("bounds_check", config.bounds_check)
 
     def compiled(self, backend: str, adjoint: bool = False):
-        """The runnable variant for ``backend`` ("interp" or "llvm"), compiled once."""
+        """The runnable variant for ``backend`` ("interp", "llvm" or "cuda"), compiled once."""
         key = (backend, adjoint, self.bounds_check(), bool(config.verify_fp))
         runner = self._compiled.get(key)
         if runner is None:
@@ -75,6 +75,9 @@ class Kernel:
                 runner = Interpreter(func)
             elif backend == "llvm":
                 from .backends.llvm import compile_kernel
+                runner = compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
+            elif backend == "cuda":
+                from .backends.cuda import compile_kernel
                 runner = compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
             else:
                 raise ValueError(f"unknown backend {backend!r}")
