@@ -1,6 +1,22 @@
 """Small helpers shared by the test modules."""
 import inspect
 
+import numpy as np
+
+import kernlab as kl
+
+
+def f32(data):
+    return kl.array(np.asarray(data, np.float32), dtype=kl.float32)
+
+
+def i32(data):
+    return kl.array(np.asarray(data, np.int32), dtype=kl.int32)
+
+
+def run(kernel, dim, *args):
+    kl.launch(kernel, dim, inputs=list(args))
+
 
 def line_of(obj, needle: str) -> int:
     """The file line of the one line of ``obj``'s source that contains ``needle``."""
