@@ -24,6 +24,11 @@ from .interop import from_dlpack, from_torch, to_torch, to_torch_function  # tor
 
 globals().update(_FUNCTIONS)  # kl.sin, kl.dot, ... (also callable on NumPy values)
 
+from .runtime import cache as _cache  # noqa: E402,F401 — before the preload thread needs it
+from .backends import preload_cpu_backend as _preload  # noqa: E402
+
+_preload()
+
 __version__ = "0.1.0"
 
 

@@ -523,8 +523,8 @@ def test_a_damaged_cache_entry_is_recompiled(tmp_path):
 def test_a_foreign_object_in_the_cache_is_recompiled(tmp_path, monkeypatch):
     from kernlab.runtime import cache
     monkeypatch.setattr(config, "cache_dir", str(tmp_path / "cache"))
-    key = jit.cache_key(flat_index.ir, True)
-    cache.store(key, b"\x7fELF not really an object")
+    for key in jit.entry_keys(flat_index.ir, True).values():
+        cache.store(key, b"\x7fELF not really an object")
     monkeypatch.setattr(jit, "_memo", {})
     out = array(np.zeros(3, np.int32))
     compile_kernel(flat_index.ir, bounds_check=True).launch((3,), [out])
@@ -549,3 +549,50 @@ def test_adjoint_listing_labels_sections_and_user_lines():
     replay, reverse = text.index("; ---- forward replay ----"), text.index("; ---- reverse ----")
     assert replay < reverse
     assert "; test_llvm.py:" in text[reverse:]
+
+
+# ---- the fast and the general entry -------------------------------------------------------
+
+def _add_one_kernel():
+    @kl.kernel
+    def add_one(x: kl.array(dtype=float), y: kl.array(dtype=float)):
+        i = kl.tid()
+        y[i] = y[i] + x[i] * 2.0
+    return add_one
+
+
+def test_the_general_entry_is_compiled_only_when_a_launch_needs_it(monkeypatch):
+    monkeypatch.setattr(jit, "_memo", {})
+    monkeypatch.setattr(config, "cache_dir", "")  # every entry is compiled here
+    monkeypatch.setattr(config, "cpu_backend", "llvm")
+    k = _add_one_kernel()
+    base = np.arange(10, dtype=np.float32)
+    x, y = kl.array(base), kl.zeros(10)
+    before = jit.stats["compiled"]
+    kl.launch(k, 10, inputs=[x, y])
+    assert jit.stats["compiled"] == before + 1          # the fast entry alone
+    np.testing.assert_array_equal(y.numpy(), base * 2)
+    strided = kl.array(np.arange(20, dtype=np.float32))[::2]  # 0, 2, 4, ...
+    kl.launch(k, 10, inputs=[strided, y])
+    assert jit.stats["compiled"] == before + 2          # the general one, on first need
+    np.testing.assert_array_equal(y.numpy(), base * 2 + base * 4)
+    kl.launch(k, 10, inputs=[strided, y])
+    assert jit.stats["compiled"] == before + 2
+    np.testing.assert_array_equal(y.numpy(), base * 2 + base * 8)
+
+
+def test_a_launch_the_fast_entry_declines_runs_each_thread_once(monkeypatch):
+    """Too many threads for the arrays: the fast entry declines for every slice of the
+    (parallel) launch before doing anything, the general entry runs each in-bounds thread
+    exactly once and reports the first thread out of bounds."""
+    monkeypatch.setattr(config, "cpu_backend", "llvm")
+    monkeypatch.setattr(config, "num_threads", 2)
+    k = _add_one_kernel()
+    n = jit.PARALLEL_THRESHOLD * 2
+    x, y = kl.ones(n - 5), kl.zeros(n - 5)
+    with pytest.raises(IndexError) as err:
+        kl.launch(k, n, inputs=[x, y])
+    assert "out of bounds" in str(err.value)
+    done = y.numpy()
+    assert set(np.unique(done).tolist()) <= {0.0, 2.0}   # never 4: no thread ran twice
+    assert done[0] == 2.0

@@ -606,7 +606,7 @@ for c, kernel in enumerate(kernels):
     y = kl.zeros(8, dtype=float)
     kl.launch(kernel, 8, inputs=[x, y])
     results.append(y.numpy().tolist())
-    keys[c] = jit.cache_key(kernel.ir, True)
+    keys[c] = jit.entry_keys(kernel.ir, True)["fast"]  # the only entry these launches need
 print(json.dumps({"stats": jit.stats, "results": results, "keys": keys}))
 """
 

@@ -1,2 +1,40 @@
 """Backends run the typed IR: ``interp`` (NumPy, the reference), ``llvm`` (CPU machine code
 through llvmlite) and ``cuda`` (CUDA C compiled by NVRTC)."""
+from __future__ import annotations
+
+import os
+import threading
+
+_preload: threading.Thread | None = None
+
+
+def preload_cpu_backend() -> None:
+    """Start loading the LLVM backend on a helper thread: llvmlite's library (180 MB) and
+    the host target take about 20 ms, which a user writing their first kernel should not
+    wait for at its first launch. Anything that goes wrong here is left for that launch to
+    report. Set KERNLAB_PRELOAD=0 to load on first use instead."""
+    global _preload
+    from .. import config
+    if _preload is not None or config.cpu_backend != "llvm" \
+            or os.environ.get("KERNLAB_PRELOAD", "1") == "0":
+        return
+    _preload = threading.Thread(target=_load_llvm, name="kernlab-preload")
+    _preload.start()  # not a daemon: the interpreter waits for it instead of cutting a load
+
+
+def _load_llvm() -> None:
+    try:
+        from .llvm import jit
+        jit._host()
+    except Exception:  # noqa: BLE001 — the first compile raises it with context
+        pass
+
+
+def _finish_preload() -> None:
+    """Before a fork: a child must not inherit an import half done by a thread it lacks."""
+    if _preload is not None and _preload.is_alive():
+        _preload.join()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_finish_preload)

@@ -1,5 +1,5 @@
-"""The entry function of a kernel variant (``lower_to_llvm``): argument block, the thread
-loops (a fast contiguous copy and a general one, see lower.py's docstring), the report
+"""The entry functions of a kernel variant (``lower_to_llvm``): argument block, the thread
+loops (the fast contiguous part or the general one, see lower.py's docstring), the report
 function for failed checks. The body of each thread is lowered by lower._BodyLowering.
 """
 from __future__ import annotations
@@ -9,22 +9,33 @@ from llvmlite import ir
 from ...ir.nodes import Function, Op
 from ...types import ArrayType
 from .cx import I1, I8, I32, I64, PTR, BuiltinContext, ll_type, mem_type
-from .lower import (INTERRUPT_SYMBOL, ArrayView, _BodyLowering, _size, interrupt_checks,
-                    tid_values)
+from .lower import (INTERRUPT_SYMBOL, STATUS_GENERAL, ArrayView, _BodyLowering, _size,
+                    interrupt_checks, tid_values)
+
+PARTS = ("fast", "general")
+
+
+def has_fast_path(func: Function) -> bool:
+    """Whether the kernel accesses arrays, so that a fast entry is worth having; a kernel
+    that touches none has only the general one."""
+    return any(i.op in (Op.LOAD, Op.STORE, Op.ATOMIC) for i in func.body.walk())
 
 
 def lower_to_llvm(func: Function, bounds_check: bool, offsets: dict, symbol: str,
-                  verify_fp: bool = False):
-    """The LLVM module (llvmlite.ir) holding ``symbol``, the kernel's entry function;
-    ``offsets`` gives the byte offset of each field of the argument block. With verify_fp,
-    every float store reports a NaN or Inf it writes."""
-    return _EntryBuilder(func, bounds_check, offsets, symbol, verify_fp).build()
+                  verify_fp: bool = False, part: str = "general"):
+    """The LLVM module (llvmlite.ir) holding ``symbol``, one entry function of the kernel:
+    ``part`` "fast" (contiguous arrays, thread-id indices in range, else it only sets
+    STATUS_GENERAL) or "general". ``offsets`` gives the byte offset of each field of the
+    argument block. With verify_fp, every float store reports a NaN or Inf it writes."""
+    if part not in PARTS or (part == "fast" and not has_fast_path(func)):
+        raise ValueError(f"kernel '{func.name}' has no {part!r} entry")
+    return _EntryBuilder(func, bounds_check, offsets, symbol, verify_fp, part == "fast").build()
 
 
 class _EntryBuilder:
-    def __init__(self, func, bounds_check, offsets, symbol, verify_fp=False):
+    def __init__(self, func, bounds_check, offsets, symbol, verify_fp=False, fast=False):
         self.func, self.checks, self.offsets = func, bounds_check, offsets
-        self.verify_fp = verify_fp
+        self.verify_fp, self.fast = verify_fp, fast
         self.module = ir.Module(name=func.name)
         fnty = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
         self.fn = ir.Function(self.module, fnty, symbol)
@@ -59,18 +70,18 @@ class _EntryBuilder:
         b.cbranch(b.icmp_signed("<", start, end), run, done)
         b.position_at_end(run)
         start32, end32 = b.trunc(start, I32, "start32"), b.trunc(end, I32, "end32")
-        accessed = {i.args[0] for i in func.body.walk() if i.op in (Op.LOAD, Op.STORE, Op.ATOMIC)}
-        arrays = [self.params[p.value] for p in func.params if p.value in accessed]
-        if arrays:
-            fast, slow = self.fn.append_basic_block("fast"), self.fn.append_basic_block("general")
-            b.cbranch(self._fast_path_ok(arrays, end), fast, slow)
-            for block, is_fast in ((fast, True), (slow, False)):
-                b.position_at_end(block)
-                self._thread_loops(start32, end32, is_fast)
-                b.branch(done)
-        else:
-            self._thread_loops(start32, end32, False)
+        if self.fast:
+            accessed = {i.args[0] for i in func.body.walk()
+                        if i.op in (Op.LOAD, Op.STORE, Op.ATOMIC)}
+            arrays = [self.params[p.value] for p in func.params if p.value in accessed]
+            fast, bail = self.fn.append_basic_block("fast"), self.fn.append_basic_block("bail")
+            b.cbranch(self._fast_path_ok(arrays), fast, bail)
+            b.position_at_end(bail)  # before any work: the runtime reruns on the general entry
+            b.atomic_rmw("xchg", self.status, I32(STATUS_GENERAL), "monotonic")
             b.branch(done)
+            b.position_at_end(fast)
+        self._thread_loops(start32, end32, self.fast)
+        b.branch(done)
         b.position_at_end(done)
         if self.uses_stack:
             b.call(self._extern("free", ir.VoidType(), [PTR]), [b.load(self.stack["buf"])])
@@ -104,16 +115,18 @@ class _EntryBuilder:
             out = self.b.insert_element(out, e, I32(c))
         return out
 
-    def _fast_path_ok(self, arrays, end):
+    def _fast_path_ok(self, arrays):
         """Every array's innermost stride is its element size, and every index that is a
-        thread id stays inside its axis for the whole launch."""
+        thread id stays inside its axis for the whole launch (the same answer for every
+        slice of the launch, so either all of them run fast or none does anything)."""
         b = self.b
         ok = ir.Constant(I1, 1)
         for a in arrays:
             ok = b.and_(ok, b.icmp_signed("==", a.strides[-1], I64(a.type.dtype.nbytes)))
+        total = b.mul(b.mul(self.dims[0], self.dims[1]), self.dims[2], name="threads")
         for arr, axis, dim in sorted(self._hoistable(), key=lambda x: (x[0].id, x[1], x[2])):
             view = self.params[arr]
-            extent = end if self.func.ndim == 1 else self.dims[dim]
+            extent = total if self.func.ndim == 1 else self.dims[dim]
             ok = b.and_(ok, b.icmp_unsigned("<=", extent, view.shape[axis]))
         return ok
 
@@ -136,7 +149,7 @@ class _EntryBuilder:
         b, ndim = self.b, self.func.ndim
         tag = "fast" if fast else "gen"
         if ndim == 1:
-            self._counted_loop(start, end, lambda i: self._thread([i], fast), f"{tag}_i")
+            self._counted_loop(start, end, lambda i: self._thread([i], fast), f"{tag}_i", fast)
             return
         last = b.trunc(self.dims[ndim - 1], I32, "last_dim")
         row0 = b.sdiv(start, last, name="row0")
@@ -156,15 +169,17 @@ class _EntryBuilder:
         coords = [q] if ndim == 2 else [b.sdiv(q, b.trunc(self.dims[1], I32)),
                                         b.srem(q, b.trunc(self.dims[1], I32))]
         self._counted_loop(j_lo, b.add(j_lo, row_len, flags=("nsw",)),
-                           lambda j: self._thread(coords + [j], fast), f"{tag}_j")
+                           lambda j: self._thread(coords + [j], fast), f"{tag}_j", fast)
         nxt = b.add(flat, row_len, name="flat_next", flags=("nsw",))
         flat.add_incoming(nxt, b.block)
         q.add_incoming(b.add(q, I32(1), flags=("nsw",)), b.block)
         b.cbranch(b.icmp_signed("<", nxt, end), rows, after)
         b.position_at_end(after)
 
-    def _counted_loop(self, lo, hi, body, name):
-        """for (i = lo; i < hi; i++) body(i), given lo < hi (a do-while)."""
+    def _counted_loop(self, lo, hi, body, name, vectorize):
+        """for (i = lo; i < hi; i++) body(i), given lo < hi (a do-while). Only the fast
+        path's loops are worth vectorising: the general path's strided accesses would become
+        gathers and scatters, which cost compile time and rarely run faster."""
         b = self.b
         pre = b.block
         loop = self.fn.append_basic_block(name)
@@ -176,8 +191,23 @@ class _EntryBuilder:
         body(i)
         nxt = b.add(i, I32(1), name=f"{name}_next", flags=("nsw",))
         i.add_incoming(nxt, b.block)
-        b.cbranch(b.icmp_signed("<", nxt, hi), loop, after)
+        back = b.cbranch(b.icmp_signed("<", nxt, hi), loop, after)
+        if not vectorize:
+            back.set_metadata("llvm.loop", self._scalar_loop_md())
         b.position_at_end(after)
+
+    def _scalar_loop_md(self):
+        """Loop metadata that keeps the vectoriser off a loop. A loop ID must list itself
+        first; llvmlite.ir has no self-referencing nodes, so the operand is patched in."""
+        md = getattr(self, "_scalar_md", None)
+        if md is None:
+            off = self.module.add_metadata([ir.MetaDataString(self.module,
+                                                              "llvm.loop.vectorize.enable"),
+                                            ir.Constant(I1, 0)])
+            md = self.module.add_metadata([off])
+            md.operands = (md, off)
+            self._scalar_md = md
+        return md
 
     def _thread(self, tids, fast):
         """One thread: zeroed locals and stack, then the kernel body."""

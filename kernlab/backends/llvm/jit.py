@@ -38,11 +38,12 @@ from ...ir.nodes import Function
 from ...ir.printer import print_function
 from ...runtime import cache
 from ...types import ArrayType
-from .entry import lower_to_llvm
-from .lower import INTERRUPT_SYMBOL, STATUS_NOT_FINITE, LoweringError, is_interruptible
+from .entry import PARTS, has_fast_path, lower_to_llvm
+from .lower import (INTERRUPT_SYMBOL, STATUS_GENERAL, STATUS_NOT_FINITE, LoweringError,
+                    is_interruptible)
 
 KERNLAB_VERSION = "0.1.0"
-BACKEND_VERSION = "llvm-backend-1"
+BACKEND_VERSION = "llvm-backend-2"
 PARALLEL_THRESHOLD = 65536  # threads; smaller launches run inline on the calling thread
 MAX_THREADS = 2**31 - 1     # thread ids are int32
 
@@ -114,6 +115,9 @@ def _host():
             if _jit is None:
                 llvm.initialize_native_target()
                 llvm.initialize_native_asmprinter()
+                # Threads come in long runs: a second, narrower vector loop for the few left
+                # over costs compile time (a tenth of a small kernel's) and buys nothing.
+                llvm.set_option("kernlab", "-enable-epilogue-vectorization=0")
                 llvm.add_symbol(INTERRUPT_SYMBOL, ctypes.addressof(_interrupt))
                 triple = llvm.get_process_triple()
                 cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
@@ -189,11 +193,14 @@ def _symbol(func: Function, key: str) -> str:
 
 # ---- compiling ------------------------------------------------------------------------------
 
-def build_module(func: Function, bounds_check: bool, symbol: str, verify_fp: bool = False):
-    """Lower, verify and optimise (O3, host CPU): an llvmlite.binding ModuleRef."""
+def build_module(func: Function, bounds_check: bool, symbol: str, verify_fp: bool = False,
+                 part: str = "general"):
+    """Lower, verify and optimise (O2, host CPU) one entry of a kernel variant: an
+    llvmlite.binding ModuleRef. (O3 adds nothing these kernels use, and its loop
+    unswitching multiplies the code of adjoints with optional arrays.)"""
     tm = _host()[0]
     layout = ArgLayout(func)
-    module = lower_to_llvm(func, bounds_check, layout.offsets, symbol, verify_fp)
+    module = lower_to_llvm(func, bounds_check, layout.offsets, symbol, verify_fp, part)
     module.triple = tm.triple
     module.data_layout = str(tm.target_data)
     text = str(module)
@@ -205,44 +212,78 @@ def build_module(func: Function, bounds_check: bool, symbol: str, verify_fp: boo
         raise LoweringError("internal error: LLVM rejected the code generated for this kernel",
                             loc=func.loc, kernel=func.name, details=str(exc),
                             stage=f"compiling kernel '{func.name}' for the CPU (LLVM)") from None
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto = llvm.create_pipeline_tuning_options(speed_level=2)
     pto.loop_vectorization = pto.slp_vectorization = pto.loop_unrolling = True
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(ref, pb)
     return ref, layout
 
 
+def _parts(func: Function) -> tuple:
+    return PARTS if has_fast_path(func) else ("general",)
+
+
 def llvm_source(func: Function, bounds_check: bool, verify_fp: bool = False,
                 optimized: bool = False) -> str:
-    """The LLVM IR of a kernel variant as text: by default as lowered, each run of
-    instructions under a ``; file:line`` comment naming the user's line (and, for an
-    adjoint, ``forward replay`` / ``reverse`` section comments); with optimized=True, after
-    the O3 pipeline (where vectorisation shows, but the comments are gone)."""
-    symbol = _symbol(func, cache_key(func, bounds_check, verify_fp))
+    """The LLVM IR of a kernel variant as text, one module per entry (fast, general): by
+    default as lowered, each run of instructions under a ``; file:line`` comment naming the
+    user's line (and, for an adjoint, ``forward replay`` / ``reverse`` section comments);
+    with optimized=True, after the optimisation pipeline (where vectorisation shows, but the
+    comments are gone)."""
+    key = cache_key(func, bounds_check, verify_fp)
     checks = "with bounds checks" if bounds_check else "without bounds checks"
     kind = "adjoint kernel" if func.is_adjoint else "kernel"
-    if optimized:
-        return (f"; {kind} '{func.name}' {checks}, optimised for {_host()[2]}\n"
-                + str(build_module(func, bounds_check, symbol, verify_fp)[0]))
-    layout = ArgLayout(func)
-    module = lower_to_llvm(func, bounds_check, layout.offsets, symbol, verify_fp)
-    return f"; {kind} '{func.name}' {checks}, as lowered (before optimisation)\n{module}"
+    out = []
+    for part in _parts(func):
+        symbol = _symbol(func, _part_key(key, part))
+        what = {"fast": "fast entry (contiguous arrays, thread-id indices in range)",
+                "general": "general entry (any strides, every access checked)"}[part]
+        if optimized:
+            text = str(build_module(func, bounds_check, symbol, verify_fp, part)[0])
+            out.append(f"; {kind} '{func.name}' {checks}: {what}, optimised for "
+                       f"{_host()[2]}\n{text}")
+        else:
+            module = lower_to_llvm(func, bounds_check, ArgLayout(func).offsets, symbol,
+                                   verify_fp, part)
+            out.append(f"; {kind} '{func.name}' {checks}: {what}, as lowered (before "
+                       f"optimisation)\n{module}")
+    return "\n".join(out)
 
 
 def compile_kernel(func: Function, bounds_check: bool, verify_fp: bool = False) -> "Runner":
-    """A runner for ``func``: from the in-process memo, the disk cache, or a fresh compile.
-    With verify_fp, a float store that writes a NaN or Inf raises KernelFPError."""
+    """A runner for ``func``: its first entry from the in-process memo, the disk cache or a
+    fresh compile; the general entry of a kernel with a fast one only when a launch needs
+    it. With verify_fp, a float store that writes a NaN or Inf raises KernelFPError."""
     key = cache_key(func, bounds_check, verify_fp)
+    parts = _parts(func)
+    first = _variant(func, bounds_check, verify_fp, key, parts[0])
+    general = None if len(parts) == 1 else \
+        functools.partial(_variant, func, bounds_check, verify_fp, key, "general")
+    return Runner(func, first, general)
+
+
+def entry_keys(func: Function, bounds_check: bool, verify_fp: bool = False) -> dict:
+    """The disk-cache key of each entry of a kernel variant, by part."""
+    key = cache_key(func, bounds_check, verify_fp)
+    return {part: _part_key(key, part) for part in _parts(func)}
+
+
+def _part_key(key: str, part: str) -> str:
+    return key if part == "general" else cache.key_for(key, part)
+
+
+def _variant(func, bounds_check, verify_fp, key, part) -> CompiledEntry:
+    key = _part_key(key, part)
     entry = _memo.get(key)
     if entry is None:
         with _lock:
             entry = _memo.get(key)
             if entry is None:
-                entry = _memo[key] = _load_or_compile(func, bounds_check, key, verify_fp)
-    return Runner(func, entry)
+                entry = _memo[key] = _load_or_compile(func, bounds_check, key, verify_fp, part)
+    return entry
 
 
-def _load_or_compile(func, bounds_check, key, verify_fp=False) -> CompiledEntry:
+def _load_or_compile(func, bounds_check, key, verify_fp=False, part="general") -> CompiledEntry:
     symbol = _symbol(func, key)
     t0 = time.perf_counter()
     obj = cache.load(key) if config.cache_dir else None
@@ -250,9 +291,9 @@ def _load_or_compile(func, bounds_check, key, verify_fp=False) -> CompiledEntry:
     if address:
         stats["loaded"] += 1
         stats["load_s"] += time.perf_counter() - t0
-        _say(f"loaded kernel '{func.name}' from the cache ({_ms(t0)})")
+        _say(f"loaded kernel '{func.name}' ({part} entry) from the cache ({_ms(t0)})")
         return _entry(func, symbol, address, ArgLayout(func))
-    module, layout = build_module(func, bounds_check, symbol, verify_fp)
+    module, layout = build_module(func, bounds_check, symbol, verify_fp, part)
     obj = _host()[0].emit_object(module)
     address = _add_object(obj, symbol)
     if not address:
@@ -261,7 +302,7 @@ def _load_or_compile(func, bounds_check, key, verify_fp=False) -> CompiledEntry:
     cache.store(key, obj)
     stats["compiled"] += 1
     stats["compile_s"] += time.perf_counter() - t0
-    _say(f"compiled kernel '{func.name}' ({_ms(t0)})")
+    _say(f"compiled kernel '{func.name}' ({part} entry, {_ms(t0)})")
     return _entry(func, symbol, address, layout)
 
 
@@ -364,11 +405,12 @@ def _wait_all(futures):
 class Runner:
     """Runs one compiled kernel variant: ``runner.launch(dims, args)``."""
 
-    def __init__(self, func: Function, entry: CompiledEntry):
+    def __init__(self, func: Function, entry: CompiledEntry, general=None):
         self.func = func
         self.entry = entry
         self.layout = entry.layout
         self._fn = entry.cfunc
+        self._general = general  # loads the general entry, when entry is the fast one
         self._plan = [_param_plan(p.type) for p in func.params]
         self._ndim = func.ndim
         self._grids: dict = {}  # launch dims -> the three dims the kernel reads
@@ -400,35 +442,45 @@ class Runner:
         parts = 1 if total < PARALLEL_THRESHOLD or threads <= 1 else \
             min(threads, total // (PARALLEL_THRESHOLD // 4))
         bounds = [total * k // parts for k in range(parts + 1)]
-        if self.interruptible:
-            self._run_checked(buf, bounds)
-        elif parts == 1:
-            self._fn(buf, 0, total)
-        else:
-            self._parallel(buf, bounds)
-        if buf.raw[layout.status_offset]:
+        self._run(self._fn, buf, bounds)
+        flag = buf.raw[layout.status_offset]
+        if flag == STATUS_GENERAL:  # the fast entry declined and did nothing
+            buf[layout.status_offset] = 0
+            if not isinstance(self._general, CompiledEntry):
+                self._general = self._general()
+            self._run(self._general.cfunc, buf, bounds)
+            flag = buf.raw[layout.status_offset]
+        if flag:
             self._raise_failure(buf, args)
 
-    def _run_checked(self, buf, bounds):
+    def _run(self, fn, buf, bounds):
+        if self.interruptible:
+            self._run_checked(fn, buf, bounds)
+        elif len(bounds) == 2:
+            fn(buf, bounds[0], bounds[1])
+        else:
+            self._parallel(fn, buf, bounds)
+
+    def _run_checked(self, fn, buf, bounds):
         """A kernel whose loops check the interrupt flag: off the main thread when called
         from it; elsewhere inline, noticing an interrupt raised meanwhile by the main thread
         (which would have cut this launch short too)."""
         if threading.current_thread() is threading.main_thread():
-            _run_interruptibly(self._fn, buf, bounds)
+            _run_interruptibly(fn, buf, bounds)
             return
         seen = _interrupts
         if len(bounds) == 2:
-            self._fn(buf, bounds[0], bounds[1])
+            fn(buf, bounds[0], bounds[1])
         else:
-            self._parallel(buf, bounds)
+            self._parallel(fn, buf, bounds)
         if _interrupts != seen:
             raise KeyboardInterrupt(f"kernel '{self.func.name}' was interrupted")
 
-    def _parallel(self, buf, bounds):
+    def _parallel(self, fn, buf, bounds):
         pool = _workers(config.num_threads)
-        futures = [pool.submit(self._fn, buf, bounds[k], bounds[k + 1])
+        futures = [pool.submit(fn, buf, bounds[k], bounds[k + 1])
                    for k in range(1, len(bounds) - 1)]
-        self._fn(buf, bounds[0], bounds[1])
+        fn(buf, bounds[0], bounds[1])
         for f in futures:
             f.result()
 
@@ -505,4 +557,4 @@ def _param_plan(t):
     return pack_vector
 
 
-__all__ = ["compile_kernel", "llvm_source", "Runner", "cache_key", "stats"]
+__all__ = ["compile_kernel", "llvm_source", "Runner", "cache_key", "entry_keys", "stats"]

@@ -12,11 +12,14 @@ i32 the runtime owns; see jit.py) at its back-edge and leaves the entry at once 
 set: one load and a branch per iteration, none in loop-free kernels and none in short loops
 of constant trip count, which LLVM unrolls.
 
-The thread loop is emitted twice. The fast copy runs when every array's innermost stride
-is its element size and every index that is just the thread id is known to be in range
-(checked once per slice); there the innermost address is a constant-stride GEP and those
-checks vanish, so LLVM can vectorise element-wise kernels. The general copy handles any
-strides and checks every access.
+A kernel variant has two entry functions, compiled separately (entry.py, ``part``). The
+fast one runs when every array's innermost stride is its element size and every index that
+is just the thread id is known to be in range for the whole launch; there the innermost
+address is a constant-stride GEP and those checks vanish, so LLVM can vectorise element-wise
+kernels. When the condition fails it does nothing but set the flag STATUS_GENERAL, and the
+runtime runs the general entry, which handles any strides and checks every access. Most
+launches never need the general one, so it is only compiled (or loaded) on first need:
+that halves the machine code a kernel costs up front.
 """
 from __future__ import annotations
 
@@ -91,6 +94,7 @@ def is_interruptible(func: Function) -> bool:
 # What the status block's flag says after a launch (the first failure wins).
 STATUS_OUT_OF_BOUNDS = 1  # site, axis, param and index say where
 STATUS_NOT_FINITE = 2     # verify_fp: site and param say where, index is the flat element
+STATUS_GENERAL = 3        # the fast entry did nothing: run the launch on the general entry
 
 
 def _internal(func: Function, message: str, loc=None, details: str = ""):
