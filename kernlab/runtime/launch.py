@@ -15,6 +15,7 @@ from .. import config
 from ..errors import KernelFPError, LaunchError
 from ..ir.nodes import Op
 from ..kernel import Kernel
+from . import tape as _tape
 from .array import array
 from .device import get_device
 
@@ -175,32 +176,83 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
            device=None, adjoint=False, record_tape=True, record_cmd=False, **_ignored):
     if not isinstance(kernel, Kernel):
         raise LaunchError(f"kl.launch needs a @kl.kernel, got {kernel!r}")
-    dims = _dims(dim)
-    primal = list(inputs or []) + list(outputs or [])
-    params = kernel.params
-    if len(primal) != len(params):
+    dims = (dim,) if type(dim) is int and 0 <= dim <= MAX_THREADS else _dims(dim)
+    inputs, outputs = inputs or (), outputs or ()
+    n_in = len(inputs)
+    primal = list(inputs) + list(outputs) if outputs else list(inputs)
+    plan = _plan(kernel)
+    if len(primal) != len(plan):
+        params = kernel.params
         raise LaunchError(f"kernel '{kernel.key}' takes {len(params)} argument(s) "
                           f"({', '.join(p.name for p in params)}), but {len(primal)} were "
                           "given in inputs and outputs")
     dev = _launch_device(device, primal)
-    args = [convert_arg(kernel.key, p, v, dev) for p, v in zip(params, primal)]
+    args = [check(v, dev) for check, v in zip(plan, primal)]
     if adjoint:
-        adj = _adjoint_args(kernel, params, args, adj_inputs, adj_outputs, len(inputs or []))
+        params = kernel.params
+        adj = _adjoint_args(kernel, params, args, adj_inputs, adj_outputs, n_in)
         args = args + [convert_arg(kernel.key, p, v, dev, allow_none=True)
                        for p, v in zip(kernel.adjoint_ir.params[len(params):], adj)]
     cmd = Launch(kernel, dims, args, dev, adjoint)
     if record_cmd:
         return cmd
     cmd.launch()
-    if record_tape and not adjoint:
-        from .tape import active_tape
-        tape = active_tape()
-        if tape is not None:  # recorded after it ran: versions include its own writes
-            tape.record_launch(cmd, n_inputs=len(inputs or []))
+    if record_tape and not adjoint and _tape._ACTIVE:
+        # recorded after it ran: versions include its own writes
+        _tape._ACTIVE[-1].record_launch(cmd, n_inputs=n_in)
     return None
 
 
+def _plan(kernel: Kernel) -> list:
+    """One checker per parameter, made once per kernel: ``check(value, device)`` gives the
+    value as the backend wants it. The common case (an array of the right type and device,
+    a Python number for a scalar) is one test; anything else goes through convert_arg, which
+    converts what it may and names the parameter in the error otherwise."""
+    plan = kernel.__dict__.get("_launch_plan")
+    if plan is None:
+        plan = kernel._launch_plan = [_checker(kernel.key, p) for p in kernel.params]
+    return plan
+
+
+def _checker(kernel_name, param):
+    t = param.type
+
+    def slow(value, device):
+        return convert_arg(kernel_name, param, value, device)
+    if t.is_array:
+        dtype, ndim = t.dtype, t.ndim
+
+        def check_array(value, device):
+            if type(value) is array and value.dtype is dtype and value.ndim == ndim \
+                    and value.device is device and value._data is not None:
+                return value
+            return slow(value, device)
+        return check_array
+    if t.is_scalar and t.scalar.kind == "f":
+        make, limit = t.np.type, (_F32_MAX if t.bits == 32 else math.inf)
+
+        def check_float(value, device):
+            if type(value) is float and -limit <= value <= limit:
+                return make(value)
+            return slow(value, device)
+        return check_float
+    if t.is_scalar and t.scalar.kind in "iu":
+        make, info = t.np.type, np.iinfo(t.np)
+        low, high = int(info.min), int(info.max)
+
+        def check_int(value, device):
+            if type(value) is int and low <= value <= high:
+                return make(value)
+            return slow(value, device)
+        return check_int
+    return slow
+
+
 def _launch_device(device, args):
+    if device is None:
+        for a in args:
+            if type(a) is array and a._data is not None:
+                return a.device
     if device is not None:
         try:
             return get_device(device)

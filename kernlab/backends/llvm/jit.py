@@ -414,6 +414,7 @@ class Runner:
         self._plan = [_param_plan(p.type) for p in func.params]
         self._ndim = func.ndim
         self._grids: dict = {}  # launch dims -> the three dims the kernel reads
+        self._block = ctypes.c_char * self.layout.size  # a zeroed one per launch
         self.interruptible = is_interruptible(func)
 
     def launch(self, dims: tuple, args: list) -> None:
@@ -436,22 +437,22 @@ class Runner:
             grid = self._grids[dims] = _grid(dims, self._ndim)
         values += grid
         layout = self.layout
-        buf = ctypes.create_string_buffer(layout.size)
+        buf = self._block()
         layout.packer.pack_into(buf, 0, *values)
         threads = config.num_threads
         parts = 1 if total < PARALLEL_THRESHOLD or threads <= 1 else \
             min(threads, total // (PARALLEL_THRESHOLD // 4))
         bounds = [total * k // parts for k in range(parts + 1)]
         self._run(self._fn, buf, bounds)
-        flag = buf.raw[layout.status_offset]
-        if flag == STATUS_GENERAL:  # the fast entry declined and did nothing
-            buf[layout.status_offset] = 0
-            if not isinstance(self._general, CompiledEntry):
-                self._general = self._general()
-            self._run(self._general.cfunc, buf, bounds)
-            flag = buf.raw[layout.status_offset]
-        if flag:
-            self._raise_failure(buf, args)
+        if buf[layout.status_offset] != b"\0":  # the flag's low byte: some status is set
+            flag = layout.status.unpack_from(buf, layout.status_offset)[0]
+            if flag == STATUS_GENERAL:  # the fast entry declined and did nothing
+                buf[layout.status_offset] = b"\0"
+                if not isinstance(self._general, CompiledEntry):
+                    self._general = self._general()
+                self._run(self._general.cfunc, buf, bounds)
+            if buf[layout.status_offset] != b"\0":
+                self._raise_failure(buf, args)
 
     def _run(self, fn, buf, bounds):
         if self.interruptible:
