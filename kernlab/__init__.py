@@ -13,8 +13,8 @@ from .lang import (FUNCTIONS as _FUNCTIONS, adjoint, atomic_add, atomic_max, ato
 from .runtime.array import (array, array1d, array2d, array3d, array4d, clone, copy, empty,
                             empty_like, from_numpy, full, full_like, ones, ones_like, zeros,
                             zeros_like)
-from .runtime.device import (get_device, init, is_cuda_available, synchronize,
-                             synchronize_device)
+from .runtime.device import (ScopedDevice, get_device, init, is_cuda_available, set_device,
+                             synchronize, synchronize_device)
 from .runtime.launch import Launch, launch
 from .runtime.tape import Tape
 from .types import (bool_ as bool, float32, float64, int32, int64, mat22, mat22d, mat33,

@@ -3,6 +3,9 @@
 Jacobians are returned as ``{(input_index, output_index): J}`` where the indices count
 positions in ``inputs`` and ``outputs``, and J has shape (output components, input
 components) over the flattened arrays (a vec3 element counts three components).
+
+Arrays may live on any device: values are read with ``a.numpy()`` (a copy on a GPU) and
+written through the array's own flat writes, never into what ``numpy()`` returned.
 """
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from .runtime.array import array
+from .runtime.array import _read_flat, _write_flat, array
 from .runtime.launch import launch
 
 
@@ -37,12 +40,12 @@ def jacobian(kernel, dim, inputs, outputs, device=None) -> dict:
     with _with_grads([a for _, a in ins + outs]):
         launch(kernel, dim, inputs=inputs, outputs=outputs, device=device, record_tape=False)
         for o, out in outs:
-            flat_out = out.grad.numpy().reshape(-1)
-            rows = {i: np.zeros((flat_out.size, a.numpy().size)) for i, a in ins}
-            for j in range(flat_out.size):
+            n_out = _components(out)
+            rows = {i: np.zeros((n_out, _components(a))) for i, a in ins}
+            for j in range(n_out):
                 for _, a in ins + outs:
                     a.grad.zero_()
-                flat_out[j] = 1.0
+                _write_flat(out.grad, j, [1.0])
                 launch(kernel, dim, inputs=inputs, outputs=outputs, device=device,
                        adjoint=True, adj_inputs=[a.grad if isinstance(a, array) else None
                                                  for a in inputs],
@@ -65,22 +68,26 @@ def jacobian_fd(kernel, dim, inputs, outputs, eps: float = 1e-4, device=None) ->
         launch(kernel, dim, inputs=inputs, outputs=outputs, device=device, record_tape=False)
         return [a.numpy().astype(np.float64).reshape(-1) for _, a in outs]
 
-    result = {(i, o): np.zeros((a_out.numpy().size, a_in.numpy().size))
+    result = {(i, o): np.zeros((_components(a_out), _components(a_in)))
               for i, a_in in ins for o, a_out in outs}
     for i, a in ins:
-        flat = a.numpy().reshape(-1)
-        for k in range(flat.size):
-            orig = flat[k].copy()
-            flat[k] = orig + eps
+        for k in range(_components(a)):
+            orig = _read_flat(a, k, 1).copy()
+            _write_flat(a, k, orig + eps)
             plus = run()
-            flat[k] = orig - eps
+            _write_flat(a, k, orig - eps)
             minus = run()
-            flat[k] = orig
+            _write_flat(a, k, orig)
             for (o, _), p, m in zip(outs, plus, minus):
                 result[(i, o)][:, k] = (p - m) / (2 * eps)
     for a, data in saved:
-        a.numpy()[...] = data
+        _write_flat(a, 0, data)
     return result
+
+
+def _components(a: array) -> int:
+    """Scalars in the array: its size times those of one element."""
+    return a.size * int(np.prod(a.dtype.shape, dtype=np.int64))
 
 
 def gradcheck(kernel, dim, inputs, outputs, *, eps: float = 1e-4, atol: float = 1e-3,

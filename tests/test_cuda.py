@@ -8,7 +8,6 @@ tools are missing skip: cuda.bindings (NVRTC), ptxas, a GPU.
 import ctypes
 import importlib
 import itertools
-import math
 import os
 import pathlib
 import re
@@ -30,6 +29,7 @@ from kernlab.builtins import REGISTRY
 from kernlab.errors import KernelError, KernelIndexError, SourceLoc
 from kernlab.ir.builder import Builder
 from kernlab.ir.nodes import Block, Function, Op, Param, Site, Value
+from fake_cuda import CXX, HostEmulated
 from kernlab.types import (ArrayType, bool_, float32, float64, int32, int64, mat22, mat33,
                            mat33d, mat44, matrix, uint32, vec2, vec3, vec3d, vec4, vector)
 
@@ -506,71 +506,22 @@ def test_cuda_kernel_object_is_built_without_a_gpu():
 # semantics and the block layout against the interpreter; only NVRTC's code generation and
 # the driver calls themselves are left to the GPU runs.
 
-HOST_SHIM = r"""
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-using std::isfinite;
-#define __device__
-#define __global__
-struct kl_dim3 { unsigned x, y, z; };
-static kl_dim3 blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0};
-static kl_dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
-inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
-inline double __longlong_as_double(long long i) { double f; memcpy(&f, &i, 8); return f; }
-template <typename T> T atomicCAS(T* p, T cmp, T v) { T o = *p; if (o == cmp) *p = v; return o; }
-template <typename T> T atomicAdd(T* p, T v) { T o = *p; *p = o + v; return o; }
-template <typename T> T atomicSub(T* p, T v) { T o = *p; *p = o - v; return o; }
-template <typename T> T atomicMin(T* p, T v) { T o = *p; *p = v < o ? v : o; return o; }
-template <typename T> T atomicMax(T* p, T v) { T o = *p; *p = v > o ? v : o; return o; }
-"""
-CXX = shutil.which("g++") or shutil.which("clang++")
+class OnGpu:
+    """The kernel compiled by NVRTC and run on the GPU, with the interpreter's contract:
+    host arrays in, results in them afterwards (copied to the GPU and back around the
+    launch, as the driver takes GPU arrays only)."""
 
-
-class HostEmulated:
-    """The kernel's CUDA C++ compiled for the CPU; ``launch`` as the interpreter's."""
-
-    def __init__(self, func, folder: pathlib.Path, bounds_check=True):
-        from kernlab.backends.cuda.header import HEADER, HEADER_NAME
-        from kernlab.backends.cuda.render import ctype
-        self.func = func
-        block_type = driver.parameter_block(func)
-        fields = [(getattr(block_type, f"p{k}").offset, ctype(p.type))
-                  for k, p in enumerate(func.params)]
-        fields += [(block_type.status.offset, "kl_status*"),
-                   (block_type.dims.offset, "kl_dims")]
-        unpack = ", ".join(f"*({t}*)(block + {off})" for off, t in fields)
-        source = render_cuda(func, bounds_check) + (
-            f'namespace kl {{ extern "C" void kl_host_launch(char* block) {{ '
-            f"{cuda.entry_name(func)}({unpack}); }} }}\n")
-        key = cache_key(source)
-        (folder / HEADER_NAME).write_text(HEADER)
-        (folder / "shim.h").write_text(HOST_SHIM)
-        lib = folder / f"{func.name}_{key}.so"
-        if not lib.exists():
-            cpp = folder / f"{func.name}_{key}.cpp"
-            cpp.write_text(source)
-            run = subprocess.run([CXX, "-std=c++17", "-O1", "-w", "-shared", "-fPIC",
-                                  "-include", str(folder / "shim.h"), f"-I{folder}", str(cpp),
-                                  "-o", str(lib)], capture_output=True, text=True)
-            assert run.returncode == 0, run.stderr[:5000]
-        self.lib = ctypes.CDLL(str(lib))
-        self.block_type = block_type
+    def __init__(self, func):
+        self.kernel = cuda.compile_kernel(func)
 
     def launch(self, dims, args):
-        if math.prod(dims) == 0:
-            return
-        word = driver.StatusWord()
-        block = driver.pack_parameters(self.func, self.block_type, dims, args,
-                                       lambda k, a: (a.ptr, a.strides), ctypes.addressof(word))
-        self.lib.kl_host_launch(ctypes.c_void_p(ctypes.addressof(block)))
-        driver.raise_status(self.func, word, args)
-
-
-def cache_key(text: str) -> str:
-    import hashlib
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+        moved = [a.to("cuda") if isinstance(a, kl.array) else a for a in args]
+        try:
+            self.kernel.launch(dims, moved)
+        finally:
+            for a, m in zip(args, moved):
+                if isinstance(a, kl.array):
+                    a.assign(m)
 
 
 @pytest.fixture(params=["emulated", pytest.param("gpu", marks=pytest.mark.cuda)])
@@ -579,7 +530,7 @@ def cuda_runner(request, tmp_path_factory):
     if request.param == "gpu":
         if not HAVE_GPU:
             pytest.skip("no CUDA GPU")
-        return lambda func: cuda.compile_kernel(func)
+        return OnGpu
     if CXX is None:
         pytest.skip("no C++ compiler to emulate CUDA code on the CPU")
     folder = tmp_path_factory.getbasetemp() / "cuda-emulated"

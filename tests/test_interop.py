@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 import kernlab as kl
-from kernlab.runtime.array import array
-from kernlab.runtime.device import Device
+from fake_cuda import install, uninstalled
 
 
 @kl.kernel
@@ -163,15 +162,17 @@ def test_from_dlpack_refuses_objects_without_the_protocol():
         kl.from_dlpack([1.0, 2.0])
 
 
-def test_from_dlpack_of_a_cuda_tensor_says_arrays_cannot_live_there_yet():
+def test_from_dlpack_of_a_cuda_tensor_without_a_gpu_says_so(monkeypatch):
+    uninstalled(monkeypatch)  # whatever this machine has
+
     class CudaTensor:
         def __dlpack__(self, stream=None):
-            raise AssertionError("not reached")
+            raise AssertionError("not reached: nothing is consumed")
 
         def __dlpack_device__(self):
             return (2, 0)
 
-    with pytest.raises(NotImplementedError, match="cuda:0"):
+    with pytest.raises(RuntimeError, match="no CUDA device: 'cuda:0'"):
         kl.from_dlpack(CudaTensor())
 
 
@@ -215,15 +216,15 @@ def test_cpu_arrays_have_no_cuda_array_interface():
     assert not hasattr(kl.zeros(2), "__cuda_array_interface__")
 
 
-def test_cuda_array_interface_describes_elements_as_trailing_axes():
-    # No GPU is needed: an array that says it is on cuda:0 (over host memory) is enough to
-    # check the description a CUDA array will give.
-    fake = array._wrap(np.zeros((4, 3), np.float32), kl.vec3, Device("cuda:0"))
-    desc = fake.__cuda_array_interface__
-    assert desc["shape"] == (4, 3) and desc["strides"] == (12, 4)
+def test_cuda_array_interface_describes_elements_as_trailing_axes(monkeypatch):
+    install(monkeypatch)  # a fake driver: no GPU is needed to check the description
+    a = kl.zeros(4, dtype=kl.vec3, device="cuda")
+    desc = a.__cuda_array_interface__
+    assert desc["shape"] == (4, 3) and desc["strides"] is None  # None: C-contiguous
     assert desc["typestr"] == "<f4" and desc["version"] == 3
-    assert desc["data"] == (fake.ptr, False)
-    assert fake.__dlpack_device__() == (2, 0)
+    assert desc["data"] == (a.ptr, False)
+    assert a[::2].__cuda_array_interface__["strides"] == (24, 4)
+    assert a.__dlpack_device__() == (2, 0)
 
 
 # --- Optional dependency ------------------------------------------------------------------

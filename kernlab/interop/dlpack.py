@@ -7,8 +7,11 @@ becomes the element). Because DLPack promises zero-copy, anything that would nee
 rather than a silent copy that writes would not reach.
 
 CPU tensors are read by NumPy (``np.from_dlpack``), which also keeps the producer's memory
-alive for as long as the array lives. CUDA tensors are refused until kernlab arrays can
-live on the GPU.
+alive for as long as the array lives. CUDA tensors become arrays on their GPU; kernlab
+consumes the capsule itself (kernlab.runtime.dlpack) and hands the memory back through the
+producer's deleter when the last array or view over it is gone. kernlab launches run on
+the legacy default stream and synchronise, so the producer is asked to make the data ready
+for that stream (``stream=1``).
 """
 from __future__ import annotations
 
@@ -18,9 +21,10 @@ import numpy as np
 
 from ..runtime.array import MAX_DIMS, array
 from ..runtime.device import get_device
+from ..runtime.dlpack import KDL_CPU as DL_CPU, KDL_CUDA as DL_CUDA, \
+    KDL_CUDA_HOST as DL_CUDA_HOST, import_capsule
+from ..runtime.storage import DeviceArray
 from ..types import Type, to_type
-
-DL_CPU, DL_CUDA, DL_CUDA_HOST = 1, 2, 3  # DLPack device types kernlab knows
 
 
 def from_dlpack(source, dtype=None, *, requires_grad: bool = False) -> array:
@@ -36,19 +40,21 @@ def from_dlpack(source, dtype=None, *, requires_grad: bool = False) -> array:
                         f"{type(source).__name__}; bare DLPack capsules are not accepted")
     kind, ordinal = (int(x) for x in source.__dlpack_device__())
     if kind == DL_CUDA:
-        raise NotImplementedError(
-            f"the tensor lives on cuda:{ordinal}, and kernlab arrays cannot live on the GPU "
-            "yet; copy it to the CPU first (for a torch tensor: t.cpu())")
-    if kind not in (DL_CPU, DL_CUDA_HOST):
+        get_device(f"cuda:{ordinal}")  # an error before anything is consumed if it is absent
+        values = import_capsule(source.__dlpack__(stream=1))
+    elif kind in (DL_CPU, DL_CUDA_HOST):
+        values = np.from_dlpack(source)
+    else:
         raise ValueError(f"kernlab arrays cannot use memory of DLPack device type {kind}")
-    out = view_storage(np.from_dlpack(source), dtype)
+    out = view_storage(values, dtype)
     out.requires_grad = requires_grad
     return out
 
 
-def view_storage(values: np.ndarray, dtype=None) -> array:
-    """A CPU array over ``values`` (shape ``array shape + element shape``), without copying;
-    an error where a view is impossible."""
+def view_storage(values, dtype=None) -> array:
+    """An array over ``values`` (NumPy for a CPU array, a DeviceArray for a GPU one; shape
+    ``array shape + element shape``), without copying; an error where a view is
+    impossible."""
     scalar = _scalar_type(values.dtype)
     dtype = scalar if dtype is None else to_type(dtype)
     if dtype.scalar != scalar:
@@ -56,7 +62,8 @@ def view_storage(values: np.ndarray, dtype=None) -> array:
                         f"the tensor to {dtype.scalar} first")
     inner = dtype.shape
     if values.ndim == len(inner):  # one scalar or one element: a 1-element array
-        values = values[np.newaxis]
+        values = values.with_leading_axis() if isinstance(values, DeviceArray) \
+            else values[np.newaxis]
     if values.shape[values.ndim - len(inner):] != inner:
         raise ValueError(f"a tensor of shape {values.shape} does not end in {inner}, the "
                          f"shape of one {dtype}")
@@ -67,7 +74,8 @@ def view_storage(values: np.ndarray, dtype=None) -> array:
     if not _element_is_packed(values, dtype):
         raise ValueError(f"the components of each {dtype} are not adjacent in memory "
                          f"(strides {values.strides}); make the tensor contiguous first")
-    return array._wrap(values, dtype, get_device("cpu"))
+    device = get_device(f"cuda:{values.ordinal}" if isinstance(values, DeviceArray) else "cpu")
+    return array._wrap(values, dtype, device)
 
 
 def _scalar_type(np_dtype) -> Type:

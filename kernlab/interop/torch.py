@@ -84,8 +84,8 @@ def to_torch(a: array, requires_grad=None):
 
 
 def _tensor_over(torch, a: array):
-    """A tensor over a's memory. CUDA arrays (not there yet) will use their
-    __cuda_array_interface__, through which torch keeps the array alive."""
+    """A tensor over a's memory. CUDA arrays go through their __cuda_array_interface__,
+    through which torch keeps the array (and so its device memory) alive."""
     if a.device.is_cuda:
         return torch.as_tensor(a, device=str(a.device))
     return torch.from_dlpack(a)
@@ -205,12 +205,15 @@ class KernelFunction:
             dim = first.shape
         return dim
 
-    def allocate_outputs(self, values, dim) -> list:
+    def allocate_outputs(self, values, dim, args) -> list:
+        """Zeroed outputs, on the device of the array arguments (the default without)."""
+        device = next((a.device for a in args if isinstance(a, array)), None)
         outs = []
         for p in self.outputs:
             shape = self.output_shapes[p.name]
             shape = shape(*values) if callable(shape) else shape
-            outs.append(zeros(dim if shape is None else shape, dtype=p.type.dtype))
+            outs.append(zeros(dim if shape is None else shape, dtype=p.type.dtype,
+                              device=device))
         return outs
 
 
@@ -233,7 +236,7 @@ def _make_autograd_function(torch):
         def forward(ctx, fn: KernelFunction, *values):
             args = fn.arguments(values)
             dim = fn.launch_dim(values, args)
-            outs = fn.allocate_outputs(values, dim)
+            outs = fn.allocate_outputs(values, dim, args)
             launch(fn.kernel, dim, inputs=args, outputs=outs, record_tape=False)
             tensors = [to_torch(o, requires_grad=False) for o in outs]
             ctx.fn, ctx.dim = fn, dim
@@ -253,7 +256,7 @@ def _make_autograd_function(torch):
             args = fn.arguments(values)
             outs = [from_torch(t, dtype=p.type.dtype, requires_grad=False)
                     for p, t in zip(fn.outputs, saved[len(ctx.tensor_at):])]
-            adj_inputs = [zeros(a.shape, dtype=a.dtype)
+            adj_inputs = [zeros(a.shape, dtype=a.dtype, device=a.device)
                           if isinstance(a, array) and a.dtype.is_float
                           and ctx.needs_input_grad[1 + k] else None
                           for k, a in enumerate(args)]

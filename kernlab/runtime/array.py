@@ -1,7 +1,12 @@
-"""Arrays: NumPy-backed host memory with a kernlab element type, a device and a gradient.
+"""Arrays: memory on the CPU or a GPU with a kernlab element type, a device and a gradient.
 
-An array's storage is a NumPy array of shape ``a.shape + a.dtype.shape``: an array of n vec3
-has shape (n,) and holds an (n, 3) float32 buffer, so ``a.numpy()`` is a zero-copy view.
+An array's storage has shape ``a.shape + a.dtype.shape``: an array of n vec3 has shape (n,)
+and holds an (n, 3) float32 buffer. On the CPU the storage is a NumPy array, so
+``a.numpy()`` is a zero-copy view; on a GPU it is a DeviceArray (see storage.py) and
+``a.numpy()`` is a host copy, as in Warp: write through ``a.assign``, ``a.fill_``,
+``a[...] = values`` or kernels, never into what ``numpy()`` returned. ``np.asarray(a)`` of
+a GPU array is an error (NumPy would need a copy it cannot ask for; Warp refuses it too).
+Device memory is freed when the last array or view using it is gone.
 
 ``kl.array(dtype=float, ndim=2)`` with neither data nor shape is an annotation-only
 instance: it describes a kernel parameter's type and has no storage.
@@ -18,7 +23,9 @@ import math
 import numpy as np
 
 from ..types import ArrayType, Type, bool_, float32, int32, int64, matrix, to_type, vector
+from . import storage
 from .device import Device, get_device
+from .storage import DeviceArray
 
 MAX_DIMS = 4  # kernels index arrays of 1 to 4 dimensions, as in Warp
 
@@ -50,14 +57,6 @@ def _as_shape(shape) -> tuple:
         raise ValueError(f"arrays have 1 to {MAX_DIMS} dimensions, not {len(shape)} "
                          f"(shape {shape})")
     return shape
-
-
-def _host_device(device) -> Device:
-    """The Device for device, which must be one whose memory kernlab can hold: the CPU."""
-    dev = get_device(device)
-    if not dev.is_cpu:
-        raise NotImplementedError(f"kernlab arrays cannot live on {dev} yet; use device='cpu'")
-    return dev
 
 
 def _infer_dtype(values: np.ndarray) -> Type:
@@ -131,12 +130,15 @@ class array:
             self._init_annotation(dtype, ndim)
             return
         self.is_annotation = False
-        self.device = _host_device(device)
+        self.device = get_device(device)
         if data is None:
             self.dtype = float32 if dtype is None else to_type(dtype)
-            values = np.zeros(_as_shape(shape) + self.dtype.shape, self.dtype.scalar.np)
+            values = storage.allocate(_as_shape(shape) + self.dtype.shape,
+                                      self.dtype.scalar.np, self.device, zero=True)
         else:
-            values, self.dtype = _convert(data, dtype, shape, copy)
+            values, self.dtype = _convert(data, dtype, shape, copy and self.device.is_cpu)
+            if not self.device.is_cpu:
+                values = storage.transfer(values, self.device)
         self._data = values
         self.shape = values.shape[: values.ndim - len(self.dtype.shape)]
         self.ndim = len(self.shape)
@@ -156,8 +158,7 @@ class array:
         self._data = None
 
     @classmethod
-    def _wrap(cls, values: np.ndarray, dtype: Type, device: Device, grad=None,
-              vbox=None) -> "array":
+    def _wrap(cls, values, dtype: Type, device: Device, grad=None, vbox=None) -> "array":
         """An array around existing storage (a fresh buffer or a view of another array's)."""
         out = cls.__new__(cls)
         out.is_annotation = False
@@ -168,8 +169,8 @@ class array:
         out._vbox = [0] if vbox is None else vbox
         return out
 
-    def _host(self) -> np.ndarray:
-        """The NumPy storage; an error for annotation-only instances."""
+    def _storage(self):
+        """The storage (np.ndarray or DeviceArray); an error for annotation-only instances."""
         if self._data is None:
             raise TypeError(f"{self!r} is a type annotation and holds no data; "
                             "give data= or shape= to allocate an array")
@@ -185,27 +186,29 @@ class array:
     @property
     def size(self) -> int:
         """Number of elements (a vec3 counts as one)."""
-        return math.prod(self._host().shape[: self.ndim])
+        return math.prod(self._storage().shape[: self.ndim])
 
     @property
     def strides(self) -> tuple:
         """Byte strides of the array axes (the element's own axes are left out)."""
-        return tuple(int(s) for s in self._host().strides[: self.ndim])
+        return tuple(int(s) for s in self._storage().strides[: self.ndim])
 
     @property
     def ptr(self) -> int:
-        """Address of the first element; 0 for an empty array."""
-        data = self._host()
-        return int(data.ctypes.data) if data.size else 0
+        """Address of the first element (a device pointer on a GPU); 0 for an empty array."""
+        data = self._data
+        if type(data) is np.ndarray:  # the CPU case inline: launches ask for it
+            return int(data.ctypes.data) if data.size else 0
+        return storage.address(self._storage())
 
     @property
     def is_contiguous(self) -> bool:
-        return bool(self._host().flags.c_contiguous)
+        return storage.is_contiguous(self._storage())
 
     @property
     def capacity(self) -> int:
         """Bytes the elements occupy."""
-        return int(self._host().nbytes)
+        return int(self._storage().nbytes)
 
     nbytes = capacity
 
@@ -225,9 +228,10 @@ class array:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
-        """True allocates a zero gradient (once); False drops it."""
+        """True allocates a zero gradient on the array's device (once); False drops it."""
         if value and self._grad is None:
-            values = np.zeros(self._host().shape, self.dtype.scalar.np)
+            values = storage.allocate(self._storage().shape, self.dtype.scalar.np,
+                                      self.device, zero=True)
             self._grad = array._wrap(values, self.dtype, self.device)
         elif not value:
             self._grad = None
@@ -244,24 +248,31 @@ class array:
             if value.shape != self.shape or value.dtype != self.dtype:
                 raise ValueError(f"gradient of shape {value.shape} and dtype {value.dtype} "
                                  f"does not match the array ({self.shape}, {self.dtype})")
+            if value.device != self.device:
+                raise ValueError(f"a gradient on {value.device} for an array on "
+                                 f"{self.device}; make it on {self.device}")
         self._grad = value
 
     # --- Reading --------------------------------------------------------------------------
 
     def numpy(self) -> np.ndarray:
-        """The host data as a NumPy array, without copying (shape: shape + element shape)."""
-        return self._host()
+        """The data as NumPy (shape: shape + element shape): on the CPU the array's own
+        memory, without copying; on a GPU a host copy (writes to it stay on the host)."""
+        return storage.to_host(self._storage())
 
     def list(self) -> list:
         """The elements in flat (C) order: Python numbers, or NumPy arrays for vector and
         matrix elements."""
-        flat = self._host().reshape((self.size,) + self.dtype.shape)
+        flat = self.numpy().reshape((self.size,) + self.dtype.shape)
         if self.dtype.is_scalar:
             return flat.tolist()
         return [np.array(element) for element in flat]
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
-        data = self._host()
+        data = self._storage()
+        if type(data) is not np.ndarray:
+            raise TypeError(f"np.asarray() cannot read an array on {self.device} in place: "
+                            "its memory is on the GPU. a.numpy() gives a host copy")
         if dtype is not None and np.dtype(dtype) != data.dtype:
             if copy is False:
                 raise ValueError(f"converting {self.dtype} to {np.dtype(dtype)} needs a copy")
@@ -270,24 +281,36 @@ class array:
 
     @property
     def __array_interface__(self) -> dict:
-        return self._host().__array_interface__
+        """NumPy's protocol for host memory; GPU arrays have no such attribute (hasattr() is
+        False for them: they speak __cuda_array_interface__)."""
+        data = self._storage()
+        if type(data) is not np.ndarray:
+            raise AttributeError(f"__array_interface__ is for CPU arrays; this array is on "
+                                 f"{self.device} (use __cuda_array_interface__ or DLPack)")
+        return data.__array_interface__
 
     # --- Interchange (kernlab.interop builds on these) ------------------------------------
     # Exported tensors have shape ``shape + dtype.shape``: n vec3 are an (n, 3) tensor.
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        """A DLPack capsule over this array's memory (zero-copy). On the CPU NumPy makes it."""
-        if self.device is not None and self.device.is_cuda:
-            raise NotImplementedError("DLPack export of CUDA arrays is not written yet; "
-                                      "use __cuda_array_interface__")
-        asked = {"max_version": max_version, "dl_device": dl_device, "copy": copy}
-        return self._host().__dlpack__(
-            stream=stream, **{k: v for k, v in asked.items() if v is not None})
+        """A DLPack capsule over this array's memory (zero-copy). On the CPU NumPy makes it;
+        on a GPU kernlab's own (work has finished before launches return, so ``stream`` asks
+        for no waiting)."""
+        data = self._storage()
+        if type(data) is np.ndarray:
+            asked = {"max_version": max_version, "dl_device": dl_device, "copy": copy}
+            return data.__dlpack__(
+                stream=stream, **{k: v for k, v in asked.items() if v is not None})
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(f"this array is on {self.device}; DLPack device {dl_device} "
+                              "was asked for (copy it with a.to(...) first)")
+        from .dlpack import export_capsule
+        return export_capsule(clone(self) if copy else self)
 
     def __dlpack_device__(self) -> tuple:
         """(DLPack device type, device number): (1, 0) for the CPU, (2, N) for cuda:N."""
         if self.device is None:
-            self._host()  # an annotation: raises
+            self._storage()  # an annotation: raises
         return (2, self.device.ordinal) if self.device.is_cuda else (1, 0)
 
     @property
@@ -297,20 +320,20 @@ class array:
         if self.device is None or not self.device.is_cuda:
             raise AttributeError("__cuda_array_interface__ is for CUDA arrays; this array is "
                                  "on the CPU (use __array_interface__ or DLPack)")
-        inner = self.dtype.shape
-        item = self.dtype.scalar.nbytes
-        inner_strides = tuple(item * math.prod(inner[d + 1:]) for d in range(len(inner)))
-        return {"shape": tuple(self.shape) + inner, "typestr": self.dtype.scalar.np.str,
-                "strides": tuple(self.strides) + inner_strides, "data": (self.ptr, False),
-                "version": 3, "stream": None}  # launches synchronise before they return
+        data = self._storage()
+        return {"shape": data.shape, "typestr": data.dtype.str,
+                "strides": None if data.c_contiguous else data.strides,
+                "data": (self.ptr, False), "version": 3,
+                "stream": None}  # every kernlab operation has finished when it returns
 
     def __len__(self) -> int:
-        return self._host().shape[0]
+        return self._storage().shape[0]
 
     def __getitem__(self, key):
         """a[i] (all indices integers) gives the element as NumPy; anything with a slice, or
-        fewer indices than dimensions, gives an array view sharing memory."""
-        data = self._host()
+        fewer indices than dimensions, gives an array view sharing memory (on a GPU too;
+        an element of a GPU array is read back as NumPy)."""
+        data = self._storage()
         index = key if isinstance(key, tuple) else (key,)
         if not all(isinstance(k, (int, np.integer, slice)) for k in index):
             raise TypeError("kernlab arrays take integer and slice indices; "
@@ -320,18 +343,22 @@ class array:
         result = data[index]
         kept = self.ndim - sum(not isinstance(k, slice) for k in index)
         if kept == 0:
-            return result
+            return result.get()[()] if type(result) is DeviceArray else result
         grad = self._grad[key] if self._grad is not None else None
         return array._wrap(result, self.dtype, self.device, grad, self._vbox)
 
     # --- Writing --------------------------------------------------------------------------
 
     def __setitem__(self, key, value) -> None:
-        self._host()[key] = np.asarray(value) if isinstance(value, array) else value
+        data = self._storage()
+        if isinstance(value, array):  # GPU to GPU stays on the device
+            source = value._storage()
+            value = source if type(source) is type(data) else value.numpy()
+        data[key] = value
         self._bump_version()
 
     def _write_all(self, value) -> None:
-        self._host()[...] = _element_value(value, self.dtype)
+        self._storage()[...] = _element_value(value, self.dtype)
 
     def fill_(self, value) -> "array":
         """Set every element to value (a scalar; for vector and matrix arrays also one
@@ -341,19 +368,19 @@ class array:
         return self
 
     def zero_(self) -> "array":
-        self._host()[...] = 0
+        self._storage()[...] = 0
         self._bump_version()
         return self
 
     def assign(self, src) -> "array":
         """Copy src (an array of the same shape and dtype, or NumPy / list data of shape
         ``shape + element shape``) into this array. Differentiable on a tape."""
-        data = self._host()
+        data = self._storage()
         if isinstance(src, array):
             if src.dtype != self.dtype or src.shape != self.shape:
                 raise ValueError(f"cannot assign an array of {src.dtype} {src.shape} to one "
                                  f"of {self.dtype} {self.shape}")
-            data[...] = src._host()
+            storage.copy_all(data, src._storage())
         else:
             values = np.asarray(src, dtype=self.dtype.scalar.np)
             if values.shape != data.shape:
@@ -367,11 +394,11 @@ class array:
         return self
 
     def to(self, device) -> "array":
-        """This array on device: itself when it is already there, else a copy."""
+        """This array on device: itself when it is already there, else a copy (with a
+        gradient if this array has one; differentiable on a tape, like clone)."""
         dev = get_device(device)
         if dev == self.device:
             return self
-        _host_device(dev)
         return clone(self, device=dev)
 
     # --- Printing -------------------------------------------------------------------------
@@ -379,12 +406,12 @@ class array:
     def __str__(self) -> str:
         if self.is_annotation:
             return repr(self)
-        return str(self._host())
+        return str(self.numpy())
 
     def __repr__(self) -> str:
         if self.is_annotation:
             return f"array(dtype={self.dtype}, ndim={self.ndim})"
-        body = np.array2string(self._host(), separator=", ", prefix="array(")
+        body = np.array2string(self.numpy(), separator=", ", prefix="array(")
         return f"array({body}, dtype={self.dtype}, device={self.device})"
 
 
@@ -431,34 +458,36 @@ def _convert(data, dtype, shape, copy: bool) -> tuple[np.ndarray, Type]:
 
 # --- Constructors -------------------------------------------------------------------------
 
-def _allocate(shape, dtype, device, requires_grad, make) -> array:
-    """A new array whose storage comes from make(shape, numpy dtype)."""
+def _allocate(shape, dtype, device, requires_grad, zero=False) -> array:
+    """A new array, zeroed or with unspecified contents."""
     dtype = to_type(dtype)
-    dev = _host_device(device)
-    values = make(_as_shape(shape) + dtype.shape, dtype.scalar.np)
+    dev = get_device(device)
+    values = storage.allocate(_as_shape(shape) + dtype.shape, dtype.scalar.np, dev, zero)
     out = array._wrap(values, dtype, dev)
     out.requires_grad = requires_grad
     return out
 
 
 def zeros(shape=None, dtype=float32, device=None, requires_grad=False) -> array:
-    return _allocate(shape, dtype, device, requires_grad, np.zeros)
+    return _allocate(shape, dtype, device, requires_grad, zero=True)
 
 
 def ones(shape=None, dtype=float32, device=None, requires_grad=False) -> array:
-    return _allocate(shape, dtype, device, requires_grad, np.ones)
+    out = _allocate(shape, dtype, device, requires_grad)
+    out._write_all(1)
+    return out
 
 
 def empty(shape=None, dtype=float32, device=None, requires_grad=False) -> array:
     """An array whose contents are unspecified until written."""
-    return _allocate(shape, dtype, device, requires_grad, np.empty)
+    return _allocate(shape, dtype, device, requires_grad)
 
 
 def full(shape=None, value=0, dtype=None, device=None, requires_grad=False) -> array:
     """An array with every element set to value. Without dtype it is inferred from value:
     float -> float32, int -> int32, bool -> bool, a sequence of n numbers -> a vector."""
     dtype = _value_dtype(value) if dtype is None else to_type(dtype)
-    out = _allocate(shape, dtype, device, requires_grad, np.empty)
+    out = _allocate(shape, dtype, device, requires_grad)
     out._write_all(value)
     return out
 
@@ -509,20 +538,23 @@ def from_numpy(arr, dtype=None, shape=None, device=None, requires_grad=False) ->
 def clone(src: array, device=None, requires_grad=None) -> array:
     """A copy of src (device and requires_grad from src unless given). Differentiable on a
     tape."""
-    dev = _host_device(src.device if device is None else device)
-    values = np.array(src.numpy(), order="C", copy=True)
-    out = array._wrap(values, src.dtype, dev)
+    dev = get_device(src.device if device is None else device)
+    out = array._wrap(storage.transfer(src._storage(), dev), src.dtype, dev)
     out.requires_grad = src.requires_grad if requires_grad is None else requires_grad
     _record("clone", out, src)
     return out
 
 
-def _flat_slot(a: array, start: int, count: int):
-    """(storage, index) selecting elements [start, start + count) of a in flat C order."""
-    data = a.numpy()
-    if data.flags.c_contiguous:
-        return data.reshape((a.size,) + a.dtype.shape), slice(start, start + count)
-    return data, np.unravel_index(np.arange(start, start + count), a.shape)
+def _read_flat(a: array, start: int, count: int) -> np.ndarray:
+    """Scalars [start, start + count) of a's storage in flat C order, as NumPy (a vec3
+    element is three scalars). On the CPU a view where a is contiguous."""
+    return storage.read_flat(a._storage(), start, count)
+
+
+def _write_flat(a: array, start: int, values) -> None:
+    """Write scalars into a's storage from flat index start on. Not counted as a mutation:
+    callers bump the version where it is one."""
+    storage.write_flat(a._storage(), start, values)
 
 
 def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0,
@@ -547,9 +579,9 @@ def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0,
     if dest_offset + count > dest.size:
         raise ValueError(f"copying {count} elements to offset {dest_offset} overruns the "
                          f"destination array of {dest.size} elements")
-    dest_data, dest_index = _flat_slot(dest, dest_offset, count)
-    src_data, src_index = _flat_slot(src, src_offset, count)
-    dest_data[dest_index] = src_data[src_index]
+    k = math.prod(dest.dtype.shape)  # scalars per element
+    storage.copy_flat(dest._storage(), dest_offset * k, src._storage(), src_offset * k,
+                      count * k)
     dest._bump_version()
     _record("copy", dest, src, dest_offset=dest_offset, src_offset=src_offset, count=count)
 

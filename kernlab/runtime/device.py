@@ -61,72 +61,62 @@ def _canonical_name(ident: str) -> str:
 
 
 # --- CUDA discovery -----------------------------------------------------------------------
+# The CUDA driver module answers (kernlab.backends.cuda.driver): it loads the bindings and
+# libcuda on first use, caches the answer and never raises, so `import kernlab` works on
+# machines without either.
 
-_cuda_probe: tuple[int, str] | None = None  # (device count, why none) once probed
-
-
-def _probe_cuda() -> tuple[int, str]:
-    """Ask the CUDA driver how many GPUs there are. Never raises: any failure means none."""
-    try:
-        try:
-            from cuda.bindings import driver
-        except ImportError:  # cuda-python before 12.6 spelled it this way
-            from cuda import cuda as driver
-        (err,) = driver.cuInit(0)
-        if err != driver.CUresult.CUDA_SUCCESS:
-            return 0, f"the CUDA driver did not initialise ({err})"
-        err, count = driver.cuDeviceGetCount()
-        if err != driver.CUresult.CUDA_SUCCESS or count == 0:
-            return 0, "the CUDA driver reports no GPU"
-        return int(count), ""
-    except ImportError:
-        return 0, "the CUDA Python bindings are not installed (pip install 'kernlab[cuda]')"
-    except Exception as exc:  # a broken driver install must not break `import kernlab`
-        return 0, f"the CUDA driver could not be loaded ({type(exc).__name__}: {exc})"
-
-
-def _cuda_state() -> tuple[int, str]:
-    global _cuda_probe
-    if _cuda_probe is None:
-        _cuda_probe = _probe_cuda()
-    return _cuda_probe
+def _driver():
+    from ..backends.cuda import driver
+    return driver
 
 
 def is_cuda_available() -> bool:
     """True when at least one CUDA GPU can be used. The answer is cached."""
-    return _cuda_state()[0] > 0
+    return _driver().is_available()
 
 
 def get_cuda_device_count() -> int:
-    return _cuda_state()[0]
+    return _driver().device_count()
+
+
+class DeviceUnavailableError(RuntimeError, ValueError):
+    """A CUDA device was asked for that this machine does not have. A RuntimeError, as in
+    Warp; also a ValueError, which kernlab raised for unusable device names before."""
 
 
 # --- Looking devices up -------------------------------------------------------------------
 
 _CPU = Device("cpu")
 _devices: dict[str, Device] = {"cpu": _CPU}
+_default: list[Device] = [_CPU]  # kl.set_device / kl.ScopedDevice change it
 
 
 def get_device(ident: Device | str | None = None) -> Device:
-    """The Device named by ident: None gives the default device (the CPU), and a Device is
-    returned as it is. Unknown names and CUDA devices that are not present raise ValueError."""
+    """The Device named by ident: None gives the default device (the CPU unless
+    kl.set_device or kl.ScopedDevice chose another), and a Device is returned as it is.
+    "cuda" is the default device when that is a GPU, else cuda:0 (Warp's alias). Unknown
+    names raise ValueError; CUDA devices that are not present DeviceUnavailableError."""
     if ident is None:
-        return _CPU
+        return _default[-1]
     if isinstance(ident, Device):
         return ident
     if not isinstance(ident, str):
         raise TypeError(f"a device is a name such as 'cpu' or 'cuda:0', not {ident!r}")
     name = _canonical_name(ident)
-    if name not in _devices:
-        count, why_none = _cuda_state()
-        ordinal = int(name[5:])
+    if ident.strip().lower() == "cuda" and _default[-1].is_cuda:
+        return _default[-1]
+    device = _devices.get(name)
+    if device is None:
+        count = get_cuda_device_count()
         if count == 0:
-            raise ValueError(f"device {ident!r} is not available: {why_none}")
-        if ordinal >= count:
-            raise ValueError(f"device {ident!r} is not available: this machine has "
-                             f"{count} CUDA device{'s' if count != 1 else ''}")
-        _devices[name] = Device(name)
-    return _devices[name]
+            raise DeviceUnavailableError(f"no CUDA device: {ident!r} is not available "
+                                         f"({_driver().why_unavailable()})")
+        if int(name[5:]) >= count:
+            raise DeviceUnavailableError(
+                f"no CUDA device {ident!r}: it is not available, this machine has {count} "
+                f"CUDA device{'s' if count != 1 else ''}")
+        device = _devices[name] = Device(name)
+    return device
 
 
 def get_devices() -> list[Device]:
@@ -134,14 +124,38 @@ def get_devices() -> list[Device]:
     return [_CPU] + [get_device(f"cuda:{i}") for i in range(get_cuda_device_count())]
 
 
+def set_device(ident: Device | str | None) -> None:
+    """Make ident the default device: where arrays are made and kernels launched when no
+    device is given (as wp.set_device)."""
+    _default[-1] = get_device(ident)
+
+
+class ScopedDevice:
+    """``with kl.ScopedDevice("cuda:1"):`` — the default device for the block (as
+    wp.ScopedDevice); ``as`` gives the Device."""
+
+    def __init__(self, device: Device | str | None):
+        self.device = get_device(device)
+
+    def __enter__(self) -> Device:
+        _default.append(self.device)
+        return self.device
+
+    def __exit__(self, *exc) -> None:
+        _default.pop()
+
+
 def synchronize() -> None:
     """Wait for all outstanding work on every device. CPU launches finish before they
-    return, so there is nothing to wait for there."""
+    return; on GPUs kernlab has used, this synchronises their contexts."""
+    _driver().synchronize_all()
 
 
 def synchronize_device(device: Device | str | None = None) -> None:
     """Wait for the outstanding work on one device (the name is checked)."""
-    get_device(device)
+    dev = get_device(device)
+    if dev.is_cuda and _driver().is_initialised(dev.ordinal):
+        _driver().synchronize(dev.ordinal)
 
 
 def init() -> None:

@@ -8,6 +8,7 @@ wrong gradient: each array carries a version counter and each record remembers i
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -16,6 +17,7 @@ from .. import config
 from ..errors import GradientError
 from ..ir.nodes import Op
 from . import array as array_mod
+from . import storage
 from .array import array
 
 _ACTIVE: list = []
@@ -151,7 +153,7 @@ def _aliased(func, args, read, written) -> tuple | None:
     for k in written:
         for j, p in enumerate(func.params):
             if j != k and p.value in read and isinstance(args[j], array) \
-                    and np.may_share_memory(args[j]._data, args[k]._data):
+                    and storage.may_share_memory(args[j]._data, args[k]._data):
                 return p.name, func.params[k].name
     return None
 
@@ -191,10 +193,6 @@ def _ensure_grad(a: array) -> array:
     return a.grad
 
 
-def _flat(a: array) -> np.ndarray:
-    return a.numpy().reshape(a.size, -1)
-
-
 def _array_op_adjoint(rec: RecordedArrayOp):
     """Gradient flows from the copy back to its source; the overwritten part of the
     destination's gradient is consumed."""
@@ -205,8 +203,11 @@ def _array_op_adjoint(rec: RecordedArrayOp):
         n, do, so = rec.info["count"], rec.info["dest_offset"], rec.info["src_offset"]
     else:
         n, do, so = dest.size, 0, 0
-    g_dest, g_src = _flat(dest.grad), _flat(src.grad)
-    g_src[so:so + n] += g_dest[do:do + n]
+    k = math.prod(dest.dtype.shape)  # in scalars: a vec3 element is three
+    n, do, so = n * k, do * k, so * k
+    # works on either device (and across them, for a.to(device)): read, add, write back
+    incoming = np.array(array_mod._read_flat(dest.grad, do, n))
+    array_mod._write_flat(src.grad, so, array_mod._read_flat(src.grad, so, n) + incoming)
     if rec.kind != "clone":
-        g_dest[do:do + n] = 0
+        array_mod._write_flat(dest.grad, do, np.zeros(n, incoming.dtype))
     src.grad._bump_version()

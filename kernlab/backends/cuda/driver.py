@@ -13,10 +13,9 @@ missing, does not initialise, or sees no device.
   ``cuLaunchKernel`` gets pointers into it. After the launch the status word is read back:
   a failed bounds check becomes the interpreter's KernelIndexError, word for word.
 
-Arrays that live on the CPU are staged: copied to the device for the launch and copied
-back afterwards if the kernel writes them (until device arrays exist this is how CPU data
-runs on the GPU). Every launch synchronises, so errors surface at the launch that caused
-them.
+Array arguments must live on the launch's GPU (``kl.launch`` checks that before it gets
+here; so does ``launch``, for callers that come straight to the runner). Every launch
+synchronises, so errors surface at the launch that caused them, naming the kernel.
 """
 from __future__ import annotations
 
@@ -26,7 +25,7 @@ import threading
 
 import numpy as np
 
-from ...errors import KernelError, KernelIndexError
+from ...errors import KernelError, KernelIndexError, LaunchError
 from ...ir.nodes import Function, Op
 from ...types import ArrayType
 from .header import STATUS_BOUNDS, STATUS_STACK
@@ -77,13 +76,21 @@ def is_available() -> bool:
     return device_count() > 0
 
 
+def why_unavailable() -> str:
+    """Why there is no GPU (the driver's or the bindings' error); "" when there is one."""
+    return "" if device_count() else _state.get("why") or "the CUDA driver reports no GPU"
+
+
 def device_count() -> int:
     if "count" not in _state:
         try:
             driver = _bindings()
             _check(driver.cuInit(0), "cuInit")
             _state["count"] = int(_check(driver.cuDeviceGetCount(), "cuDeviceGetCount"))
-        except Exception as exc:  # no bindings, no libcuda, no GPU: all mean "none"
+        except ImportError:
+            _state["count"], _state["why"] = 0, ("the CUDA Python bindings are not installed "
+                                                 "(pip install 'kernlab[cuda]')")
+        except Exception as exc:  # no libcuda, a broken driver, no GPU: all mean "none"
             _state["count"], _state["why"] = 0, f"{type(exc).__name__}: {exc}"
     return _state["count"]
 
@@ -137,6 +144,17 @@ def synchronize(ordinal: int = 0):
     _check(_bindings().cuCtxSynchronize(), "cuCtxSynchronize")
 
 
+def synchronize_all():
+    """Wait for every device that kernlab has used (starts no driver that is not running)."""
+    for ordinal in list(_contexts):
+        synchronize(ordinal)
+
+
+def is_initialised(ordinal: int) -> bool:
+    """Whether kernlab has made the context of device ``ordinal`` (used it) yet."""
+    return ordinal in _contexts
+
+
 # ---- memory ---------------------------------------------------------------------------
 
 def alloc(nbytes: int, ordinal: int = 0) -> int:
@@ -172,6 +190,13 @@ def memset(ptr: int, byte: int, nbytes: int, ordinal: int = 0):
     if nbytes:
         context(ordinal)
         _check(_bindings().cuMemsetD8(ptr, byte & 0xFF, nbytes), "cuMemsetD8")
+
+
+def memset_d32(ptr: int, word: int, count: int, ordinal: int = 0):
+    """Set count 32-bit words (ptr 4-byte aligned) to word."""
+    if count:
+        context(ordinal)
+        _check(_bindings().cuMemsetD32(ptr, word & 0xFFFFFFFF, count), "cuMemsetD32")
 
 
 # ---- the packed parameter block -------------------------------------------------------------
@@ -258,40 +283,32 @@ class CudaKernel:
         if total == 0:
             return
         ordinal = _device_of(args)
+        block = pack_parameters(self.func, self.block_type, dims, args,
+                                lambda k, a: self._device_array(k, a, ordinal), 0)
         ctx = context(ordinal)
         _, function, status = self._load(ordinal)
-        staged = []
-
-        def device_array(k, a):
-            if getattr(a.device, "is_cuda", False):
-                return a.ptr, a.strides
-            host = np.ascontiguousarray(a.numpy())  # a CPU array: copied for this launch
-            ptr = alloc(host.nbytes, ordinal)
-            staged.append((k, host, ptr))
-            memcpy_htod(ptr, host.ctypes.data, host.nbytes, ordinal)
-            return ptr, host.strides[: a.ndim]
-
-        try:
-            block = pack_parameters(self.func, self.block_type, dims, args, device_array,
-                                    status)
-            memset(status, 0, ctypes.sizeof(StatusWord), ordinal)
-            pointers = parameter_pointers(block)
-            grid = max(1, min(-(-total // BLOCK_SIZE), ctx.sm_count * BLOCKS_PER_SM))
-            driver = _bindings()
-            _check(driver.cuLaunchKernel(function, grid, 1, 1, BLOCK_SIZE, 1, 1, 0, 0,
-                                         ctypes.addressof(pointers), 0),
-                   "cuLaunchKernel", self.func.name)
-            _check(driver.cuCtxSynchronize(), "cuCtxSynchronize", self.func.name)
-            word = StatusWord()
-            memcpy_dtoh(ctypes.addressof(word), status, ctypes.sizeof(word), ordinal)
-            for k, host, dev in staged:
-                if k in self.written:
-                    memcpy_dtoh(host.ctypes.data, dev, host.nbytes, ordinal)
-                    args[k].numpy()[...] = host
-        finally:
-            for _, _, dev in staged:
-                free(dev, ordinal)
+        block.status = status
+        memset(status, 0, ctypes.sizeof(StatusWord), ordinal)
+        pointers = parameter_pointers(block)
+        grid = max(1, min(-(-total // BLOCK_SIZE), ctx.sm_count * BLOCKS_PER_SM))
+        driver = _bindings()
+        _check(driver.cuLaunchKernel(function, grid, 1, 1, BLOCK_SIZE, 1, 1, 0, 0,
+                                     ctypes.addressof(pointers), 0),
+               "cuLaunchKernel", self.func.name)
+        _check(driver.cuCtxSynchronize(), "cuCtxSynchronize", self.func.name)
+        word = StatusWord()
+        memcpy_dtoh(ctypes.addressof(word), status, ctypes.sizeof(word), ordinal)
         raise_status(self.func, word, args)
+
+    def _device_array(self, k: int, a, ordinal: int):
+        """(device pointer, byte strides) of array argument k, which must live on the GPU
+        the kernel runs on."""
+        device = a.device
+        if not getattr(device, "is_cuda", False) or device.ordinal != ordinal:
+            raise LaunchError(f"kernel '{self.func.name}': parameter '{self.func.params[k].name}'"
+                              f" got an array on {device}, but the launch is on cuda:{ordinal}; "
+                              f"move it with a.to('cuda:{ordinal}')", kernel=self.func.name)
+        return a.ptr, a.strides
 
 
 def pack_parameters(func: Function, block_type, dims, args, array_pointer, status: int):
