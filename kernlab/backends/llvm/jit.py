@@ -119,14 +119,38 @@ def _host():
                 # over costs compile time (a tenth of a small kernel's) and buys nothing.
                 llvm.set_option("kernlab", "-enable-epilogue-vectorization=0")
                 llvm.add_symbol(INTERRUPT_SYMBOL, ctypes.addressof(_interrupt))
+                _register_c_symbols()
                 triple = llvm.get_process_triple()
                 cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
                 tm = llvm.Target.from_triple(triple).create_target_machine(
                     cpu=cpu, features=features, opt=3, reloc="default",
                     codemodel="jitdefault", jit=True)
                 engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+                engine.finalize_object()  # its first call sets up code generation: ~1 ms
                 _jit = (tm, engine, cpu, features)
+                _fingerprint()
     return _jit
+
+
+# The C functions kernel code may call: libm for math builtins and for the intrinsics LLVM
+# expands into calls (float and double spellings), libc for printf and the adjoint's stack.
+_C_FUNCTIONS = ("sin cos tan asin acos atan atan2 sinh cosh tanh asinh acosh atanh exp exp2 "
+                "exp10 expm1 log log2 log10 log1p pow fmod remainder cbrt hypot erf erfc lgamma "
+                "tgamma round trunc floor ceil rint nearbyint fmin fmax sqrt fabs copysign ldexp "
+                "frexp sincos").split()
+_C_LIBRARY = "malloc free realloc calloc memset memcpy memmove printf fflush".split()
+
+
+def _register_c_symbols():
+    """Tell LLVM where these C functions are. Without it, finishing each loaded object
+    searches every library of the process for them: about 1 ms, most of a warm load. A
+    name missing here is still found, by that search."""
+    process = ctypes.CDLL(None)
+    for name in [f for n in _C_FUNCTIONS for f in (n, n + "f")] + _C_LIBRARY:
+        try:
+            llvm.add_symbol(name, ctypes.cast(getattr(process, name), ctypes.c_void_p).value)
+        except AttributeError:  # not in this C library
+            pass
 
 
 def cache_key(func: Function, bounds_check: bool, verify_fp: bool = False) -> str:
