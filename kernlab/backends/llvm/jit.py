@@ -45,6 +45,8 @@ from .lower import (INTERRUPT_SYMBOL, STATUS_GENERAL, STATUS_NOT_FINITE, Lowerin
 KERNLAB_VERSION = "0.1.0"
 BACKEND_VERSION = "llvm-backend-2"
 PARALLEL_THRESHOLD = 65536  # threads; smaller launches run inline on the calling thread
+PARALLEL_THRESHOLD_LOOPS = 512  # the same for kernels with long loops: each thread does more,
+                                # and these already run on the pool (see _run_checked)
 MAX_THREADS = 2**31 - 1     # thread ids are int32
 
 _CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double, "int32": ctypes.c_int32,
@@ -464,8 +466,8 @@ class Runner:
         buf = self._block()
         layout.packer.pack_into(buf, 0, *values)
         threads = config.num_threads
-        parts = 1 if total < PARALLEL_THRESHOLD or threads <= 1 else \
-            min(threads, total // (PARALLEL_THRESHOLD // 4))
+        least = PARALLEL_THRESHOLD_LOOPS if self.interruptible else PARALLEL_THRESHOLD
+        parts = 1 if total < least or threads <= 1 else min(threads, total // (least // 4))
         bounds = [total * k // parts for k in range(parts + 1)]
         self._run(self._fn, buf, bounds)
         if buf[layout.status_offset] != b"\0":  # the flag's low byte: some status is set
