@@ -619,3 +619,36 @@ def test_kernels_with_long_loops_split_smaller_launches_across_threads(monkeypat
     kl.launch(row_sums, 1024, inputs=[kl.array(values), out])
     assert seen == [[0, 512, 1024]]
     np.testing.assert_allclose(out.numpy(), values.astype(np.float64).sum(axis=1), rtol=1e-6)
+
+
+@kl.kernel
+def saxpy_out(x: kl.array(dtype=float), y: kl.array(dtype=float), z: kl.array(dtype=float),
+              a: float):
+    i = kl.tid()
+    z[i] = a * x[i] + y[i]
+
+
+def test_the_fast_adjoint_is_vectorised_with_bounds_checks_on():
+    import platform
+    if platform.machine().lower() not in ("x86_64", "amd64", "arm64", "aarch64"):
+        pytest.skip("vector width depends on the CPU")
+    listing = kl.source(saxpy_out, "llvm-opt", adjoint=True)
+    fast, general = listing.split("general entry")
+    assert "x float>" in fast and "x float>" not in general
+
+
+@pytest.mark.parametrize("strided", [False, True])
+def test_adjoint_with_an_absent_gradient_array_on_both_entries(monkeypatch, strided):
+    monkeypatch.setattr(config, "cpu_backend", "llvm")
+    n = 37
+    rng = np.random.default_rng(3)
+    xv, yv, gz = (rng.random(n).astype(np.float32) for _ in range(3))
+    x, y, z = kl.array(xv), kl.array(yv), kl.zeros(n)
+    adj_x = kl.zeros(n)
+    if strided:  # a view with stride 2: the fast entry declines
+        adj_z = kl.array(np.repeat(gz, 2))[::2]
+    else:
+        adj_z = kl.array(gz)
+    kl.launch(saxpy_out, n, inputs=[x, y, z, 1.5], adj_inputs=[adj_x, None, adj_z, 0.0],
+              adjoint=True)
+    np.testing.assert_allclose(adj_x.numpy(), 1.5 * gz.astype(np.float64), rtol=1e-6)

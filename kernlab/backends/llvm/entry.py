@@ -118,16 +118,27 @@ class _EntryBuilder:
     def _fast_path_ok(self, arrays):
         """Every array's innermost stride is its element size, and every index that is a
         thread id stays inside its axis for the whole launch (the same answer for every
-        slice of the launch, so either all of them run fast or none does anything)."""
+        slice of the launch, so either all of them run fast or none does anything). An
+        optional array (an adjoint's) may instead be absent: its accesses test for it."""
         b = self.b
+        optional = {i.args[0] for i in self.func.body.walk() if i.attrs.get("nullable")}
+        absent = {}
+
+        def holds(view, cond):
+            if view.param not in absent:
+                return cond
+            return b.or_(absent[view.param], cond)
         ok = ir.Constant(I1, 1)
         for a in arrays:
-            ok = b.and_(ok, b.icmp_signed("==", a.strides[-1], I64(a.type.dtype.nbytes)))
+            if self.func.params[a.param].value in optional:
+                absent[a.param] = b.icmp_unsigned("==", a.ptr, ir.Constant(PTR, None))
+            ok = b.and_(ok, holds(a, b.icmp_signed("==", a.strides[-1],
+                                                   I64(a.type.dtype.nbytes))))
         total = b.mul(b.mul(self.dims[0], self.dims[1]), self.dims[2], name="threads")
         for arr, axis, dim in sorted(self._hoistable(), key=lambda x: (x[0].id, x[1], x[2])):
             view = self.params[arr]
             extent = total if self.func.ndim == 1 else self.dims[dim]
-            ok = b.and_(ok, b.icmp_unsigned("<=", extent, view.shape[axis]))
+            ok = b.and_(ok, holds(view, b.icmp_unsigned("<=", extent, view.shape[axis])))
         return ok
 
     def _hoistable(self) -> set:
@@ -136,7 +147,7 @@ class _EntryBuilder:
             return set()
         out = set()
         for ins in self.func.body.walk():
-            if ins.op in (Op.LOAD, Op.STORE, Op.ATOMIC) and not ins.attrs.get("nullable"):
+            if ins.op in (Op.LOAD, Op.STORE, Op.ATOMIC):
                 ndim = ins.args[0].type.ndim
                 for axis, idx in enumerate(ins.args[1:1 + ndim]):
                     if idx in self.tids:

@@ -198,7 +198,7 @@ class _BodyLowering:
         checked = []
         if self.e.checks:
             checked = [d for d, v in enumerate(idx_values)
-                       if nullable or not (self.fast and v in self.e.tids)]
+                       if not (self.fast and v in self.e.tids)]
         if not checked and not nullable:
             return access(self._address(arr, idx), idx)
         join = self.e.fn.append_basic_block("access_done")
