@@ -184,6 +184,15 @@ def test_writes_through_strided_views_leave_the_rest_alone(fake):
     np.testing.assert_array_equal(a.numpy(), expected)
 
 
+def test_setitem_from_an_overlapping_device_view_reads_before_it_writes(fake):
+    a = kl.array(np.arange(6, dtype=np.float32), device="cuda")
+    a[1:4] = a[0:3]
+    np.testing.assert_array_equal(a.numpy(), [0, 0, 1, 2, 4, 5])
+    b = kl.zeros(3, device="cuda")
+    b[...] = a[3:]  # another buffer: device to device
+    np.testing.assert_array_equal(b.numpy(), [2, 4, 5])
+
+
 def test_element_of_a_vector_array_reads_back_as_numpy(fake):
     a = kl.array(np.arange(9, dtype=np.float32).reshape(3, 3), dtype=kl.vec3, device="cuda")
     np.testing.assert_array_equal(a[1], [3.0, 4.0, 5.0])

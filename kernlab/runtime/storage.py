@@ -188,7 +188,8 @@ class DeviceArray:
             return
         if isinstance(value, DeviceArray):
             if value.shape == self.shape and value.ordinal == self.ordinal \
-                    and self.c_contiguous and value.c_contiguous:
+                    and self.c_contiguous and value.c_contiguous \
+                    and not may_share_memory(self, value):
                 _driver().memcpy_dtod(self.ptr, value.ptr, self.nbytes, self.ordinal)
                 _driver().synchronize(self.ordinal)
                 return
