@@ -641,6 +641,19 @@ def test_tape_backward_through_clone_copy_assign_and_a_device_move(runner):
     assert x.grad.device == "cpu"
 
 
+def test_tape_refuses_overlapping_device_views_read_and_written(runner):
+    a = kl.array(np.arange(5.0), dtype=float, device="cuda", requires_grad=True)
+    with kl.Tape() as tape:
+        kl.launch(scale, 3, inputs=[a[0:3], a[2:5], 2.0])  # x and y share a[2]
+    with pytest.raises(kl.GradientError, match="same array as 'x'.*'y'"):
+        tape.backward(grads={a: kl.ones(5, device="cuda")})
+    b = kl.zeros(6, device="cuda", requires_grad=True)
+    with kl.Tape() as tape:
+        kl.launch(scale, 3, inputs=[b[0:3], b[3:6], 2.0])  # side by side: no overlap
+    tape.backward(grads={b: kl.ones(6, device="cuda")})
+    np.testing.assert_array_equal(b.grad.numpy()[:3], [3.0, 3.0, 3.0])  # 1 + d(2x)/dx
+
+
 def test_gradcheck_runs_on_device_arrays(runner, capsys):
     x = kl.array(np.linspace(0.6, 1.4, 5), dtype=kl.float64, device="cuda")
     y = kl.zeros(5, dtype=kl.float64, device="cuda")

@@ -66,7 +66,7 @@ def _check(result, what: str, kernel: str | None = None):
 
 # ---- discovery and contexts ---------------------------------------------------------------
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entered when a finalizer frees memory inside
 _state: dict = {}           # "count": devices; "why": reason there are none
 _contexts: dict = {}        # ordinal -> _Context
 
@@ -278,11 +278,14 @@ class CudaKernel:
         loaded = self._functions[ordinal] = (module, function, status)
         return loaded
 
-    def launch(self, dims: tuple, args: list):
+    def launch(self, dims: tuple, args: list, ordinal: int | None = None):
+        """Run on GPU ``ordinal``; None: the GPU of the first array argument (cuda:0 when
+        there is none)."""
         total = math.prod(dims)
         if total == 0:
             return
-        ordinal = _device_of(args)
+        if ordinal is None:
+            ordinal = _device_of(args)
         block = pack_parameters(self.func, self.block_type, dims, args,
                                 lambda k, a: self._device_array(k, a, ordinal), 0)
         ctx = context(ordinal)
