@@ -702,3 +702,26 @@ def test_torch_shares_device_memory_both_ways(runner):
     b = kl.from_torch(src, dtype=kl.vec3)
     assert b.device == "cuda:0" and b.ptr == src.data_ptr() and b.shape == (2,)
     assert math.isclose(b.numpy()[1, 2], 5.0)
+
+
+@kl.kernel
+def no_arrays(n: int, scale: float):
+    i = kl.tid()
+    if i < 0:
+        kl.printf("%d %f\n", n, scale)
+
+
+def test_a_kernel_without_arrays_runs_on_the_device_the_launch_names(monkeypatch, tmp_path):
+    if CXX is None:
+        pytest.skip("no C++ compiler to emulate CUDA code on the CPU")
+    fake = install(monkeypatch, devices=2, emulate_in=tmp_path)
+    seen = []
+    real = fake.cuLaunchKernel
+
+    def spy(*args):
+        seen.append(fake.current)
+        return real(*args)
+    monkeypatch.setattr(fake, "cuLaunchKernel", spy)
+    kl.launch(no_arrays, 4, inputs=[3, 0.5], device="cuda:1")
+    kl.launch(no_arrays, 4, inputs=[3, 0.5], device="cuda:0")
+    assert seen == [1, 0]

@@ -289,7 +289,10 @@ def _run(kernel: Kernel, dims, args, device, adjoint):
     runner = kernel.compiled(backend, adjoint)
     written = written_params(func)
     try:
-        runner.launch(dims, args)
+        if device.is_cpu:
+            runner.launch(dims, args)
+        else:  # the device, not the arrays, says where (a kernel may take no arrays)
+            runner.launch(dims, args, ordinal=device.ordinal)
     finally:  # also after an IndexError or a KeyboardInterrupt: some threads have written
         for k in written:
             if args[k] is not None:
