@@ -5,9 +5,10 @@ Part of API.md's "Kernel language" section. Each test launches a small kernel on
 backend and compares with what NumPy (or plain arithmetic) computes independently.
 """
 import numpy as np
+import pytest
 
 import kernlab as kl
-from helpers import f32, i32, run
+from helpers import f32, i32, line_of, run
 
 
 # ---- assignment ---------------------------------------------------------------------------
@@ -169,3 +170,24 @@ def test_augmented_add_of_vectors_into_array_is_atomic(backend):
     a = kl.zeros(1, dtype=kl.vec3)
     run(add_vec_into_array, 64, (1.0, 2.0, 0.5), a)
     np.testing.assert_array_equal(a.numpy()[0], [64.0, 128.0, 32.0])
+
+
+@kl.kernel
+def bool_atomic(flags: kl.array(dtype=kl.bool)):
+    i = kl.tid()
+    flags[i] += True
+
+
+@kl.kernel
+def bool_atomic_call(flags: kl.array(dtype=kl.bool)):
+    i = kl.tid()
+    kl.atomic_max(flags, i, True)
+
+
+def test_atomics_on_bool_arrays_are_refused_at_the_users_line():
+    for k, text in ((bool_atomic, "flags[i] += True"),
+                    (bool_atomic_call, "kl.atomic_max(flags, i, True)")):
+        with pytest.raises(kl.KernelTypeError) as err:
+            k.ir  # noqa: B018
+        assert "not of bool" in str(err.value)
+        assert err.value.loc.line == line_of(k, text)

@@ -652,3 +652,8 @@ def test_adjoint_with_an_absent_gradient_array_on_both_entries(monkeypatch, stri
     kl.launch(saxpy_out, n, inputs=[x, y, z, 1.5], adj_inputs=[adj_x, None, adj_z, 0.0],
               adjoint=True)
     np.testing.assert_allclose(adj_x.numpy(), 1.5 * gz.astype(np.float64), rtol=1e-6)
+
+
+def test_every_builtin_has_an_llvm_lowering():
+    from kernlab.builtins import REGISTRY
+    assert [name for name, bi in REGISTRY.items() if bi.llvm is None] == []

@@ -373,6 +373,9 @@ class ExprMixin:
                                   f"{arr.type.dtype}", self.b.loc)
         if kind in ("min", "max") and not arr.type.dtype.is_scalar:
             raise KernelTypeError(f"atomic_{kind} needs an array of scalars", self.b.loc)
+        if arr.type.dtype.scalar.kind == "b":
+            raise KernelTypeError(f"atomic_{kind} (and +=, -= on an array element) needs an "
+                                  "array of numbers, not of bool", self.b.loc)
         return self.b.emit(Op.ATOMIC, [arr, *idx, val], val.type, kind=kind,
                            site=self.site(arr))
 

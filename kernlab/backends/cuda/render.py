@@ -21,6 +21,7 @@ import re
 
 import numpy as np
 
+from ...errors import KernelError
 from ...ir.nodes import Block, Function, Instr, Op, Value
 from ...types import ArrayType, Type
 from .header import HEADER_NAME
@@ -459,8 +460,9 @@ def call_expression(ins: Instr, args: list[str]) -> str:
     bi = ins.attrs["builtin"]
     target = ins.attrs.get("target")
     spelling = _override(ins) or bi.cuda
-    if spelling is None:
-        raise NotImplementedError(f"builtin '{bi.name}' has no CUDA spelling")
+    if spelling is None:  # every registered builtin has one (tests/test_cuda.py)
+        raise KernelError(f"internal error: builtin '{bi.name}' has no CUDA spelling",
+                          ins.loc, stage="rendering CUDA C")
     t = ctype(target) if target is not None else ""
     return spelling.format(*args, args=", ".join(args), T=t)
 

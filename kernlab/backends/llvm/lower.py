@@ -156,8 +156,8 @@ class _BodyLowering:
 
     def op_call(self, ins):
         bi = ins.attrs["builtin"]
-        if bi.llvm is None:
-            raise NotImplementedError(f"builtin {bi.name} has no LLVM lowering")
+        if bi.llvm is None:  # every registered builtin has one (tests/test_llvm.py)
+            raise _internal(self.func, f"builtin '{bi.name}' has no LLVM lowering", ins.loc)
         if "site" in ins.attrs and self.e.checks:  # a component at a runtime index
             self._check_components(ins)
         return self.cx.call_builtin(bi, [self.get(a) for a in ins.args],
@@ -305,9 +305,7 @@ class _BodyLowering:
         value = self.get(ins.args[-1])
 
         def access(ptr, idx):
-            s = t.scalar
-            if s.kind == "b":
-                raise NotImplementedError("atomics on bool arrays")
+            s = t.scalar  # never bool: the front end refuses atomics on bool arrays
             op = _ATOMIC_OPS[s.kind if s.kind in "fu" else "i"][kind]
             if t.is_scalar:
                 old = self.b.atomic_rmw(op, ptr, value, "monotonic")
