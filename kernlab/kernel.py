@@ -41,6 +41,7 @@ class Kernel:
         self._ir: Function | None = None
         self._adjoint: Function | None = None
         self._compiled: dict = {}
+        self._launch_plan: list | None = None  # argument checkers (runtime/launch.py)
         functools.update_wrapper(self, pyfunc)
 
     @property

@@ -197,9 +197,10 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
     if record_cmd:
         return cmd
     cmd.launch()
-    if record_tape and not adjoint and _tape._ACTIVE:
-        # recorded after it ran: versions include its own writes
-        _tape._ACTIVE[-1].record_launch(cmd, n_inputs=n_in)
+    if record_tape and not adjoint:
+        tape = _tape.active_tape()
+        if tape is not None:  # recorded after it ran: versions include its own writes
+            tape.record_launch(cmd, n_inputs=n_in)
     return None
 
 
@@ -208,7 +209,7 @@ def _plan(kernel: Kernel) -> list:
     value as the backend wants it. The common case (an array of the right type and device,
     a Python number for a scalar) is one test; anything else goes through convert_arg, which
     converts what it may and names the parameter in the error otherwise."""
-    plan = kernel.__dict__.get("_launch_plan")
+    plan = kernel._launch_plan
     if plan is None:
         plan = kernel._launch_plan = [_checker(kernel.key, p) for p in kernel.params]
     return plan
@@ -249,17 +250,14 @@ def _checker(kernel_name, param):
 
 
 def _launch_device(device, args):
-    if device is None:
-        for a in args:
-            if type(a) is array and a._data is not None:
-                return a.device
+    """The named device, else that of the first array argument, else the default one."""
     if device is not None:
         try:
             return get_device(device)
         except (TypeError, ValueError) as exc:
             raise LaunchError(f"kl.launch(device={device!r}): {exc}") from None
     for a in args:
-        if isinstance(a, array) and not getattr(a, "is_annotation", False):
+        if isinstance(a, array) and not a.is_annotation:
             return a.device
     return get_device(None)
 

@@ -130,7 +130,7 @@ def _host():
                 engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
                 engine.finalize_object()  # its first call sets up code generation: ~1 ms
                 _jit = (tm, engine, cpu, features)
-                _fingerprint()
+                _fingerprint()  # hashed here, on the preload thread, not at the first compile
     return _jit
 
 
@@ -436,7 +436,8 @@ class Runner:
         self.entry = entry
         self.layout = entry.layout
         self._fn = entry.cfunc
-        self._general = general  # loads the general entry, when entry is the fast one
+        self._load_general = general  # loads the general entry, when entry is the fast one
+        self._general_fn = None
         self._plan = [_param_plan(p.type) for p in func.params]
         self._ndim = func.ndim
         self._grids: dict = {}  # launch dims -> the three dims the kernel reads
@@ -474,9 +475,9 @@ class Runner:
             flag = layout.status.unpack_from(buf, layout.status_offset)[0]
             if flag == STATUS_GENERAL:  # the fast entry declined and did nothing
                 buf[layout.status_offset] = b"\0"
-                if not isinstance(self._general, CompiledEntry):
-                    self._general = self._general()
-                self._run(self._general.cfunc, buf, bounds)
+                if self._general_fn is None:
+                    self._general_fn = self._load_general().cfunc
+                self._run(self._general_fn, buf, bounds)
             if buf[layout.status_offset] != b"\0":
                 self._raise_failure(buf, args)
 
