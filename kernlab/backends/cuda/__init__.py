@@ -2,7 +2,8 @@
 CUDA driver API.
 
     render.py   typed IR -> a readable CUDA C++ translation unit (render_cuda)
-    header.py   the device support code every kernel includes (kernlab_cuda.h)
+    header.py   the device support code every kernel includes: kernlab_cuda.h, its
+                constants (name, status codes, stack size)
     nvrtc.py    CUDA C++ -> PTX / cubin with NVRTC, cached on disk (needs no GPU)
     driver.py   contexts, modules, memory, launches and the status word (needs a GPU)
 """

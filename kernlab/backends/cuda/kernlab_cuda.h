@@ -1,0 +1,592 @@
+// kernlab_cuda.h: device support for kernlab's generated CUDA kernels.
+#pragma once
+
+namespace kl {
+
+// ---- scalar types, named as in kernlab ------------------------------------------------
+typedef float float32;
+typedef double float64;
+typedef int int32;
+typedef long long int64;
+typedef unsigned int uint32;
+typedef unsigned long long uint64;
+
+template <bool B, typename T = void> struct enable_if_t_ {};
+template <typename T> struct enable_if_t_<true, T> { typedef T type; };
+template <bool B> using when = typename enable_if_t_<B, int>::type;
+
+// Infinity and NaN for constants that hold them.
+template <typename T> __device__ inline T kl_inf();
+template <> __device__ inline float kl_inf<float>() { return __int_as_float(0x7f800000); }
+template <> __device__ inline double kl_inf<double>() {
+    return __longlong_as_double(0x7ff0000000000000LL);
+}
+template <typename T> __device__ inline T kl_nan();
+template <> __device__ inline float kl_nan<float>() { return __int_as_float(0x7fc00000); }
+template <> __device__ inline double kl_nan<double>() {
+    return __longlong_as_double(0x7ff8000000000000LL);
+}
+
+// ---- scalar math: float and double overloads -----------------------------------------------
+#define KL_FLOAT_UNARY(name, f32)                                           \
+    __device__ inline float32 name(float32 x) { return ::f32(x); }         \
+    __device__ inline float64 name(float64 x) { return ::name(x); }
+KL_FLOAT_UNARY(sin, sinf)
+KL_FLOAT_UNARY(cos, cosf)
+KL_FLOAT_UNARY(tan, tanf)
+KL_FLOAT_UNARY(asin, asinf)
+KL_FLOAT_UNARY(acos, acosf)
+KL_FLOAT_UNARY(atan, atanf)
+KL_FLOAT_UNARY(sinh, sinhf)
+KL_FLOAT_UNARY(cosh, coshf)
+KL_FLOAT_UNARY(tanh, tanhf)
+KL_FLOAT_UNARY(exp, expf)
+KL_FLOAT_UNARY(log, logf)
+KL_FLOAT_UNARY(log2, log2f)
+KL_FLOAT_UNARY(log10, log10f)
+KL_FLOAT_UNARY(sqrt, sqrtf)
+KL_FLOAT_UNARY(floor, floorf)
+KL_FLOAT_UNARY(ceil, ceilf)
+KL_FLOAT_UNARY(round, roundf)   // half away from zero
+KL_FLOAT_UNARY(trunc, truncf)
+#undef KL_FLOAT_UNARY
+
+__device__ inline float32 atan2(float32 y, float32 x) { return ::atan2f(y, x); }
+__device__ inline float64 atan2(float64 y, float64 x) { return ::atan2(y, x); }
+__device__ inline float32 pow(float32 x, float32 y) { return ::powf(x, y); }
+__device__ inline float64 pow(float64 x, float64 y) { return ::pow(x, y); }
+__device__ inline float32 copysign(float32 x, float32 y) { return ::copysignf(x, y); }
+__device__ inline float64 copysign(float64 x, float64 y) { return ::copysign(x, y); }
+__device__ inline bool isfinite(float32 x) { return ::isfinite(x); }
+__device__ inline bool isfinite(float64 x) { return ::isfinite(x); }
+
+__device__ inline float32 abs(float32 x) { return ::fabsf(x); }
+__device__ inline float64 abs(float64 x) { return ::fabs(x); }
+__device__ inline int32 abs(int32 x) { return x < 0 ? int32(0u - uint32(x)) : x; }
+__device__ inline int64 abs(int64 x) { return x < 0 ? int64(0ull - uint64(x)) : x; }
+__device__ inline uint32 abs(uint32 x) { return x; }
+
+// ---- launch plumbing: grid size and the status word --------------------------------------
+struct kl_dims {
+    int64 size;       // threads in the launch: the product of shape[0..ndim)
+    int64 shape[3];   // the launch grid, row-major
+    int32 ndim;
+    int32 pad;
+};
+
+// Coordinate d of the flat thread index in the row-major launch grid.
+__device__ inline int64 kl_coord(const kl_dims& dims, int64 flat, int d) {
+    int64 stride = 1;
+    for (int k = dims.ndim - 1; k > d; --k) stride *= dims.shape[k];
+    return d < dims.ndim ? (flat / stride) % dims.shape[d] : 0;
+}
+
+struct kl_status {
+    int32 flag;    // 0: fine; 1: an index out of bounds; 2: the adjoint stack ran out of heap
+    int32 site;    // which access (Function.sites)
+    int32 axis;
+    int32 param;   // which kernel parameter the array is
+    int64 index;
+};
+
+// The first failure of a launch wins; later ones leave the record alone.
+__device__ inline void kl_report(kl_status* s, int32 code, int32 site, int32 axis,
+                                 int32 param, int64 index) {
+    if (atomicCAS(&s->flag, 0, code) == 0) {
+        s->site = site;
+        s->axis = axis;
+        s->param = param;
+        s->index = index;
+    }
+}
+
+// ---- arrays: base pointer, shape and byte strides ------------------------------------------
+template <typename T> struct array_t {
+    T* data;
+    int64 shape[4];
+    int64 strides[4];   // in bytes
+
+    __device__ T& at(int64 i) const {
+        return *(T*)((char*)data + i * strides[0]);
+    }
+    __device__ T& at(int64 i, int64 j) const {
+        return *(T*)((char*)data + i * strides[0] + j * strides[1]);
+    }
+    __device__ T& at(int64 i, int64 j, int64 k) const {
+        return *(T*)((char*)data + i * strides[0] + j * strides[1] + k * strides[2]);
+    }
+    __device__ T& at(int64 i, int64 j, int64 k, int64 l) const {
+        return *(T*)((char*)data + i * strides[0] + j * strides[1] + k * strides[2]
+                     + l * strides[3]);
+    }
+};
+
+// Bounds checks: true when every index is inside its axis; otherwise the first bad axis is
+// reported (site, axis, param, index) and the caller skips the access.
+template <typename T> __device__ inline bool kl_axis_ok(kl_status* s, int32 site, int32 param,
+                                                        const array_t<T>& a, int32 axis,
+                                                        int64 i) {
+    if (i >= 0 && i < a.shape[axis]) return true;
+    kl_report(s, 1, site, axis, param, i);
+    return false;
+}
+template <typename T> __device__ inline bool kl_check(kl_status* s, int32 site, int32 param,
+                                                      const array_t<T>& a, int64 i) {
+    return kl_axis_ok(s, site, param, a, 0, i);
+}
+template <typename T> __device__ inline bool kl_check(kl_status* s, int32 site, int32 param,
+                                                      const array_t<T>& a, int64 i, int64 j) {
+    return kl_axis_ok(s, site, param, a, 0, i) && kl_axis_ok(s, site, param, a, 1, j);
+}
+template <typename T> __device__ inline bool kl_check(kl_status* s, int32 site, int32 param,
+                                                      const array_t<T>& a, int64 i, int64 j,
+                                                      int64 k) {
+    return kl_axis_ok(s, site, param, a, 0, i) && kl_axis_ok(s, site, param, a, 1, j)
+        && kl_axis_ok(s, site, param, a, 2, k);
+}
+template <typename T> __device__ inline bool kl_check(kl_status* s, int32 site, int32 param,
+                                                      const array_t<T>& a, int64 i, int64 j,
+                                                      int64 k, int64 l) {
+    return kl_axis_ok(s, site, param, a, 0, i) && kl_axis_ok(s, site, param, a, 1, j)
+        && kl_axis_ok(s, site, param, a, 2, k) && kl_axis_ok(s, site, param, a, 3, l);
+}
+
+// ---- vectors and matrices: small value types ---------------------------------------------
+// Functions over every vec<N, T> / mat<R, C, T>:
+#define KL_VEC_FN template <int N, typename T> __device__ inline
+#define KL_MAT_FN template <int R, int C, typename T> __device__ inline
+template <int N, typename T> struct vec {
+    T c[N];
+
+    __device__ vec() : c{} {}
+    __device__ explicit vec(T s) { for (int i = 0; i < N; ++i) c[i] = s; }
+    template <typename... A, when<(sizeof...(A) == N && N > 1)> = 0>
+    __device__ vec(A... a) : c{T(a)...} {}
+    template <typename U> __device__ explicit vec(const vec<N, U>& o) {
+        for (int i = 0; i < N; ++i) c[i] = T(o.c[i]);
+    }
+    // A negative component index counts from the end, as in NumPy.
+    __device__ T& operator[](int i) { return c[i < 0 ? i + N : i]; }
+    __device__ const T& operator[](int i) const { return c[i < 0 ? i + N : i]; }
+};
+
+template <int R, int C, typename T> struct mat {
+    vec<C, T> r[R];   // rows, so the layout is row-major like NumPy's
+
+    __device__ mat() : r{} {}
+    __device__ explicit mat(T s) { for (int i = 0; i < R; ++i) r[i] = vec<C, T>(s); }
+    template <typename... A, when<(sizeof...(A) == R * C && R * C > 1)> = 0>
+    __device__ mat(A... a) {
+        T v[R * C] = {T(a)...};
+        for (int i = 0; i < R; ++i)
+            for (int j = 0; j < C; ++j) r[i].c[j] = v[i * C + j];
+    }
+    template <typename... A, when<(sizeof...(A) + 1 == R && R > 1)> = 0>
+    __device__ mat(const vec<C, T>& row0, const A&... rows) : r{row0, rows...} {}
+    template <typename U> __device__ explicit mat(const mat<R, C, U>& o) {
+        for (int i = 0; i < R; ++i) r[i] = vec<C, T>(o.r[i]);
+    }
+    __device__ vec<C, T>& operator[](int i) { return r[i < 0 ? i + R : i]; }
+    __device__ const vec<C, T>& operator[](int i) const { return r[i < 0 ? i + R : i]; }
+};
+
+typedef vec<2, float32> vec2;   typedef vec<2, float64> vec2d;
+typedef vec<3, float32> vec3;   typedef vec<3, float64> vec3d;
+typedef vec<4, float32> vec4;   typedef vec<4, float64> vec4d;
+typedef mat<2, 2, float32> mat22;   typedef mat<2, 2, float64> mat22d;
+typedef mat<3, 3, float32> mat33;   typedef mat<3, 3, float64> mat33d;
+typedef mat<4, 4, float32> mat44;   typedef mat<4, 4, float64> mat44d;
+
+// ---- integer-safe arithmetic ---------------------------------------------------------------
+// Division and remainder truncate toward zero (C); a zero divisor gives 0 instead of trapping.
+template <typename T> __device__ inline T kl_div(T a, T b) { return a / b; }
+template <typename T> __device__ inline T kl_int_div(T a, T b) {
+    if (b == 0) return 0;
+    if (b == T(-1)) return T(uint64(0) - uint64(a));   // wraps for the most negative a
+    return a / b;
+}
+__device__ inline int32 kl_div(int32 a, int32 b) { return kl_int_div(a, b); }
+__device__ inline int64 kl_div(int64 a, int64 b) { return kl_int_div(a, b); }
+__device__ inline uint32 kl_div(uint32 a, uint32 b) { return b == 0 ? 0u : a / b; }
+
+__device__ inline float32 kl_mod(float32 a, float32 b) { return fmodf(a, b); }
+__device__ inline float64 kl_mod(float64 a, float64 b) { return ::fmod(a, b); }
+template <typename T> __device__ inline T kl_int_mod(T a, T b) {
+    return (b == 0 || b == T(-1)) ? T(0) : a % b;
+}
+__device__ inline int32 kl_mod(int32 a, int32 b) { return kl_int_mod(a, b); }
+__device__ inline int64 kl_mod(int64 a, int64 b) { return kl_int_mod(a, b); }
+__device__ inline uint32 kl_mod(uint32 a, uint32 b) { return b == 0 ? 0u : a % b; }
+
+// // : integers truncate like / (Warp's C semantics), floats are floor(a / b).
+__device__ inline float32 kl_floordiv(float32 a, float32 b) { return floor(a / b); }
+__device__ inline float64 kl_floordiv(float64 a, float64 b) { return floor(a / b); }
+__device__ inline int32 kl_floordiv(int32 a, int32 b) { return kl_div(a, b); }
+__device__ inline int64 kl_floordiv(int64 a, int64 b) { return kl_div(a, b); }
+__device__ inline uint32 kl_floordiv(uint32 a, uint32 b) { return kl_div(a, b); }
+
+// ---- casts ------------------------------------------------------------------------------
+// Float to integer saturates (infinities too) and NaN gives 0, like LLVM's fptosi.sat.
+template <typename To, typename From> struct kl_caster {
+    __device__ static To run(From x) { return To(x); }
+};
+template <typename To, typename From>
+__device__ inline To kl_float_to_int(From x, To lo, To hi) {
+    if (x != x) return 0;  // NaN
+    From t = trunc(x);
+    if (t <= From(lo)) return lo;
+    if (t >= From(hi)) return hi;
+    return To(t);
+}
+#define KL_FLOAT_TO_INT(To, From, lo, hi)                                       \
+    template <> struct kl_caster<To, From> {                                    \
+        __device__ static To run(From x) { return kl_float_to_int<To>(x, lo, hi); } \
+    };
+KL_FLOAT_TO_INT(int32, float32, -2147483647 - 1, 2147483647)
+KL_FLOAT_TO_INT(int32, float64, -2147483647 - 1, 2147483647)
+KL_FLOAT_TO_INT(uint32, float32, 0u, 4294967295u)
+KL_FLOAT_TO_INT(uint32, float64, 0u, 4294967295u)
+KL_FLOAT_TO_INT(int64, float32, -9223372036854775807LL - 1, 9223372036854775807LL)
+KL_FLOAT_TO_INT(int64, float64, -9223372036854775807LL - 1, 9223372036854775807LL)
+#undef KL_FLOAT_TO_INT
+template <int N, typename U, typename V> struct kl_caster<vec<N, U>, vec<N, V>> {
+    __device__ static vec<N, U> run(const vec<N, V>& x) {
+        vec<N, U> out;
+        for (int i = 0; i < N; ++i) out.c[i] = kl_caster<U, V>::run(x.c[i]);
+        return out;
+    }
+};
+template <int R, int C, typename U, typename V> struct kl_caster<mat<R, C, U>, mat<R, C, V>> {
+    __device__ static mat<R, C, U> run(const mat<R, C, V>& x) {
+        mat<R, C, U> out;
+        for (int i = 0; i < R; ++i) out.r[i] = kl_caster<vec<C, U>, vec<C, V>>::run(x.r[i]);
+        return out;
+    }
+};
+template <typename To, typename From> __device__ inline To kl_cast(const From& x) {
+    return kl_caster<To, From>::run(x);
+}
+
+// ---- vector and matrix operators ---------------------------------------------------------
+KL_VEC_FN vec<N, T> operator+(const vec<N, T>& a, const vec<N, T>& b) {
+    vec<N, T> out; for (int i = 0; i < N; ++i) out.c[i] = a.c[i] + b.c[i]; return out;
+}
+KL_VEC_FN vec<N, T> operator-(const vec<N, T>& a, const vec<N, T>& b) {
+    vec<N, T> out; for (int i = 0; i < N; ++i) out.c[i] = a.c[i] - b.c[i]; return out;
+}
+KL_VEC_FN vec<N, T> operator-(const vec<N, T>& a) {
+    vec<N, T> out; for (int i = 0; i < N; ++i) out.c[i] = -a.c[i]; return out;
+}
+KL_VEC_FN vec<N, T> operator*(const vec<N, T>& a, T s) {
+    vec<N, T> out; for (int i = 0; i < N; ++i) out.c[i] = a.c[i] * s; return out;
+}
+KL_VEC_FN vec<N, T> operator*(T s, const vec<N, T>& a) {
+    vec<N, T> out; for (int i = 0; i < N; ++i) out.c[i] = s * a.c[i]; return out;
+}
+KL_VEC_FN vec<N, T> operator/(const vec<N, T>& a, T s) {
+    vec<N, T> out; for (int i = 0; i < N; ++i) out.c[i] = kl_div(a.c[i], s); return out;
+}
+
+KL_MAT_FN mat<R, C, T> operator+(const mat<R, C, T>& a, const mat<R, C, T>& b) {
+    mat<R, C, T> out; for (int i = 0; i < R; ++i) out.r[i] = a.r[i] + b.r[i]; return out;
+}
+KL_MAT_FN mat<R, C, T> operator-(const mat<R, C, T>& a, const mat<R, C, T>& b) {
+    mat<R, C, T> out; for (int i = 0; i < R; ++i) out.r[i] = a.r[i] - b.r[i]; return out;
+}
+KL_MAT_FN mat<R, C, T> operator-(const mat<R, C, T>& a) {
+    mat<R, C, T> out; for (int i = 0; i < R; ++i) out.r[i] = -a.r[i]; return out;
+}
+KL_MAT_FN mat<R, C, T> operator*(const mat<R, C, T>& a, T s) {
+    mat<R, C, T> out; for (int i = 0; i < R; ++i) out.r[i] = a.r[i] * s; return out;
+}
+KL_MAT_FN mat<R, C, T> operator*(T s, const mat<R, C, T>& a) {
+    mat<R, C, T> out; for (int i = 0; i < R; ++i) out.r[i] = s * a.r[i]; return out;
+}
+KL_MAT_FN mat<R, C, T> operator/(const mat<R, C, T>& a, T s) {
+    mat<R, C, T> out; for (int i = 0; i < R; ++i) out.r[i] = a.r[i] / s; return out;
+}
+// Matrix-vector and matrix-matrix products (kernlab's mul and the * operator).
+KL_MAT_FN vec<R, T> operator*(const mat<R, C, T>& m, const vec<C, T>& v) {
+    vec<R, T> out;
+    for (int i = 0; i < R; ++i) {
+        T acc = m.r[i].c[0] * v.c[0];
+        for (int k = 1; k < C; ++k) acc += m.r[i].c[k] * v.c[k];
+        out.c[i] = acc;
+    }
+    return out;
+}
+template <int R, int K, int C, typename T>
+__device__ inline mat<R, C, T> operator*(const mat<R, K, T>& a, const mat<K, C, T>& b) {
+    mat<R, C, T> out;
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) {
+            T acc = a.r[i].c[0] * b.r[0].c[j];
+            for (int k = 1; k < K; ++k) acc += a.r[i].c[k] * b.r[k].c[j];
+            out.r[i].c[j] = acc;
+        }
+    return out;
+}
+
+// sign(0) is 1, as in Warp.
+template <typename T> __device__ inline T kl_sign(T x) { return x < 0 ? T(-1) : T(1); }
+
+// min / max / clamp keep the first operand unless the comparison says otherwise (so NaN
+// behaves as in the interpreter, not as fminf).
+template <typename T> __device__ inline T min(T a, T b) { return a < b ? a : b; }
+template <typename T> __device__ inline T max(T a, T b) { return a > b ? a : b; }
+template <typename T> __device__ inline T clamp(T x, T lo, T hi) {
+    return x < lo ? lo : (x > hi ? hi : x);
+}
+
+template <typename V, typename T> __device__ inline V lerp(const V& a, const V& b, T t) {
+    return a * (T(1) - t) + b * t;
+}
+template <typename T> __device__ inline T smoothstep(T e0, T e1, T x) {
+    T t = (x - e0) / (e1 - e0);
+    t = t < T(0) ? T(0) : (t > T(1) ? T(1) : t);
+    return t * t * (T(3) - T(2) * t);
+}
+
+// ---- vector and matrix functions ---------------------------------------------------------
+KL_VEC_FN T dot(const vec<N, T>& a, const vec<N, T>& b) {
+    T acc = a.c[0] * b.c[0];
+    for (int i = 1; i < N; ++i) acc += a.c[i] * b.c[i];
+    return acc;
+}
+KL_VEC_FN T length_sq(const vec<N, T>& v) { return dot(v, v); }
+KL_VEC_FN T length(const vec<N, T>& v) { return sqrt(dot(v, v)); }
+KL_VEC_FN vec<N, T> normalize(const vec<N, T>& v) {
+    T n = length(v);
+    return n > T(0) ? v / n : vec<N, T>();
+}
+template <typename T> __device__ inline vec<3, T> cross(const vec<3, T>& a, const vec<3, T>& b) {
+    return vec<3, T>(a.c[1] * b.c[2] - a.c[2] * b.c[1], a.c[2] * b.c[0] - a.c[0] * b.c[2],
+                     a.c[0] * b.c[1] - a.c[1] * b.c[0]);
+}
+KL_MAT_FN mat<R, C, T> outer(const vec<R, T>& a, const vec<C, T>& b) {
+    mat<R, C, T> out;
+    for (int i = 0; i < R; ++i) out.r[i] = a.c[i] * b;
+    return out;
+}
+KL_MAT_FN mat<C, R, T> transpose(const mat<R, C, T>& m) {
+    mat<C, R, T> out;
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) out.r[j].c[i] = m.r[i].c[j];
+    return out;
+}
+
+// Determinant of the sub-matrix on rows[0..N) and cols[0..N), by Laplace expansion along
+// its first row, terms combined in the same order as the interpreter's det_expand.
+template <int N, int D, typename T>
+__device__ inline T kl_det_sub(const mat<D, D, T>& m, const int* rows, const int* cols) {
+    if constexpr (N == 1) {
+        return m.r[rows[0]].c[cols[0]];
+    } else {
+        T total = T(0);
+        for (int j = 0; j < N; ++j) {
+            int sub[N - 1];
+            for (int k = 0, n = 0; k < N; ++k)
+                if (k != j) sub[n++] = cols[k];
+            T term = m.r[rows[0]].c[cols[j]] * kl_det_sub<N - 1>(m, rows + 1, sub);
+            total = j == 0 ? term : (j % 2 ? total - term : total + term);
+        }
+        return total;
+    }
+}
+KL_VEC_FN T determinant(const mat<N, N, T>& m) {
+    int idx[N];
+    for (int k = 0; k < N; ++k) idx[k] = k;
+    return kl_det_sub<N>(m, idx, idx);
+}
+// Cofactors C(i, j) = (-1)^(i+j) det(minor(i, j)); the 1x1 case is [1].
+KL_VEC_FN mat<N, N, T> kl_cofactor(const mat<N, N, T>& m) {
+    mat<N, N, T> out;
+    if constexpr (N == 1) {
+        out.r[0].c[0] = T(1);
+    } else {
+        for (int i = 0; i < N; ++i)
+            for (int j = 0; j < N; ++j) {
+                int rows[N - 1], cols[N - 1];
+                for (int k = 0, n = 0; k < N; ++k) if (k != i) rows[n++] = k;
+                for (int k = 0, n = 0; k < N; ++k) if (k != j) cols[n++] = k;
+                T d = kl_det_sub<N - 1>(m, rows, cols);
+                out.r[i].c[j] = (i + j) % 2 ? -d : d;
+            }
+    }
+    return out;
+}
+
+// ---- helpers the derivative rules use ------------------------------------------------------
+template <typename T> __device__ inline T kl_inner(T a, T b) { return a * b; }
+KL_VEC_FN T kl_inner(const vec<N, T>& a, const vec<N, T>& b) {
+    return dot(a, b);
+}
+KL_MAT_FN T kl_inner(const mat<R, C, T>& a, const mat<R, C, T>& b) {
+    T acc = a.r[0].c[0] * b.r[0].c[0];
+    for (int k = 1; k < R * C; ++k) acc += a.r[k / C].c[k % C] * b.r[k / C].c[k % C];
+    return acc;
+}
+KL_VEC_FN T kl_sum(const vec<N, T>& v) {
+    T acc = v.c[0];
+    for (int i = 1; i < N; ++i) acc += v.c[i];
+    return acc;
+}
+KL_MAT_FN T kl_sum(const mat<R, C, T>& m) {
+    T acc = m.r[0].c[0];
+    for (int k = 1; k < R * C; ++k) acc += m.r[k / C].c[k % C];
+    return acc;
+}
+
+// Element k of a vector or matrix in row-major order, and its reshape to another shape.
+KL_VEC_FN T& kl_flat(vec<N, T>& v, int k) { return v.c[k]; }
+KL_MAT_FN T& kl_flat(mat<R, C, T>& m, int k) {
+    return m.r[k / C].c[k % C];
+}
+template <typename X> struct kl_size;
+template <int N, typename T> struct kl_size<vec<N, T>> { static const int value = N; };
+template <int R, int C, typename T> struct kl_size<mat<R, C, T>> {
+    static const int value = R * C;
+};
+template <typename To, typename From> __device__ inline To kl_reshape(From x) {
+    To out;
+    for (int k = 0; k < kl_size<From>::value; ++k) kl_flat(out, k) = kl_flat(x, k);
+    return out;
+}
+
+// Copies with one component (or row) replaced: v[i] = x, m[i] = row, m[i, j] = x.
+KL_VEC_FN vec<N, T> kl_insert(vec<N, T> v, int64 i, T x) {
+    v[int(i)] = x;
+    return v;
+}
+KL_MAT_FN mat<R, C, T> kl_insert(mat<R, C, T> m, int64 i, const vec<C, T>& row) {
+    m[int(i)] = row;
+    return m;
+}
+KL_MAT_FN mat<R, C, T> kl_insert(mat<R, C, T> m, int64 i, int64 j, T x) {
+    m[int(i)][int(j)] = x;
+    return m;
+}
+
+// ---- atomics: each returns the value the element held before ------------------------------
+__device__ inline float32 kl_atomic_add(float32* p, float32 v) { return atomicAdd(p, v); }
+__device__ inline float64 kl_atomic_add(float64* p, float64 v) { return atomicAdd(p, v); }
+__device__ inline int32 kl_atomic_add(int32* p, int32 v) { return atomicAdd(p, v); }
+__device__ inline uint32 kl_atomic_add(uint32* p, uint32 v) { return atomicAdd(p, v); }
+__device__ inline int64 kl_atomic_add(int64* p, int64 v) {
+    return int64(atomicAdd((uint64*)p, uint64(v)));
+}
+template <typename T> __device__ inline T kl_atomic_sub(T* p, T v) {
+    return kl_atomic_add(p, T(0) - v);
+}
+
+// min / max: the element becomes v when v < old (min) or v > old (max).
+__device__ inline int32 kl_atomic_min(int32* p, int32 v) { return atomicMin(p, v); }
+__device__ inline uint32 kl_atomic_min(uint32* p, uint32 v) { return atomicMin(p, v); }
+__device__ inline int64 kl_atomic_min(int64* p, int64 v) { return atomicMin(p, v); }
+__device__ inline int32 kl_atomic_max(int32* p, int32 v) { return atomicMax(p, v); }
+__device__ inline uint32 kl_atomic_max(uint32* p, uint32 v) { return atomicMax(p, v); }
+__device__ inline int64 kl_atomic_max(int64* p, int64 v) { return atomicMax(p, v); }
+
+template <typename T, typename Bits, typename Pick>
+__device__ inline T kl_atomic_cas_loop(T* p, T v, Pick pick) {
+    Bits* bits = (Bits*)p;
+    Bits old = *bits, seen;
+    do {
+        seen = old;
+        T cur = *(T*)&seen;
+        T next = pick(cur, v);
+        if (*(Bits*)&next == seen) break;
+        old = atomicCAS(bits, seen, *(Bits*)&next);
+    } while (old != seen);
+    return *(T*)&old;
+}
+struct kl_pick_min {
+    template <typename T> __device__ T operator()(T cur, T v) const { return v < cur ? v : cur; }
+};
+struct kl_pick_max {
+    template <typename T> __device__ T operator()(T cur, T v) const { return v > cur ? v : cur; }
+};
+__device__ inline float32 kl_atomic_min(float32* p, float32 v) {
+    return kl_atomic_cas_loop<float32, uint32>(p, v, kl_pick_min());
+}
+__device__ inline float64 kl_atomic_min(float64* p, float64 v) {
+    return kl_atomic_cas_loop<float64, uint64>(p, v, kl_pick_min());
+}
+__device__ inline float32 kl_atomic_max(float32* p, float32 v) {
+    return kl_atomic_cas_loop<float32, uint32>(p, v, kl_pick_max());
+}
+__device__ inline float64 kl_atomic_max(float64* p, float64 v) {
+    return kl_atomic_cas_loop<float64, uint64>(p, v, kl_pick_max());
+}
+
+// Vectors and matrices: component by component (add and sub only).
+KL_VEC_FN vec<N, T> kl_atomic_add(vec<N, T>* p, const vec<N, T>& v) {
+    vec<N, T> old;
+    for (int i = 0; i < N; ++i) old.c[i] = kl_atomic_add(&p->c[i], v.c[i]);
+    return old;
+}
+KL_MAT_FN mat<R, C, T> kl_atomic_add(mat<R, C, T>* p, const mat<R, C, T>& v) {
+    mat<R, C, T> old;
+    for (int i = 0; i < R; ++i) old.r[i] = kl_atomic_add(&p->r[i], v.r[i]);
+    return old;
+}
+KL_VEC_FN vec<N, T> kl_atomic_sub(vec<N, T>* p, const vec<N, T>& v) {
+    return kl_atomic_add(p, -v);
+}
+KL_MAT_FN mat<R, C, T> kl_atomic_sub(mat<R, C, T>* p, const mat<R, C, T>& v) {
+    return kl_atomic_add(p, -v);
+}
+
+// ---- the per-thread stack of adjoint kernels -----------------------------------------------
+// Forward replay pushes the locals a loop iteration or branch will need; the reverse sweep
+// pops them. Each value takes whole 8-byte words. The first KL_STACK_LOCAL_WORDS words live
+// in the thread's local memory; past that the stack moves to the device heap (malloc),
+// doubling as it grows, and is freed when the thread's work item ends. If the heap runs out,
+// status code 2 is reported and every later pop yields zero (so loops run no trips).
+#ifndef KL_STACK_LOCAL_WORDS
+#define KL_STACK_LOCAL_WORDS @STACK_LOCAL_WORDS@
+#endif
+struct kl_stack {
+    uint64* words;
+    int64 top;
+    int64 cap;
+    bool failed;
+    kl_status* status;
+    uint64 local[KL_STACK_LOCAL_WORDS];
+
+    __device__ explicit kl_stack(kl_status* s)
+        : words(local), top(0), cap(KL_STACK_LOCAL_WORDS), failed(false), status(s) {}
+    __device__ ~kl_stack() { if (words != local) free(words); }
+
+    __device__ bool grow(int64 need) {
+        int64 bigger = cap * 2;
+        while (bigger < need) bigger *= 2;
+        uint64* moved = (uint64*)malloc(bigger * sizeof(uint64));
+        if (moved == nullptr) {
+            failed = true;
+            kl_report(status, 2, -1, -1, -1, need * int64(sizeof(uint64)));
+            return false;
+        }
+        for (int64 k = 0; k < top; ++k) moved[k] = words[k];
+        if (words != local) free(words);
+        words = moved;
+        cap = bigger;
+        return true;
+    }
+    template <typename T> __device__ void push(const T& value) {
+        const int64 n = (sizeof(T) + 7) / 8;
+        if (failed || (top + n > cap && !grow(top + n))) return;
+        memcpy(words + top, &value, sizeof(T));
+        top += n;
+    }
+    template <typename T> __device__ T pop() {
+        const int64 n = (sizeof(T) + 7) / 8;
+        T value = T();
+        if (failed || top < n) return value;
+        top -= n;
+        memcpy(&value, words + top, sizeof(T));
+        return value;
+    }
+};
+
+}  // namespace kl
