@@ -25,3 +25,12 @@ def line_of(obj, needle: str) -> int:
     hits = [first + k for k, text in enumerate(lines) if needle in text]
     assert len(hits) == 1, f"{needle!r} should occur once in {pyfunc.__name__}"
     return hits[0]
+
+
+@kl.kernel  # row sums: a kernel with a loop, used by several test files
+def sum_2d_rows(a: kl.array(dtype=float, ndim=2), out: kl.array(dtype=float)):
+    i = kl.tid()
+    s = float(0.0)
+    for j in range(a.shape[1]):
+        s += a[i, j]
+    out[i] = s

@@ -6,7 +6,7 @@ backend and compares with what NumPy (or plain arithmetic) computes independentl
 import numpy as np
 
 import kernlab as kl
-from helpers import run
+from helpers import run, sum_2d_rows
 
 
 # ---- thread indices -----------------------------------------------------------------------
@@ -57,15 +57,6 @@ def test_tid_2d_on_a_launch_large_enough_to_run_in_parallel(backend):
 
 
 # ---- arrays -------------------------------------------------------------------------------
-
-@kl.kernel
-def sum_2d_rows(a: kl.array(dtype=float, ndim=2), out: kl.array(dtype=float)):
-    i = kl.tid()
-    s = float(0.0)
-    for j in range(a.shape[1]):
-        s += a[i, j]
-    out[i] = s
-
 
 def test_2d_indexing_and_shape(backend, rng):
     a = rng.standard_normal((4, 5)).astype(np.float32)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import kernlab as kl
+from helpers import sum_2d_rows
 from kernlab import config
 from kernlab import types as T
 from kernlab.backends.llvm import LoweringError, compile_kernel, jit, llvm_source
@@ -601,13 +602,6 @@ def test_a_launch_the_fast_entry_declines_runs_each_thread_once(monkeypatch):
 def test_kernels_with_long_loops_split_smaller_launches_across_threads(monkeypatch):
     """A thread of a kernel with a loop does much more work than one of an element-wise
     kernel, so a launch of 1024 such threads is already worth both cores."""
-    @kl.kernel
-    def row_sums(m: kl.array(dtype=float, ndim=2), out: kl.array(dtype=float)):
-        i = kl.tid()
-        s = float(0.0)
-        for j in range(m.shape[1]):
-            s += m[i, j]
-        out[i] = s
     monkeypatch.setattr(config, "cpu_backend", "llvm")
     monkeypatch.setattr(config, "num_threads", 2)
     seen = []
@@ -616,7 +610,7 @@ def test_kernels_with_long_loops_split_smaller_launches_across_threads(monkeypat
                         lambda fn, buf, bounds: (seen.append(list(bounds)), real(fn, buf, bounds)))
     values = np.random.default_rng(5).random((1024, 7)).astype(np.float32)
     out = kl.zeros(1024)
-    kl.launch(row_sums, 1024, inputs=[kl.array(values), out])
+    kl.launch(sum_2d_rows, 1024, inputs=[kl.array(values), out])
     assert seen == [[0, 512, 1024]]
     np.testing.assert_allclose(out.numpy(), values.astype(np.float64).sum(axis=1), rtol=1e-6)
 
