@@ -94,22 +94,15 @@ def test_int_arithmetic_operators_on_positive_operands(backend):
     np.testing.assert_array_equal(out.numpy(), expected)
 
 
-def test_int_true_division_truncates_toward_zero_like_c_and_warp(backend):
-    # Warp (and C) integer '/' truncates: -7 / 2 == -3, 7 / -2 == -3.
+@pytest.mark.parametrize("column", [3, 4], ids=["true_division", "floordiv"])
+def test_int_division_truncates_toward_zero_like_c_and_warp(backend, column):
+    # Warp's (and C's) integer '/' and '//' truncate: -7 / 2 == -7 // 2 == -3, 7 / -2 == -3
+    # (Python's // would give -4).
     a = np.array([-7, 7, -8, -1], np.int32)
     b = np.array([2, -2, 3, 5], np.int32)
     out = kl.zeros((4, 7), dtype=int)
     run(int_ops, 4, i32(a), i32(b), out)
-    np.testing.assert_array_equal(out.numpy()[:, 3], np.trunc(a / b).astype(np.int32))
-
-
-def test_int_floordiv_truncates_like_c_and_warp(backend):
-    # Warp's '//' on ints is C's division: -7 // 2 == -3 (Python would give -4).
-    a = np.array([-7, 7, -8, -1], np.int32)
-    b = np.array([2, -2, 3, 5], np.int32)
-    out = kl.zeros((4, 7), dtype=int)
-    run(int_ops, 4, i32(a), i32(b), out)
-    np.testing.assert_array_equal(out.numpy()[:, 4], np.trunc(a / b).astype(np.int32))
+    np.testing.assert_array_equal(out.numpy()[:, column], np.trunc(a / b).astype(np.int32))
 
 
 def test_int_modulo_takes_the_sign_of_the_dividend_like_c_and_warp(backend):
