@@ -2,6 +2,10 @@
 
     python benchmarks/run.py [--quick] [--only NAME] [--repeats N]
 
+The GPU group (--only cuda: kernlab's CUDA backend next to Warp's) runs by default only
+where kernlab sees a GPU; asked for without one, its GPU rows show n/a with the reason and
+its compile rows use NVRTC alone.
+
 Times are best-of-N after warm-up, except launch overhead (a mean over many launches) and
 compile/import times (single fresh processes). A peer that is not installed shows n/a.
 Nothing here asserts a timing: this is a report.
@@ -20,12 +24,14 @@ import kernlab as kl  # noqa: E402
 
 import bench_compile  # noqa: E402
 import bench_compute  # noqa: E402
+import bench_cuda  # noqa: E402
 import bench_launch  # noqa: E402
 import bench_saxpy  # noqa: E402
 from common import Row, Settings, fmt_time, kernlab_revision, machine_line  # noqa: E402
 
 BENCHMARKS = {"saxpy": bench_saxpy, "compute": bench_compute, "compile": bench_compile,
-              "launch": bench_launch}
+              "launch": bench_launch, "cuda": bench_cuda}
+GPU_ONLY = ("cuda",)  # run by default only when kernlab sees a GPU
 COLUMNS = [("kernlab", "kernlab"), ("numpy", "NumPy"), ("numba", "Numba"), ("warp", "Warp"),
            ("bound", "bound")]
 
@@ -51,7 +57,8 @@ def table(rows: list[Row]) -> str:
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="smaller sizes (saxpy 1M, n-body 2048)")
+    p.add_argument("--quick", action="store_true",
+                   help="smaller sizes (saxpy 1M, n-body 2048, cuda 10M)")
     p.add_argument("--only", action="append", choices=sorted(BENCHMARKS),
                    help="run only this benchmark group (repeatable)")
     p.add_argument("--repeats", type=int, default=30, help="best-of-N for array benchmarks")
@@ -77,7 +84,9 @@ def main(argv=None) -> int:
           f"(below 1: kernlab faster)\n", flush=True)
     start = time.perf_counter()
     rows = []
-    for name in args.only or BENCHMARKS:
+    groups = args.only or [name for name in BENCHMARKS
+                           if name not in GPU_ONLY or kl.is_cuda_available()]
+    for name in groups:
         try:
             rows += BENCHMARKS[name].run(settings)
         except Exception as err:  # noqa: BLE001 — one broken group must not hide the others
