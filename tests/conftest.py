@@ -1,17 +1,74 @@
-"""Shared fixtures: run a test on every CPU backend, and (where present) on CUDA."""
+"""Shared fixtures: run a test on every CPU backend and, where present, on CUDA.
+
+``backend`` runs a test on the reference interpreter, on LLVM CPU code and on a CUDA GPU
+(skipped cleanly without one). With ``--cuda-emulated`` it also runs on "cuda-emulated":
+a fake CUDA driver (tests/fake_cuda.py) whose kernels are the generated CUDA C++ compiled
+by g++ for the CPU, so the whole backend-parametrised suite exercises the CUDA renderer,
+parameter packing, device memory and status word on a machine without a GPU. On either
+CUDA backend the default device is "cuda:0", so arrays the test makes (``kl.array``,
+``kl.zeros``, ...) live on the GPU, and ``a.numpy()`` is a host copy, as in Warp.
+"""
+import gc
+
 import numpy as np
 import pytest
 
 import kernlab as kl
 
 CPU_BACKENDS = ["interp", "llvm"]
+CUDA_BACKENDS = ["cuda", "cuda-emulated"]
 
 
-@pytest.fixture(params=CPU_BACKENDS)
-def backend(request, monkeypatch):
-    """Runs the test once on the reference interpreter and once on LLVM CPU code."""
-    monkeypatch.setattr(kl.config, "cpu_backend", request.param)
-    return request.param
+def pytest_addoption(parser):
+    parser.addoption("--long-fuzz", action="store_true", default=False,
+                     help="run the fuzzers long (thousands of generated kernels; minutes)")
+    parser.addoption("--cuda-emulated", action="store_true", default=False,
+                     help="also run the backend-parametrised tests on an emulated GPU "
+                          "(the generated CUDA C++ compiled by g++; minutes)")
+
+
+def pytest_generate_tests(metafunc):
+    if "backend" in metafunc.fixturenames:
+        names = CPU_BACKENDS + ["cuda"]
+        if metafunc.config.getoption("--cuda-emulated"):
+            names.append("cuda-emulated")
+        metafunc.parametrize("backend", names, indirect=True)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cpu_only(why): a backend-parametrised test that only "
+                            "makes sense on the CPU backends; skipped on CUDA with the reason")
+
+
+@pytest.fixture
+def backend(request, monkeypatch, tmp_path_factory):
+    """The backend a test runs on: "interp", "llvm", "cuda" or "cuda-emulated"."""
+    name = request.param
+    if name in CUDA_BACKENDS:
+        marker = request.node.get_closest_marker("cpu_only")
+        if marker is not None:
+            pytest.skip(f"CPU only: {marker.args[0] if marker.args else ''}")
+        if name == "cuda":
+            if not kl.is_cuda_available():
+                pytest.skip("no CUDA GPU")
+        else:
+            import fake_cuda
+            if fake_cuda.CXX is None:
+                pytest.skip("no C++ compiler to emulate CUDA code on the CPU")
+            folder = tmp_path_factory.getbasetemp() / "cuda-emulated"
+            folder.mkdir(exist_ok=True)
+            fake = fake_cuda.install(monkeypatch, devices=1, emulate_in=folder)
+        scope = kl.ScopedDevice("cuda:0")
+        scope.__enter__()
+
+        def leave():
+            scope.__exit__(None, None, None)
+            if name == "cuda-emulated" and set(fake.blocks) - fake.status_words:
+                gc.collect()  # free the test's device arrays while their fake is installed
+        request.addfinalizer(leave)
+    else:
+        monkeypatch.setattr(kl.config, "cpu_backend", name)
+    return name
 
 
 @pytest.fixture(autouse=True)
@@ -24,8 +81,3 @@ def _private_cache(tmp_path_factory, monkeypatch):
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
-
-
-def pytest_addoption(parser):
-    parser.addoption("--long-fuzz", action="store_true", default=False,
-                     help="run the fuzzers long (thousands of generated kernels; minutes)")

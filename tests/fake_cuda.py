@@ -19,6 +19,7 @@ import math
 import pathlib
 import shutil
 import subprocess
+import weakref
 
 from kernlab.backends.cuda import driver
 from kernlab.backends.cuda.render import entry_name, render_cuda
@@ -61,6 +62,7 @@ class FakeDriver:
         self.calls: dict = {}       # driver function -> number of calls
         self.fail_launch = None     # a CUresult for cuLaunchKernel to return
         self.launched: list = []    # (kernel name, grid, parameter block address)
+        self.status_words: set = set()  # addresses of the emulated kernels' status words
 
     def _count(self, name):
         self.calls[name] = self.calls.get(name, 0) + 1
@@ -228,7 +230,7 @@ class HostEmulated:
     """The kernel's CUDA C++ compiled for the CPU; ``launch`` as the interpreter's (host
     arrays), ``run_block`` on a packed parameter block (what cuLaunchKernel gets)."""
 
-    def __init__(self, func, folder: pathlib.Path, bounds_check=True):
+    def __init__(self, func, folder: pathlib.Path, bounds_check=True, verify_fp=False):
         from kernlab.backends.cuda.header import HEADER, HEADER_NAME
         from kernlab.backends.cuda.render import ctype
         self.func = func
@@ -238,7 +240,7 @@ class HostEmulated:
         fields += [(block_type.status.offset, "kl_status*"),
                    (block_type.dims.offset, "kl_dims")]
         unpack = ", ".join(f"*({t}*)(block + {off})" for off, t in fields)
-        source = render_cuda(func, bounds_check) + (
+        source = render_cuda(func, bounds_check, verify_fp) + (
             f'namespace kl {{ extern "C" void kl_host_launch(char* block) {{ '
             f"{entry_name(func)}({unpack}); }} }}\n")
         key = hashlib.sha256(source.encode()).hexdigest()[:16]
@@ -294,16 +296,21 @@ def install(monkeypatch, devices: int = 2, emulate_in: pathlib.Path | None = Non
     monkeypatch.setattr(device, "_devices", {"cpu": device._CPU})
     monkeypatch.setattr(device, "_default", [device._CPU])
     if emulate_in is not None:
-        loaded: dict = {}
+        # kernel -> {ordinal: what _load returns}; weak, since a new kernel may reuse the
+        # id() of a collected one (a closure kernel made afresh, say)
+        loaded = weakref.WeakKeyDictionary()
 
         def load(kernel, ordinal):  # CudaKernel._load without NVRTC and modules
-            key = (id(kernel), ordinal)
-            if key not in loaded:
+            mine = loaded.setdefault(kernel, {})
+            if ordinal not in mine:
                 driver.context(ordinal)
-                emulated = HostEmulated(kernel.func, emulate_in, kernel.bounds_check)
+                emulated = HostEmulated(kernel.func, emulate_in, kernel.bounds_check,
+                                        kernel.verify_fp)
                 status = driver.alloc(ctypes.sizeof(driver.StatusWord), ordinal)
-                loaded[key] = (None, emulated, status)
-            return loaded[key]
+                driver.memset(status, 0, ctypes.sizeof(driver.StatusWord), ordinal)
+                fake.status_words.add(status)
+                mine[ordinal] = (None, emulated, status)
+            return mine[ordinal]
 
         monkeypatch.setattr(driver.CudaKernel, "_load", load)
     return fake

@@ -67,15 +67,16 @@ def assemble(ptx: str, arch: int, path: pathlib.Path) -> str | None:
     return run.stderr if run.returncode else None
 
 
-def compile_everywhere(funcs, tmp_path, unchecked=False):
-    """NVRTC to PTX for each arch, then ptxas (when found), for every function; also
-    without bounds checks if asked. The jobs run in parallel (NVRTC releases the GIL)."""
-    jobs = [(f, arch, True) for f in funcs for arch in ARCHS]
-    jobs += [(f, 80, False) for f in funcs] if unchecked else []
+def compile_everywhere(funcs, tmp_path, variants=False):
+    """NVRTC to PTX for each arch, then ptxas (when found), for every function; with
+    ``variants`` also without bounds checks and with verify_fp's NaN/Inf checks. The jobs
+    run in parallel (NVRTC releases the GIL)."""
+    jobs = [(f, arch, True, False) for f in funcs for arch in ARCHS]
+    jobs += [(f, 80, c, not c) for f in funcs for c in (False, True)] if variants else []
 
     def job(k):
-        func, arch, checks = jobs[k]
-        ptx = nvrtc.compile_ptx(render_cuda(func, bounds_check=checks), func.name, arch)
+        func, arch, checks, verify_fp = jobs[k]
+        ptx = nvrtc.compile_ptx(render_cuda(func, checks, verify_fp), func.name, arch)
         assert f".entry {cuda.entry_name(func)}(" in ptx
         assert f".target sm_{arch}" in ptx
         if PTXAS is not None:
@@ -267,8 +268,8 @@ def test_kernel_compiles_to_ptx_forward_and_adjoint(kernel, tmp_path):
         funcs.append(kernel.adjoint_ir)
     except KernelError:
         pass  # not differentiable on purpose (checked by the autodiff tests)
-    unchecked = kernel.__module__ == __name__  # the corpus: also without bounds checks
-    compile_everywhere(funcs, tmp_path, unchecked)
+    variants = kernel.__module__ == __name__  # the corpus: also unchecked and verify_fp
+    compile_everywhere(funcs, tmp_path, variants)
 
 
 # ---- one kernel calling every builtin overload ---------------------------------------------

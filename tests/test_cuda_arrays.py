@@ -672,6 +672,19 @@ def test_out_of_bounds_on_the_device_names_kernel_line_index_and_shape(runner):
     assert "in kernel 'scale'" in text and "y[i] = s * x[i]" in text
 
 
+def test_the_status_word_is_cleared_after_a_failure_only(runner):
+    x, y = kl.array(np.arange(4.0), dtype=float, device="cuda"), kl.zeros(8, device="cuda")
+    kl.launch(scale, 4, inputs=[x, y, 2.0])  # loads the kernel: its status word starts at 0
+    clears = runner.calls.get("cuMemsetD8", 0) if runner else None
+    kl.launch(scale, 4, inputs=[x, y, 3.0])
+    with pytest.raises(IndexError, match="index 4 is out of bounds"):
+        kl.launch(scale, 6, inputs=[x, y, 1.0])
+    kl.launch(scale, 4, inputs=[x, y, 5.0])  # clean again: no stale report
+    np.testing.assert_array_equal(y.numpy(), [0, 5, 10, 15, 0, 0, 0, 0])
+    if runner:  # a clean launch writes nothing to clear; the failed one is cleared once
+        assert runner.calls.get("cuMemsetD8", 0) == clears + 1
+
+
 def test_the_runner_refuses_host_arrays_naming_the_parameter(runner):
     runner_of = scale.compiled("cuda")
     with pytest.raises(kl.LaunchError, match=r"'scale'.*parameter 'y' got an array on cpu"):

@@ -128,6 +128,7 @@ def test_from_dlpack_of_a_strided_view_reads_the_right_elements(backend):
     np.testing.assert_array_equal(data, np.arange(12).reshape(3, 4) + 1)
 
 
+@pytest.mark.cpu_only("the DLPack capsule comes from NumPy: host memory")
 def test_from_dlpack_of_every_other_vec3(backend):
     data = np.arange(24, dtype=np.float32).reshape(8, 3)
     a = kl.from_dlpack(data[::2], dtype=kl.vec3)

@@ -398,6 +398,7 @@ def _lines(stream, out: queue.Queue):
     out.put(None)
 
 
+@pytest.mark.cpu_only("a kernel running on a GPU cannot be stopped from the host")
 def test_keyboard_interrupt_stops_an_endless_kernel_within_a_second(backend, tmp_path):
     proc = subprocess.Popen(child_command(INTERRUPT_CHILD, tmp_path, backend),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import config
-from ..errors import KernelFPError, LaunchError
+from ..errors import LaunchError
 from ..ir.nodes import Op
 from ..kernel import Kernel
 from . import tape as _tape
@@ -295,8 +295,6 @@ def _run(kernel: Kernel, dims, args, device, adjoint):
         for k in written:
             if args[k] is not None:
                 args[k]._bump_version()
-    if config.verify_fp and backend not in ("interp", "llvm"):  # these check every store
-        _verify_fp(kernel, func, args, written)
 
 
 def written_params(func) -> list[int]:
@@ -309,17 +307,3 @@ def written_params(func) -> list[int]:
     return cached
 
 
-def _verify_fp(kernel, func, args, written):
-    for k in written:
-        a = args[k]
-        if a is None or not a.dtype.is_float:
-            continue
-        data = a.numpy()
-        if not np.all(np.isfinite(data)):
-            bad = np.argwhere(~np.isfinite(data))[0]
-            p = func.params[k]
-            store = next(i for i in func.body.walk()
-                         if i.op in (Op.STORE, Op.ATOMIC) and i.args[0] is p.value)
-            raise KernelFPError(f"kernel '{kernel.key}' wrote {data[tuple(bad)]} into "
-                                f"'{p.name}' at index {tuple(int(x) for x in bad)}",
-                                store.loc, kernel=kernel.key)

@@ -61,7 +61,7 @@ def _free(ptr: int, ordinal: int) -> None:
 class DeviceArray:
     """A strided view of a DeviceBuffer, shaped like a NumPy array (byte strides)."""
 
-    __slots__ = ("buffer", "offset", "shape", "strides", "dtype")
+    __slots__ = ("buffer", "offset", "shape", "strides", "dtype", "__weakref__")
 
     def __init__(self, buffer: DeviceBuffer, offset: int, shape: tuple, strides: tuple,
                  dtype: np.dtype):

@@ -12,9 +12,10 @@ from __future__ import annotations
 from .render import entry_name, render_cuda
 
 
-def source(func, target: str = "cuda", bounds_check: bool = True) -> str:
+def source(func, target: str = "cuda", bounds_check: bool = True,
+           verify_fp: bool = False) -> str:
     """The CUDA C++ (target "cuda") or PTX (target "ptx"; no GPU needed) of a kernel."""
-    text = render_cuda(func, bounds_check)
+    text = render_cuda(func, bounds_check, verify_fp)
     if target == "cuda":
         return text
     if target == "ptx":
@@ -30,11 +31,9 @@ def is_available() -> bool:
 
 
 def compile_kernel(func, bounds_check: bool = True, verify_fp: bool = False):
-    """A runner for one kernel variant: ``.launch(dims, args)`` as the interpreter's.
-    (verify_fp is accepted for the LLVM backend's signature; the CUDA kernels do not check
-    for NaN/Inf in the kernel yet.)"""
+    """A runner for one kernel variant: ``.launch(dims, args)`` as the interpreter's."""
     from .driver import CudaKernel
-    return CudaKernel(func, bounds_check)
+    return CudaKernel(func, bounds_check, verify_fp)
 
 
 __all__ = ["source", "render_cuda", "entry_name", "is_available", "compile_kernel"]

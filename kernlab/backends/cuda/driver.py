@@ -25,10 +25,10 @@ import threading
 
 import numpy as np
 
-from ...errors import KernelError, KernelIndexError, LaunchError
+from ...errors import KernelError, LaunchError, not_finite_error, out_of_bounds_error
 from ...ir.nodes import Function, Op
 from ...types import ArrayType
-from .header import STATUS_BOUNDS, STATUS_STACK
+from .header import STATUS_BOUNDS, STATUS_NOT_FINITE, STATUS_STACK
 from .render import entry_name, render_cuda
 
 BLOCK_SIZE = 256
@@ -247,10 +247,10 @@ def parameter_block(func: Function):
 class CudaKernel:
     """One compiled kernel variant; ``launch(dims, args)`` runs it like the interpreter."""
 
-    def __init__(self, func: Function, bounds_check: bool = True):
-        self.func, self.bounds_check = func, bounds_check
+    def __init__(self, func: Function, bounds_check: bool = True, verify_fp: bool = False):
+        self.func, self.bounds_check, self.verify_fp = func, bounds_check, verify_fp
         self.name = entry_name(func)
-        self.source = render_cuda(func, bounds_check)
+        self.source = render_cuda(func, bounds_check, verify_fp)
         self.block_type = parameter_block(func)
         self.written = {k for k, p in enumerate(func.params)
                         if any(i.op in (Op.STORE, Op.ATOMIC) and i.args[0] is p.value
@@ -275,6 +275,7 @@ class CudaKernel:
         function = _check(driver.cuModuleGetFunction(module, self.name.encode()),
                           "cuModuleGetFunction", self.func.name)
         status = alloc(ctypes.sizeof(StatusWord), ordinal)
+        memset(status, 0, ctypes.sizeof(StatusWord), ordinal)
         loaded = self._functions[ordinal] = (module, function, status)
         return loaded
 
@@ -290,8 +291,7 @@ class CudaKernel:
                                 lambda k, a: self._device_array(k, a, ordinal), 0)
         ctx = context(ordinal)
         _, function, status = self._load(ordinal)
-        block.status = status
-        memset(status, 0, ctypes.sizeof(StatusWord), ordinal)
+        block.status = status  # zero: kernels only write it to report a failure
         pointers = parameter_pointers(block)
         grid = max(1, min(-(-total // BLOCK_SIZE), ctx.sm_count * BLOCKS_PER_SM))
         driver = _bindings()
@@ -301,7 +301,9 @@ class CudaKernel:
         _check(driver.cuCtxSynchronize(), "cuCtxSynchronize", self.func.name)
         word = StatusWord()
         memcpy_dtoh(ctypes.addressof(word), status, ctypes.sizeof(word), ordinal)
-        raise_status(self.func, word, args)
+        if word.flag:
+            memset(status, 0, ctypes.sizeof(StatusWord), ordinal)  # clean for the next one
+            raise_status(self.func, word, args)
 
     def _device_array(self, k: int, a, ordinal: int):
         """(device pointer, byte strides) of array argument k, which must live on the GPU
@@ -352,11 +354,17 @@ def raise_status(func: Function, word: StatusWord, args):
     """Turn a launch's status word into the exception the interpreter would raise."""
     if word.flag == STATUS_BOUNDS:
         site = func.sites[word.site]
-        arr = args[word.param] if 0 <= word.param < len(args) else None
-        shape = tuple(arr.shape) if arr is not None else ()
-        raise KernelIndexError(
-            f"index {word.index} is out of bounds for axis {word.axis} of array "
-            f"'{site.array}' with shape {shape}", site.loc, kernel=func.name)
+        if site.shape is not None:  # a vector or matrix component
+            shape = site.shape
+        else:
+            arr = args[word.param] if 0 <= word.param < len(args) else None
+            shape = tuple(arr.shape) if arr is not None else ()
+        raise out_of_bounds_error(func, site, word.axis, word.index, shape)
+    if word.flag == STATUS_NOT_FINITE:
+        site = func.sites[word.site] if 0 <= word.site < len(func.sites) else None
+        p, arr = func.params[word.param], args[word.param]
+        raise not_finite_error(func, site, p.name, None if arr is None else arr.numpy(),
+                               p.type.ndim, word.index)
     if word.flag == STATUS_STACK:
         raise CudaError(
             f"the adjoint of kernel '{func.name}' ran out of GPU heap for the loop state it "

@@ -17,7 +17,7 @@ HEADER_NAME = "kernlab_cuda.h"
 STACK_LOCAL_WORDS = 32
 
 # Status codes written into kl_status.flag; the runtime turns them into exceptions.
-STATUS_OK, STATUS_BOUNDS, STATUS_STACK = 0, 1, 2
+STATUS_OK, STATUS_BOUNDS, STATUS_STACK, STATUS_NOT_FINITE = 0, 1, 2, 3
 
 # The C++ itself is kernlab_cuda.h beside this file (a header an editor can read as C++);
 # @STACK_LOCAL_WORDS@ in it is filled in here.

@@ -82,7 +82,8 @@ __device__ inline int64 kl_coord(const kl_dims& dims, int64 flat, int d) {
 }
 
 struct kl_status {
-    int32 flag;    // 0: fine; 1: an index out of bounds; 2: the adjoint stack ran out of heap
+    int32 flag;    // 0: fine; 1: an index out of bounds; 2: the adjoint stack ran out of heap;
+                   // 3: verify_fp: a NaN or Inf stored (index: the flat element)
     int32 site;    // which access (Function.sites)
     int32 axis;
     int32 param;   // which kernel parameter the array is
@@ -149,6 +150,19 @@ template <typename T> __device__ inline bool kl_check(kl_status* s, int32 site, 
                                                       int64 k, int64 l) {
     return kl_axis_ok(s, site, param, a, 0, i) && kl_axis_ok(s, site, param, a, 1, j)
         && kl_axis_ok(s, site, param, a, 2, k) && kl_axis_ok(s, site, param, a, 3, l);
+}
+
+// A vector or matrix component at a runtime index: true when every index is inside its
+// extent; otherwise the first bad axis is reported (param -1) and the thread stops.
+__device__ inline bool kl_components_ok(kl_status* s, int32 site, int64 i, int64 n) {
+    if (i >= 0 && i < n) return true;
+    kl_report(s, 1, site, 0, -1, i);
+    return false;
+}
+__device__ inline bool kl_components_ok(kl_status* s, int32 site, int64 i, int64 n, int64 j,
+                                        int64 m) {
+    return kl_components_ok(s, site, i, n)
+        && (j >= 0 && j < m ? true : (kl_report(s, 1, site, 1, -1, j), false));
 }
 
 // ---- vectors and matrices: small value types ---------------------------------------------
@@ -451,6 +465,31 @@ template <typename To, typename From> __device__ inline To kl_reshape(From x) {
     To out;
     for (int k = 0; k < kl_size<From>::value; ++k) kl_flat(out, k) = kl_flat(x, k);
     return out;
+}
+
+// verify_fp: whether a stored value is finite in every component, and the flat (row-major)
+// element index of the store that is reported when it is not.
+__device__ inline bool kl_all_finite(float32 x) { return isfinite(x); }
+__device__ inline bool kl_all_finite(float64 x) { return isfinite(x); }
+template <typename X> __device__ inline bool kl_all_finite(X x) {
+    for (int k = 0; k < kl_size<X>::value; ++k)
+        if (!isfinite(kl_flat(x, k))) return false;
+    return true;
+}
+template <typename T> __device__ inline int64 kl_flat_index(const array_t<T>&, int64 i) {
+    return i;
+}
+template <typename T> __device__ inline int64 kl_flat_index(const array_t<T>& a, int64 i,
+                                                            int64 j) {
+    return i * a.shape[1] + j;
+}
+template <typename T> __device__ inline int64 kl_flat_index(const array_t<T>& a, int64 i,
+                                                            int64 j, int64 k) {
+    return (i * a.shape[1] + j) * a.shape[2] + k;
+}
+template <typename T> __device__ inline int64 kl_flat_index(const array_t<T>& a, int64 i,
+                                                            int64 j, int64 k, int64 l) {
+    return ((i * a.shape[1] + j) * a.shape[2] + k) * a.shape[3] + l;
 }
 
 // Copies with one component (or row) replaced: v[i] = x, m[i] = row, m[i, j] = x.

@@ -6,11 +6,15 @@ the kernels include is handed to NVRTC by name, so the source a user reads stays
 
 A compile failure is a CudaCompileError naming the kernel, with NVRTC's log below the
 user-facing line ("while compiling kernel 'k' for cuda: ..."). Results are cached under
-a key of the source, the header, the architecture, the options and NVRTC's version.
+a key of the source, the header, the architecture, the options and the NVRTC library
+(compiler_identity: a cache hit does not load NVRTC).
 """
 from __future__ import annotations
 
 import functools
+import glob
+import importlib.util
+import os
 
 from ...errors import KernelError
 from ...runtime import cache
@@ -76,20 +80,40 @@ def compile_cubin(source: str, kernel: str, arch: int | None = None, loc=None) -
     return compile_cuda(source, kernel, arch, loc, cubin=True)
 
 
+@functools.lru_cache(maxsize=None)
+def compiler_identity() -> str:
+    """What the cache key says about the compiler. For NVRTC from its PyPI wheel (what
+    cuda.bindings loads first): its library files' paths, sizes and times, which a stat
+    tells without loading the library, so a process that finds everything in the cache
+    never pays the ~35 ms of loading NVRTC. Otherwise NVRTC's version (loads it)."""
+    files = []
+    spec = importlib.util.find_spec("nvidia")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        for pattern in ("*/lib/libnvrtc.so*", "*/bin/nvrtc64*.dll"):
+            files += sorted(glob.glob(os.path.join(root, pattern)))
+    if files:
+        return ";".join(f"{f}:{os.stat(f).st_size}:{os.stat(f).st_mtime_ns}" for f in files)
+    return f"nvrtc {version()}"
+
+
 def compile_cuda(source: str, kernel: str, arch: int | None, loc, cubin: bool) -> bytes:
     arch = default_arch() if arch is None else int(arch)
+    target = f"--gpu-architecture={'sm' if cubin else 'compute'}_{arch}"
+    options = [target, *OPTIONS]
+    try:
+        identity = compiler_identity()
+    except Exception:  # NVRTC is missing: said below, with what to install
+        identity = None
+    key = identity and cache.key_for("cuda", "cubin" if cubin else "ptx", identity,
+                                     " ".join(options), HEADER, source)
+    hit = cache.load(key) if key else None
+    if hit is not None:
+        return hit
     nvrtc = _nvrtc()
-    if nvrtc is None:
+    if nvrtc is None or identity is None:
         raise CudaCompileError(
             "compiling CUDA code needs NVRTC: pip install 'kernlab[cuda]' "
             "(cuda-python and nvidia-cuda-nvrtc)", loc, kernel=kernel)
-    target = f"--gpu-architecture={'sm' if cubin else 'compute'}_{arch}"
-    options = [target, *OPTIONS]
-    key = cache.key_for("cuda", "cubin" if cubin else "ptx", version(), " ".join(options),
-                        HEADER, source)
-    hit = cache.load(key)
-    if hit is not None:
-        return hit
     out = _run_nvrtc(nvrtc, source, kernel, options, loc, cubin)
     cache.store(key, out)
     return out
