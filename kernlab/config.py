@@ -30,6 +30,11 @@ bounds_check: bool = True
 # When True, a NaN or Inf written by a kernel raises an error naming the kernel and line.
 verify_fp: bool = False
 
+# The GPU architecture (compute capability as an int: 80 for sm_80, 90 for sm_90) that
+# kl.source(k, "ptx") compiles for; None: the first GPU's, or 80 when there is no GPU.
+# (Launches always compile for the GPU they run on.) Warp calls this ptx_target_arch too.
+ptx_target_arch: int | None = None
+
 # CPU worker threads for kernel launches.
 num_threads: int = default_num_threads()
 

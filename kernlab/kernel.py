@@ -134,9 +134,12 @@ def func_grad(forward: Func):
     return wrap
 
 
-def source(k: Kernel, target: str = "ir", adjoint: bool = False) -> str:
+def source(k: Kernel, target: str = "ir", adjoint: bool = False, *,
+           arch: int | None = None) -> str:
     """The listing of a kernel: "ir", "llvm" (as lowered, with the user's lines), "llvm-opt"
-    (after optimisation), "cuda" or "ptx"; the adjoint's with adjoint=True."""
+    (after optimisation), "cuda" or "ptx"; the adjoint's with adjoint=True. ``arch`` picks
+    the GPU architecture of "ptx" (80 for sm_80; default kl.config.ptx_target_arch, else
+    the first GPU's, else 80): PTX for any GPU can be made on a machine without one."""
     if not isinstance(k, Kernel):
         raise TypeError(f"kl.source() takes a kernel, not {k!r}")
     func = k.adjoint_ir if adjoint else k.ir
@@ -147,6 +150,7 @@ def source(k: Kernel, target: str = "ir", adjoint: bool = False) -> str:
         return llvm_source(func, bounds_check=k.bounds_check(), optimized=target == "llvm-opt")
     if target in ("cuda", "ptx"):
         from .backends import cuda
-        return cuda.source(func, target, bounds_check=k.bounds_check())
+        return cuda.source(func, target, bounds_check=k.bounds_check(),
+                           verify_fp=bool(config.verify_fp), arch=arch)
     raise ValueError(f"unknown target {target!r}: use 'ir', 'llvm', 'llvm-opt', 'cuda' or "
                      "'ptx'")

@@ -7,10 +7,12 @@ live allocation of the device whose context is current, and no host address may.
 
 ``HostEmulated`` compiles a kernel's generated CUDA C++ for the CPU with g++ (__device__
 and __global__ defined away, CUDA's intrinsics emulated for one thread at a time) and runs
-it on the driver's packed parameter block. With ``install(..., emulate=True)`` the fake's
-cuLaunchKernel runs kernels that way, over the fake's "device" memory, so whole launches
-and Tape.backward on cuda arrays run on a machine without a GPU; only NVRTC's code
-generation and the real driver are left to the GPU tests.
+it on the driver's packed parameter block; where NVRTC is installed it also compiles the
+same source to PTX for sm_80, so every kernel a test runs this way is known to build for
+a GPU. With ``install(..., emulate_in=folder)`` the fake's cuLaunchKernel runs kernels
+that way, over the fake's "device" memory, so whole launches and Tape.backward on cuda
+arrays run on a machine without a GPU; only NVRTC's machine code and the real driver are
+left to the GPU tests.
 """
 import ctypes
 import enum
@@ -21,7 +23,7 @@ import shutil
 import subprocess
 import weakref
 
-from kernlab.backends.cuda import driver
+from kernlab.backends.cuda import driver, nvrtc
 from kernlab.backends.cuda.render import entry_name, render_cuda
 
 CXX = shutil.which("g++") or shutil.which("clang++")
@@ -240,7 +242,8 @@ class HostEmulated:
         fields += [(block_type.status.offset, "kl_status*"),
                    (block_type.dims.offset, "kl_dims")]
         unpack = ", ".join(f"*({t}*)(block + {off})" for off, t in fields)
-        source = render_cuda(func, bounds_check, verify_fp) + (
+        kernel_source = render_cuda(func, bounds_check, verify_fp)
+        source = kernel_source + (
             f'namespace kl {{ extern "C" void kl_host_launch(char* block) {{ '
             f"{entry_name(func)}({unpack}); }} }}\n")
         key = hashlib.sha256(source.encode()).hexdigest()[:16]
@@ -254,6 +257,8 @@ class HostEmulated:
                                   "-include", str(folder / "shim.h"), f"-I{folder}", str(cpp),
                                   "-o", str(lib)], capture_output=True, text=True)
             assert run.returncode == 0, run.stderr[:5000]
+            if nvrtc.is_available():  # what a GPU would get must compile too (on a miss:
+                nvrtc.compile_ptx(kernel_source, func.name, 80)  # the disk cache is kept)
         self.lib = ctypes.CDLL(str(lib))
         self.block_type = block_type
 

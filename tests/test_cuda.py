@@ -450,6 +450,20 @@ def test_ptx_target_works_without_a_gpu():
 
 
 @needs_nvrtc
+def test_ptx_for_a_chosen_architecture(monkeypatch):
+    ptx = kl.source(listing_example, "ptx", adjoint=True, arch=90)
+    assert ".entry listing_example_adj(" in ptx and ".target sm_90" in ptx
+    monkeypatch.setattr(kl.config, "ptx_target_arch", 86)
+    assert ".target sm_86" in kl.source(listing_example, "ptx")
+
+
+def test_the_cuda_listing_shows_the_verify_fp_checks(monkeypatch):
+    assert "kl_all_finite" not in kl.source(listing_example, "cuda")
+    monkeypatch.setattr(kl.config, "verify_fp", True)
+    assert "kl_all_finite" in kl.source(listing_example, "cuda")
+
+
+@needs_nvrtc
 def test_nvrtc_errors_name_the_kernel_and_carry_the_log():
     with pytest.raises(nvrtc.CudaCompileError) as info:
         nvrtc.compile_ptx("this is not C++;", "broken", 80)

@@ -696,9 +696,15 @@ def test_a_failing_launch_is_a_cuda_error_naming_the_kernel(runner):
         pytest.skip("the failure is injected through the fake driver")
     runner.fail_launch = CUresult.CUDA_ERROR_ILLEGAL_ADDRESS
     with pytest.raises(CudaError, match="CUDA_ERROR_ILLEGAL_ADDRESS while running kernel "
-                                        "'scale'"):
+                                        "'scale'") as info:
         kl.launch(scale, 3, inputs=[kl.zeros(3, device="cuda"), kl.zeros(3, device="cuda"),
                                     1.0])
+    assert "restart the Python kernel" in str(info.value)  # the context is lost for good
+    runner.fail_launch = CUresult.CUDA_ERROR_OUT_OF_MEMORY  # not sticky: no such advice
+    with pytest.raises(CudaError, match="CUDA_ERROR_OUT_OF_MEMORY") as info:
+        kl.launch(scale, 3, inputs=[kl.zeros(3, device="cuda"), kl.zeros(3, device="cuda"),
+                                    1.0])
+    assert "restart" not in str(info.value)
 
 
 def test_torch_shares_device_memory_both_ways(runner):

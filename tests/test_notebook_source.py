@@ -1,5 +1,6 @@
 """Kernels defined in IPython cells: the frontend reads their source through inspect and
 linecache, which IPython fills in for each cell, and errors name the cell's line."""
+import sys
 import textwrap
 
 import numpy as np
@@ -17,6 +18,9 @@ def shell():
     sh.run_cell("import numpy as np\nimport kernlab as kl\n", store_history=True)
     yield sh
     sh.reset(new_session=False)
+    # the shell keeps the last error's traceback, and with it the frames' (device) arrays
+    sys.last_type = sys.last_value = sys.last_traceback = None
+    sh.InteractiveTB.tb = None
 
 
 def cell_text(code):
@@ -38,7 +42,7 @@ def cell_line(code, needle):
     return hits[0]
 
 
-def test_kernel_defined_and_launched_in_a_cell(shell, backend):
+def test_kernel_defined_and_launched_in_a_cell(backend, shell):
     result = run_cell(shell, """
         @kl.kernel
         def triple(a: kl.array(dtype=float)):
@@ -53,7 +57,7 @@ def test_kernel_defined_and_launched_in_a_cell(shell, backend):
     np.testing.assert_array_equal(shell.user_ns["values"], [3.0, 6.0, -12.0])
 
 
-def test_kernel_from_one_cell_is_launched_from_a_later_cell(shell, backend):
+def test_kernel_from_one_cell_is_launched_from_a_later_cell(backend, shell):
     run_cell(shell, """
         @kl.kernel
         def fill_index(a: kl.array(dtype=int)):
@@ -65,7 +69,7 @@ def test_kernel_from_one_cell_is_launched_from_a_later_cell(shell, backend):
     np.testing.assert_array_equal(shell.user_ns["b"].numpy(), np.arange(4) ** 2)
 
 
-def test_func_from_one_cell_is_called_by_a_kernel_in_another(shell, backend):
+def test_func_from_one_cell_is_called_by_a_kernel_in_another(backend, shell):
     run_cell(shell, """
         @kl.func
         def halve(x: float):
@@ -85,7 +89,7 @@ def test_func_from_one_cell_is_called_by_a_kernel_in_another(shell, backend):
     np.testing.assert_array_equal(shell.user_ns["c"].numpy(), [1.0, 2.5])
 
 
-def test_redefining_a_kernel_in_a_new_cell_uses_the_new_body(shell, backend):
+def test_redefining_a_kernel_in_a_new_cell_uses_the_new_body(backend, shell):
     define = """
         @kl.kernel
         def setk(a: kl.array(dtype=float)):
@@ -113,7 +117,7 @@ BAD_CELL = """
 """
 
 
-def test_compile_error_in_a_cell_names_the_cells_line(shell, backend):
+def test_compile_error_in_a_cell_names_the_cells_line(backend, shell):
     result = run_cell(shell, BAD_CELL)
     err = result.error_in_exec
     assert isinstance(err, kl.KernelTypeError)
@@ -141,7 +145,7 @@ def test_syntax_error_in_a_cell_shows_the_cells_line(shell):
     assert f"line {line}" in str(err) and "b = [x for x in range(3)]" in str(err)
 
 
-def test_out_of_bounds_in_a_cell_kernel_names_the_cells_line(shell, backend):
+def test_out_of_bounds_in_a_cell_kernel_names_the_cells_line(backend, shell):
     code = """
         @kl.kernel
         def past_end(a: kl.array(dtype=float)):

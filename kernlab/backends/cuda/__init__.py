@@ -13,14 +13,15 @@ from .render import entry_name, render_cuda
 
 
 def source(func, target: str = "cuda", bounds_check: bool = True,
-           verify_fp: bool = False) -> str:
-    """The CUDA C++ (target "cuda") or PTX (target "ptx"; no GPU needed) of a kernel."""
+           verify_fp: bool = False, arch: int | None = None) -> str:
+    """The CUDA C++ (target "cuda") or PTX (target "ptx"; no GPU needed) of a kernel; PTX
+    for compute capability ``arch`` (None: nvrtc.default_arch())."""
     text = render_cuda(func, bounds_check, verify_fp)
     if target == "cuda":
         return text
     if target == "ptx":
         from .nvrtc import compile_ptx
-        return compile_ptx(text, func.name, loc=func.loc)
+        return compile_ptx(text, func.name, arch, loc=func.loc)
     raise ValueError(f"unknown CUDA target {target!r}: use 'cuda' or 'ptx'")
 
 

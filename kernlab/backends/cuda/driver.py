@@ -48,6 +48,16 @@ def _bindings():
     return driver
 
 
+# Errors after which CUDA refuses every further call in the process's context.
+STICKY_ERRORS = {"CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_FAILED",
+                 "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_MISALIGNED_ADDRESS",
+                 "CUDA_ERROR_HARDWARE_STACK_ERROR", "CUDA_ERROR_INVALID_ADDRESS_SPACE",
+                 "CUDA_ERROR_INVALID_PC", "CUDA_ERROR_ASSERT", "CUDA_ERROR_LAUNCH_TIMEOUT"}
+STICKY_HINT = ("\nThe GPU cannot be used again in this process after this error (a CUDA rule;"
+               " its arrays are lost): restart the Python kernel. With bounds checks off "
+               "(bounds_check=False), an index out of range ends this way.")
+
+
 def _check(result, what: str, kernel: str | None = None):
     """Unpack a driver call's (err, *values); raise CudaError naming the call and kernel."""
     driver = _bindings()
@@ -58,7 +68,8 @@ def _check(result, what: str, kernel: str | None = None):
         name = name.decode() if isinstance(name, bytes) else str(err)
         text = text.decode() if isinstance(text, bytes) else ""
         where = f" while running kernel '{kernel}'" if kernel else ""
-        raise CudaError(f"CUDA error {name}{where}: {text} (in {what})", kernel=kernel)
+        hint = STICKY_HINT if name in STICKY_ERRORS else ""
+        raise CudaError(f"CUDA error {name}{where}: {text} (in {what}){hint}", kernel=kernel)
     if not values:
         return None
     return values[0] if len(values) == 1 else values

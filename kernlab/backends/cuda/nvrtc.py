@@ -60,7 +60,11 @@ def version() -> str:
 
 
 def default_arch() -> int:
-    """The compute capability to compile for: the first GPU's when one is usable, else 80."""
+    """The compute capability to compile PTX for: kl.config.ptx_target_arch when set, else
+    the first GPU's when one is usable, else 80."""
+    from ... import config
+    if config.ptx_target_arch:
+        return int(config.ptx_target_arch)
     try:
         from . import driver
         if driver.is_available():
