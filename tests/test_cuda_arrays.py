@@ -685,6 +685,28 @@ def test_the_status_word_is_cleared_after_a_failure_only(runner):
         assert runner.calls.get("cuMemsetD8", 0) == clears + 1
 
 
+@kl.kernel(bounds_check=False)
+def scale_unchecked(x: kl.array(dtype=float), y: kl.array(dtype=float), s: float):
+    i = kl.tid()
+    y[i] = s * x[i]
+
+
+def test_a_launch_without_checks_is_asynchronous_and_numpy_waits_for_it(runner):
+    x, y = kl.array(np.arange(5.0), dtype=float, device="cuda"), kl.zeros(5, device="cuda")
+    kl.launch(scale_unchecked, 5, inputs=[x, y, 3.0])
+    if runner:  # nothing waited for the kernel, nor read a status word
+        syncs, reads = runner.calls.get("cuCtxSynchronize", 0), runner.calls.get("cuMemcpyDtoH", 0)
+        kl.launch(scale_unchecked, 5, inputs=[x, y, 2.0])
+        assert runner.calls.get("cuCtxSynchronize", 0) == syncs
+        assert runner.calls.get("cuMemcpyDtoH", 0) == reads
+        kl.launch(scale, 5, inputs=[x, y, 2.0])  # checked: it waits and reads the status
+        assert runner.calls["cuCtxSynchronize"] == syncs + 1
+        kl.launch(scale_unchecked, 5, inputs=[x, y, 2.0])
+        assert y.__cuda_array_interface__["stream"] is None  # so it must have waited
+        assert runner.calls["cuCtxSynchronize"] == syncs + 2
+    np.testing.assert_array_equal(y.numpy(), 2.0 * np.arange(5.0))
+
+
 def test_the_runner_refuses_host_arrays_naming_the_parameter(runner):
     runner_of = scale.compiled("cuda")
     with pytest.raises(kl.LaunchError, match=r"'scale'.*parameter 'y' got an array on cpu"):

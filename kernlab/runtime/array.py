@@ -24,7 +24,7 @@ import numpy as np
 
 from ..types import ArrayType, Type, bool_, float32, int32, int64, matrix, to_type, vector
 from . import storage
-from .device import Device, get_device
+from .device import Device, get_device, synchronize_device
 from .storage import DeviceArray
 
 MAX_DIMS = 4  # kernels index arrays of 1 to 4 dimensions, as in Warp
@@ -294,8 +294,8 @@ class array:
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """A DLPack capsule over this array's memory (zero-copy). On the CPU NumPy makes it;
-        on a GPU kernlab's own (work has finished before launches return, so ``stream`` asks
-        for no waiting)."""
+        on a GPU kernlab's own, after the device has finished kernlab's work (asynchronous
+        unchecked launches included), so ``stream`` asks for no waiting."""
         data = self._storage()
         if type(data) is np.ndarray:
             asked = {"max_version": max_version, "dl_device": dl_device, "copy": copy}
@@ -305,6 +305,7 @@ class array:
             raise BufferError(f"this array is on {self.device}; DLPack device {dl_device} "
                               "was asked for (copy it with a.to(...) first)")
         from .dlpack import export_capsule
+        synchronize_device(self.device)
         return export_capsule(clone(self) if copy else self)
 
     def __dlpack_device__(self) -> tuple:
@@ -321,10 +322,11 @@ class array:
             raise AttributeError("__cuda_array_interface__ is for CUDA arrays; this array is "
                                  "on the CPU (use __array_interface__ or DLPack)")
         data = self._storage()
+        synchronize_device(self.device)  # an unchecked launch may still be running
         return {"shape": data.shape, "typestr": data.dtype.str,
                 "strides": None if data.c_contiguous else data.strides,
                 "data": (self.ptr, False), "version": 3,
-                "stream": None}  # every kernlab operation has finished when it returns
+                "stream": None}  # kernlab's work on it has finished: nothing to wait for
 
     def __len__(self) -> int:
         return self._storage().shape[0]

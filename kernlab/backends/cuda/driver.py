@@ -14,8 +14,10 @@ missing, does not initialise, or sees no device.
   a failed bounds check becomes the interpreter's KernelIndexError, word for word.
 
 Array arguments must live on the launch's GPU (``kl.launch`` checks that before it gets
-here; so does ``launch``, for callers that come straight to the runner). Every launch
-synchronises, so errors surface at the launch that caused them, naming the kernel.
+here; so does ``launch``, for callers that come straight to the runner). A launch that can
+report (bounds checks on, verify_fp, an adjoint's loop stack) synchronises and reads its
+status word, so errors surface at the launch that caused them, naming the kernel; one that
+cannot (bounds_check=False) returns at once, and the next synchronising call waits for it.
 """
 from __future__ import annotations
 
@@ -266,6 +268,12 @@ class CudaKernel:
         self.written = {k for k, p in enumerate(func.params)
                         if any(i.op in (Op.STORE, Op.ATOMIC) and i.args[0] is p.value
                                for i in func.body.walk())}
+        # Whether the kernel can write its status word (a failed check, verify_fp, the
+        # adjoint stack out of heap). One that cannot is launched asynchronously, as Warp
+        # launches everything: a later synchronising call (kl.synchronize, a.numpy(), a
+        # copy) waits for it, and reports a CUDA error it caused.
+        self.reports = bounds_check or verify_fp or any(
+            i.op in (Op.PUSH, Op.POP) for i in func.body.walk())
         self._functions: dict = {}   # ordinal -> (module, function, status address)
 
     def _load(self, ordinal: int):
@@ -309,6 +317,8 @@ class CudaKernel:
         _check(driver.cuLaunchKernel(function, grid, 1, 1, BLOCK_SIZE, 1, 1, 0, 0,
                                      ctypes.addressof(pointers), 0),
                "cuLaunchKernel", self.func.name)
+        if not self.reports:
+            return
         _check(driver.cuCtxSynchronize(), "cuCtxSynchronize", self.func.name)
         word = StatusWord()
         memcpy_dtoh(ctypes.addressof(word), status, ctypes.sizeof(word), ordinal)
