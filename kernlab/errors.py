@@ -114,6 +114,28 @@ def out_of_bounds_error(func, site, axis: int, index: int, shape: tuple) -> Kern
                             kernel=func.name)
 
 
+def reported_error(func, not_finite: bool, site: int, axis: int, param: int, index: int,
+                   args) -> KernelError:
+    """The error a compiled kernel reported through its status record (the LLVM backend's
+    status block, the CUDA backend's status word): (verify_fp) a NaN or Inf stored into
+    element ``index`` of parameter ``param``, or else an index out of bounds at ``site``
+    (an array access, or a vector/matrix component whose extents the Site holds)."""
+    where = func.sites[site] if 0 <= site < len(func.sites) else None
+    arr = args[param] if 0 <= param < len(args) else None
+    if not_finite:
+        p = func.params[param]  # its name: adj_x in an adjoint, not x
+        return not_finite_error(func, where, p.name, None if arr is None else arr.numpy(),
+                                p.type.ndim, index)
+    if where is not None and where.shape is not None:  # a vector or matrix component
+        return out_of_bounds_error(func, where, axis, index, where.shape)
+    if where is not None and arr is not None:
+        return out_of_bounds_error(func, where, axis, index, tuple(arr.shape))
+    name = func.params[param].name if param >= 0 else "?"
+    return KernelIndexError(f"index {index} is out of bounds for axis {axis} of array "
+                            f"'{name}'", loc=where.loc if where is not None else func.loc,
+                            kernel=func.name)
+
+
 def not_finite_error(func, site, array_name: str, data, ndim: int,
                      flat_index: int) -> KernelFPError:
     """verify_fp: the error for a NaN or Inf that kernel ``func`` stored at ``site`` (a Site,

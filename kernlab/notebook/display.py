@@ -183,13 +183,17 @@ def fmt(value) -> str:
 
 class RichRepr:
     """A deterministic ``__repr__`` (``_text``) and a static HTML fallback (``_html``), added
-    to the widget view where the object is a widget, so saved notebooks and nbval work."""
+    to the widget view where the object is a widget, so saved notebooks and nbval work.
+    (Not an abc.ABC: ABCMeta conflicts with the metaclass of the ipywidgets it is mixed
+    into, so the two required methods raise instead.)"""
 
     def _text(self) -> str:  # pragma: no cover - every subclass defines it
-        raise NotImplementedError
+        """The plain-text form: stable across runs (nbval compares it)."""
+        raise NotImplementedError(f"{type(self).__name__} must define _text()")
 
     def _html(self) -> str:  # pragma: no cover - every subclass defines it
-        raise NotImplementedError
+        """A static HTML form for saved notebooks and viewers without widgets."""
+        raise NotImplementedError(f"{type(self).__name__} must define _html()")
 
     def __repr__(self):
         return self._text()

@@ -305,7 +305,6 @@ class array:
             raise BufferError(f"this array is on {self.device}; DLPack device {dl_device} "
                               "was asked for (copy it with a.to(...) first)")
         from .dlpack import export_capsule
-        synchronize_device(self.device)
         return export_capsule(clone(self) if copy else self)
 
     def __dlpack_device__(self) -> tuple:

@@ -86,7 +86,10 @@ def _dl_dtype(dtype: np.dtype) -> DLDataType:
 
 def export_capsule(a) -> object:
     """A "dltensor" capsule over a GPU array's memory: shape ``a.shape + element shape``,
-    strides in elements, as DLPack counts them."""
+    strides in elements, as DLPack counts them. The device first finishes kernlab's work
+    (an unchecked launch may still run), so the consumer has nothing to wait for."""
+    from .device import synchronize_device
+    synchronize_device(a.device)
     data = a._storage()
     ndim, item = data.ndim, data.itemsize
     shape = (ctypes.c_int64 * ndim)(*data.shape)

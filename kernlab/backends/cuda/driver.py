@@ -27,7 +27,7 @@ import threading
 
 import numpy as np
 
-from ...errors import KernelError, LaunchError, not_finite_error, out_of_bounds_error
+from ...errors import KernelError, LaunchError, reported_error
 from ...ir.nodes import Function, Op
 from ...types import ArrayType
 from .header import STATUS_BOUNDS, STATUS_NOT_FINITE, STATUS_STACK
@@ -373,19 +373,9 @@ def parameter_pointers(block):
 
 def raise_status(func: Function, word: StatusWord, args):
     """Turn a launch's status word into the exception the interpreter would raise."""
-    if word.flag == STATUS_BOUNDS:
-        site = func.sites[word.site]
-        if site.shape is not None:  # a vector or matrix component
-            shape = site.shape
-        else:
-            arr = args[word.param] if 0 <= word.param < len(args) else None
-            shape = tuple(arr.shape) if arr is not None else ()
-        raise out_of_bounds_error(func, site, word.axis, word.index, shape)
-    if word.flag == STATUS_NOT_FINITE:
-        site = func.sites[word.site] if 0 <= word.site < len(func.sites) else None
-        p, arr = func.params[word.param], args[word.param]
-        raise not_finite_error(func, site, p.name, None if arr is None else arr.numpy(),
-                               p.type.ndim, word.index)
+    if word.flag in (STATUS_BOUNDS, STATUS_NOT_FINITE):
+        raise reported_error(func, word.flag == STATUS_NOT_FINITE, word.site, word.axis,
+                             word.param, word.index, args)
     if word.flag == STATUS_STACK:
         raise CudaError(
             f"the adjoint of kernel '{func.name}' ran out of GPU heap for the loop state it "

@@ -123,13 +123,17 @@ template <typename T> struct array_t {
 };
 
 // Bounds checks: true when every index is inside its axis; otherwise the first bad axis is
-// reported (site, axis, param, index) and the caller skips the access.
+// reported (site, axis, param, index) and the caller ends the thread.
+__device__ inline bool kl_index_ok(kl_status* s, int32 site, int32 param, int32 axis, int64 i,
+                                   int64 n) {
+    if (i >= 0 && i < n) return true;
+    kl_report(s, 1, site, axis, param, i);
+    return false;
+}
 template <typename T> __device__ inline bool kl_axis_ok(kl_status* s, int32 site, int32 param,
                                                         const array_t<T>& a, int32 axis,
                                                         int64 i) {
-    if (i >= 0 && i < a.shape[axis]) return true;
-    kl_report(s, 1, site, axis, param, i);
-    return false;
+    return kl_index_ok(s, site, param, axis, i, a.shape[axis]);
 }
 template <typename T> __device__ inline bool kl_check(kl_status* s, int32 site, int32 param,
                                                       const array_t<T>& a, int64 i) {
@@ -152,17 +156,14 @@ template <typename T> __device__ inline bool kl_check(kl_status* s, int32 site, 
         && kl_axis_ok(s, site, param, a, 2, k) && kl_axis_ok(s, site, param, a, 3, l);
 }
 
-// A vector or matrix component at a runtime index: true when every index is inside its
-// extent; otherwise the first bad axis is reported (param -1) and the thread stops.
+// A vector or matrix component at a runtime index (no array: param -1), against the
+// extents of the vector (n) or matrix (n, m).
 __device__ inline bool kl_components_ok(kl_status* s, int32 site, int64 i, int64 n) {
-    if (i >= 0 && i < n) return true;
-    kl_report(s, 1, site, 0, -1, i);
-    return false;
+    return kl_index_ok(s, site, -1, 0, i, n);
 }
 __device__ inline bool kl_components_ok(kl_status* s, int32 site, int64 i, int64 n, int64 j,
                                         int64 m) {
-    return kl_components_ok(s, site, i, n)
-        && (j >= 0 && j < m ? true : (kl_report(s, 1, site, 1, -1, j), false));
+    return kl_index_ok(s, site, -1, 0, i, n) && kl_index_ok(s, site, -1, 1, j, m);
 }
 
 // ---- vectors and matrices: small value types ---------------------------------------------

@@ -96,7 +96,8 @@ def compiler_identity() -> str:
         for pattern in ("*/lib/libnvrtc.so*", "*/bin/nvrtc64*.dll"):
             files += sorted(glob.glob(os.path.join(root, pattern)))
     if files:
-        return ";".join(f"{f}:{os.stat(f).st_size}:{os.stat(f).st_mtime_ns}" for f in files)
+        stats = [(f, os.stat(f)) for f in files]
+        return ";".join(f"{f}:{st.st_size}:{st.st_mtime_ns}" for f, st in stats)
     return f"nvrtc {version()}"
 
 

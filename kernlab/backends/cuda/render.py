@@ -11,7 +11,8 @@ sections, the reverse one echoing lines as ``// adj: file:line: text``.
 Arrays arrive as ``array_t<T>`` (pointer, shape[4], byte strides[4]). A checked access
 is preceded by ``if (!kl_check(status, site, param, array, indices...)) return;``: the
 first failure is recorded in the status word and the thread ends, as the interpreter's
-raise ends the launch. An absent (null) gradient array is skipped: a load yields zero. Everything the builtins' ``cuda=`` spellings call is in kernlab_cuda.h.
+raise ends the launch. An absent (null) gradient array is skipped: a load yields zero.
+Everything the builtins' ``cuda=`` spellings call is in kernlab_cuda.h.
 """
 from __future__ import annotations
 
@@ -388,25 +389,26 @@ class _Renderer:
     def op_STORE(self, ins: Instr):
         ref, guard = self.access(ins, len(ins.args) - 2)
         value = self.arg(ins.args[-1])
-        store = f"{ref} = {value};" + self.finite_check(ins, value)
-        self.emit(f"if ({guard}) {{ {store} }}" if guard and self.verify_fp else
-                  f"if ({guard}) {store}" if guard else store)
+        self.guarded(guard, f"{ref} = {value};" + self.finite_check(ins, value))
 
     def op_ATOMIC(self, ins: Instr):
         ref, guard = self.access(ins, len(ins.args) - 2)
         kind, value = ins.attrs["kind"], self.arg(ins.args[-1])
         old = self.declare(ins.result)
-        call = f"{self.name(ins.result)} = kl_atomic_{kind}(&{ref}, {value});"
-        written = {"add": f"{self.name(ins.result)} + {value}",
-                   "sub": f"{self.name(ins.result)} - {value}",
-                   "min": f"min({self.name(ins.result)}, {value})",
-                   "max": f"max({self.name(ins.result)}, {value})"}[kind]
-        check = self.finite_check(ins, f"({written})")
-        if not guard:
-            self.emit(f"{old} = kl_atomic_{kind}(&{ref}, {value});" + check)
-            return
-        self.emit(f"{old} = {zero(ins.result.type)};")
-        self.emit(f"if ({guard}) {{ {call}{check} }}" if check else f"if ({guard}) {call}")
+        name = self.name(ins.result)
+        written = f"min({name}, {value})" if kind == "min" else \
+            f"max({name}, {value})" if kind == "max" else \
+            f"{name} {'+' if kind == 'add' else '-'} {value}"
+        call = f"kl_atomic_{kind}(&{ref}, {value});" + self.finite_check(ins, f"({written})")
+        if guard:
+            self.emit(f"{old} = {zero(ins.result.type)};")
+            self.guarded(guard, f"{name} = {call}")
+        else:
+            self.emit(f"{old} = {call}")
+
+    def guarded(self, guard: str, code: str):
+        """``code`` (statements on one line), under ``if (guard)`` when there is a guard."""
+        self.emit(f"if ({guard}) {{ {code} }}" if guard else code)
 
     def finite_check(self, ins: Instr, value: str) -> str:
         """verify_fp: code (after a store of ``value``) that reports a NaN or Inf stored,

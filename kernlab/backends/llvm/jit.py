@@ -33,7 +33,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from ... import config
-from ...errors import KernelIndexError, LaunchError, not_finite_error, out_of_bounds_error
+from ...errors import LaunchError, reported_error
 from ...ir.nodes import Function
 from ...ir.printer import print_function
 from ...runtime import cache
@@ -517,20 +517,8 @@ class Runner:
         or Inf stored."""
         code, site, axis, param, index = self.layout.status.unpack_from(
             buf, self.layout.status_offset)
-        where = self.func.sites[site] if 0 <= site < len(self.func.sites) else None
-        arr = args[param] if param >= 0 else None
-        if code == STATUS_NOT_FINITE:
-            p = self.func.params[param]  # its name: adj_x in an adjoint, not x
-            raise not_finite_error(self.func, where, p.name,
-                                   None if arr is None else arr.numpy(), p.type.ndim, index)
-        if where is not None and where.shape is not None:  # a vector or matrix component
-            raise out_of_bounds_error(self.func, where, axis, index, where.shape)
-        if where is not None and arr is not None:
-            raise out_of_bounds_error(self.func, where, axis, index, tuple(arr.shape))
-        name = self.func.params[param].name if param >= 0 else "?"
-        raise KernelIndexError(f"index {index} is out of bounds for axis {axis} of array "
-                               f"'{name}'", loc=where.loc if where is not None else self.func.loc,
-                               kernel=self.func.name)
+        raise reported_error(self.func, code == STATUS_NOT_FINITE, site, axis, param, index,
+                             args)
 
 
 _described: dict = {}  # id(ndarray) -> (weak reference, ndim, (ptr, *shape, *strides))
