@@ -1,0 +1,295 @@
+"""Run NVIDIA Warp's own test files on kernlab, on the CPU, and print how many pass.
+
+    python tests/warp_conformance/run.py                  # every selected file
+    python tests/warp_conformance/run.py test_lerp test_grad
+    python tests/warp_conformance/run.py --warp --write-baseline   # re-measure Warp itself
+
+The test files are read from the installed ``warp-lang`` package (``pip install -e
+".[conformance]"``); nothing of Warp's is copied here. Each file runs in a child process
+where ``import warp`` gives kernlab and ``warp.tests.unittest_utils`` gives our stand-in
+(unittest_utils.py beside this file). The score counts the tests that Warp itself passes on
+the CPU (baseline.txt, written by ``--warp --write-baseline``) less the exclusions listed
+with their reasons in selection.py.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.abc
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import traceback
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from selection import EXCLUDED, FILES, excluded_reason  # noqa: E402
+
+BASELINE = HERE / "baseline.txt"
+
+
+def warp_tests_dir() -> Path | None:
+    """warp/tests of the installed warp-lang, found without importing Warp."""
+    spec = importlib.util.find_spec("warp")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / "tests"
+    return path if path.is_dir() else None
+
+
+# ---------------------------------------------------------------- the child process
+
+class _WarpAsKernlab(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``warp`` is kernlab; ``warp.tests.unittest_utils`` is our stand-in; other
+    ``warp.tests.*`` modules (Warp's helper files) load from the installed package with
+    ``warp`` bound to kernlab; ``warp.X`` is ``kernlab.X`` where kernlab has it."""
+
+    def __init__(self, tests_dir: Path):
+        self.tests_dir = tests_dir
+
+    def find_spec(self, name, path=None, target=None):
+        if not name.startswith("warp."):
+            return None
+        parts = name.split(".")
+        if name == "warp.tests.unittest_utils":
+            origin = HERE / "unittest_utils.py"
+            return importlib.util.spec_from_file_location(name, origin)
+        if parts[1] == "tests":
+            rel = self.tests_dir.joinpath(*parts[2:])
+            if rel.is_dir():
+                return importlib.util.spec_from_file_location(
+                    name, rel / "__init__.py", submodule_search_locations=[str(rel)])
+            if rel.with_suffix(".py").is_file():
+                return importlib.util.spec_from_file_location(name, rel.with_suffix(".py"))
+            return None
+        spec = None if parts[1] == "_src" else \
+            importlib.util.find_spec("kernlab." + ".".join(parts[1:]))
+        if spec is None:  # Warp internals and packages kernlab has not: placeholders
+            return importlib.util.spec_from_loader(name, self, origin="warp-internal",
+                                                   is_package=True)
+        return importlib.util.spec_from_loader(name, self, origin=spec.origin)
+
+    def create_module(self, spec):
+        if spec.origin == "warp-internal":
+            return _Internal(spec.name)
+        return importlib.import_module("kernlab." + spec.name[len("warp."):])
+
+    def exec_module(self, module):
+        pass
+
+
+class WarpInternalError(Exception):
+    """A test reached a part of Warp that kernlab does not offer (its internals, warp.fem)."""
+
+
+class _Missing:
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return _Missing(f"{self._name}.{attr}")
+
+    def __call__(self, *args, **kwargs):
+        raise WarpInternalError(f"{self._name} is Warp-internal, not part of kernlab")
+
+
+class _Internal(type(sys)):
+    """A module that stands for a Warp package kernlab does not have: importing from it
+    works; using what was imported raises WarpInternalError."""
+
+    def __init__(self, name):
+        super().__init__(name)
+        self.__path__ = []
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return _Missing(f"{self.__name__}.{attr}")
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _first_error(err) -> str:
+    lines = traceback.format_exception_only(err[0], err[1])
+    text = "".join(lines).strip().splitlines()
+    return text[0][:300] if text else err[0].__name__
+
+
+class _Result(unittest.TestResult):
+    def __init__(self):
+        super().__init__()
+        self.records = {}
+
+    def addSuccess(self, test):
+        self.records[test.id()] = ("pass", "")
+
+    def addFailure(self, test, err):
+        self.records[test.id()] = ("fail", _first_error(err))
+
+    def addError(self, test, err):
+        self.records[test.id()] = ("error", _first_error(err))
+
+    def addSkip(self, test, reason):
+        self.records[test.id()] = ("skip", reason)
+
+    def addSubTest(self, test, subtest, err):
+        if err is not None and test.id() not in self.records:
+            kind = "fail" if issubclass(err[0], test.failureException) else "error"
+            self.records[test.id()] = (kind, f"{subtest._subDescription()}: {_first_error(err)}")
+
+
+def run_file(name: str, use_warp: bool, per_test_s: float) -> dict:
+    """Import one Warp test file and run its tests; {test id: (status, message)}."""
+    tests_dir = warp_tests_dir()
+    if not use_warp:
+        import kernlab
+        sys.modules["warp"] = kernlab
+        sys.meta_path.insert(0, _WarpAsKernlab(tests_dir))
+    else:
+        os.environ.setdefault("WARP_CACHE_PATH", str(Path.home() / ".cache" / "warp-conf"))
+    modname = "warp.tests." + name.replace("/", ".")
+    try:
+        module = importlib.import_module(modname)
+    except BaseException as e:  # noqa: BLE001 — a file that cannot import fails as a whole
+        return {f"{name}:import": ("error", _first_error((type(e), e, None)))}
+    suite = unittest.defaultTestLoader.loadTestsFromModule(module)
+    result = _Result()
+
+    def on_alarm(signum, frame):
+        raise _Timeout(f"test ran longer than {per_test_s:.0f} s")
+
+    signal.signal(signal.SIGALRM, on_alarm)
+
+    def each(s):
+        for t in s:
+            if isinstance(t, unittest.TestSuite):
+                yield from each(t)
+            else:
+                yield t
+
+    for test in each(suite):
+        tid = test.id().replace("warp.tests.", "", 1)
+        if not use_warp and excluded_reason(tid) is not None:
+            result.records[test.id()] = ("excluded", excluded_reason(tid))
+            continue
+        signal.alarm(int(per_test_s))
+        try:
+            test.run(result)
+        except _Timeout as e:
+            result.records[test.id()] = ("error", str(e))
+        finally:
+            signal.alarm(0)
+        result.records.setdefault(test.id(), ("pass", ""))
+    return {k.replace("warp.tests.", "", 1): v for k, v in result.records.items()}
+
+
+# ---------------------------------------------------------------- the parent process
+
+def run_child(name, use_warp, per_test_s, file_s) -> dict:
+    cmd = [sys.executable, __file__, "--child", name, "--per-test", str(per_test_s)]
+    if use_warp:
+        cmd.append("--warp")
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=file_s, env=env)
+    except subprocess.TimeoutExpired:
+        return {f"{name}:file": ("error", f"the file ran longer than {file_s} s")}
+    marker = "@@RESULTS@@"
+    if marker not in proc.stdout:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        return {f"{name}:file": ("error", f"child exited {proc.returncode}: {tail[0][:200]}")}
+    return json.loads(proc.stdout.rsplit(marker, 1)[1])
+
+
+def load_baseline() -> set[str] | None:
+    if not BASELINE.exists():
+        return None
+    return {ln.strip() for ln in BASELINE.read_text().splitlines()
+            if ln.strip() and not ln.startswith("#")}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("files", nargs="*", help="test files (default: all in selection.py)")
+    ap.add_argument("--warp", action="store_true", help="run on Warp itself (the baseline)")
+    ap.add_argument("--write-baseline", action="store_true",
+                    help="with --warp: write the tests Warp passes to baseline.txt")
+    ap.add_argument("--per-test", type=float, default=120.0, help="seconds a test may run")
+    ap.add_argument("--per-file", type=float, default=1200.0, help="seconds a file may run")
+    ap.add_argument("--json", help="also write every result to this JSON file")
+    ap.add_argument("--failures", action="store_true", help="list every failing test")
+    ap.add_argument("--min-percent", type=float, default=None,
+                    help="exit 1 when fewer of the baseline's tests pass")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+
+    if args.child:
+        records = run_file(args.child, args.warp, args.per_test)
+        sys.stdout.flush()
+        print("@@RESULTS@@" + json.dumps(records))
+        return 0
+
+    if warp_tests_dir() is None:
+        print("warp-lang is not installed: pip install -e '.[conformance]'")
+        return 2
+    files = [f.removesuffix(".py") for f in args.files] or FILES
+    baseline = None if args.warp else load_baseline()
+    everything = {}
+    rows = []
+    t_all = time.perf_counter()
+    for name in files:
+        t0 = time.perf_counter()
+        records = run_child(name, args.warp, args.per_test, args.per_file)
+        everything.update(records)
+        counted = {k: v for k, v in records.items()
+                   if v[0] != "excluded" and (baseline is None or k in baseline or
+                                              k.endswith((":import", ":file")))}
+        if baseline is not None:  # baseline tests the file did not even collect
+            prefix = name.replace("/", ".") + "."
+            for k in baseline:
+                if k.startswith(prefix) and k not in records and excluded_reason(k) is None:
+                    counted[k] = ("error", "not collected")
+        passed = sum(v[0] == "pass" for v in counted.values())
+        failing = [(k, v) for k, v in counted.items() if v[0] in ("fail", "error")]
+        first = failing[0][1][1] if failing else ""
+        n = len([k for k in counted if not k.endswith((":import", ":file"))]) or len(counted)
+        rows.append((name, n, passed, len(failing), sum(v[0] == "excluded"
+                                                       for v in records.values()),
+                     time.perf_counter() - t0, first))
+        print(f"{name:<34} {n:>5} {passed:>5} {len(failing):>5} {rows[-1][4]:>4} "
+              f"{rows[-1][5]:6.1f}s  {first[:90]}", flush=True)
+        if args.failures:
+            for k, v in failing:
+                print(f"    {v[0]:5} {k}: {v[1][:160]}")
+
+    total = sum(r[1] for r in rows)
+    passed = sum(r[2] for r in rows)
+    print(f"{'file':<34} {'tests':>5} {'pass':>5} {'fail':>5} {'excl':>4}")
+    pct = 100.0 * passed / total if total else 0.0
+    what = "Warp" if args.warp else "kernlab"
+    base = "" if args.warp or baseline is None else " of the tests Warp passes on the CPU"
+    print(f"TOTAL: {passed} of {total} pass on {what}{base} ({pct:.1f} %), "
+          f"{len(EXCLUDED)} exclusions, {time.perf_counter() - t_all:.0f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(everything, indent=1))
+    if args.warp and args.write_baseline:
+        keep = sorted(k for k, v in everything.items() if v[0] == "pass")
+        BASELINE.write_text("# tests Warp passes on the CPU: run.py --warp --write-baseline\n"
+                            + "\n".join(keep) + "\n")
+        print(f"wrote {len(keep)} tests to {BASELINE}")
+    if args.min_percent is not None and pct < args.min_percent:
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
