@@ -157,6 +157,10 @@ class array:
         self.device = None
         self._data = None
 
+    def __class_getitem__(cls, dtype) -> "array":
+        """``kl.array[float]``: Warp's subscript spelling of a 1-D array annotation."""
+        return cls(dtype=dtype)
+
     @classmethod
     def _wrap(cls, values, dtype: Type, device: Device, grad=None, vbox=None) -> "array":
         """An array around existing storage (a fresh buffer or a view of another array's)."""
@@ -587,14 +591,24 @@ def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0,
     _record("copy", dest, src, dest_offset=dest_offset, src_offset=src_offset, count=count)
 
 
-def _fixed_ndim(ndim: int):
-    def make(data=None, dtype=None, shape=None, device=None, requires_grad=False, **kw):
-        """An array (or, with neither data nor shape, an annotation) of ``ndim`` dimensions."""
+class _FixedNdim:
+    """``kl.array2d``: makes arrays of a fixed number of dimensions; ``kl.array2d(dtype=T)``
+    and ``kl.array2d[T]`` are annotations."""
+
+    def __init__(self, ndim: int):
+        self.ndim = ndim
+        self.__name__ = self.__qualname__ = f"array{ndim}d"
+
+    def __call__(self, data=None, dtype=None, shape=None, device=None, requires_grad=False,
+                 **kw):
         return array(data, dtype=dtype, shape=shape, device=device,
-                     requires_grad=requires_grad, ndim=ndim, **kw)
-    make.__name__ = f"array{ndim}d"
-    return make
+                     requires_grad=requires_grad, ndim=self.ndim, **kw)
+
+    def __getitem__(self, dtype) -> array:
+        return array(dtype=dtype, ndim=self.ndim)
+
+    def __repr__(self):
+        return f"<kernlab {self.__name__}>"
 
 
-# Warp's spellings for annotations such as ``kl.array2d(dtype=float)``
-array1d, array2d, array3d, array4d = (_fixed_ndim(n) for n in (1, 2, 3, 4))
+array1d, array2d, array3d, array4d = (_FixedNdim(n) for n in (1, 2, 3, 4))
