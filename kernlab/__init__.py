@@ -19,6 +19,9 @@ from .runtime.launch import Launch, launch
 from .runtime.tape import Tape
 from .types import (bool_ as bool, float32, float64, int32, int64, mat22, mat22d, mat33,
                     mat33d, mat44, mat44d, uint32, vec2, vec2d, vec3, vec3d, vec4, vec4d)
+from .types import (quat, quatd, quatf, spatial_matrix, spatial_matrixd, spatial_matrixf,
+                    spatial_vector, spatial_vectord, spatial_vectorf, transform, transformd,
+                    transformf)
 from . import autograd  # noqa: E402
 from .interop import from_dlpack, from_torch, to_torch, to_torch_function  # torch: lazily
 

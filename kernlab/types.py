@@ -154,6 +154,45 @@ class Matrix(Type):
 
 
 @dataclass(frozen=True)
+class Quaternion(Vector):
+    """A quaternion (x, y, z, w): a 4-vector whose ``*`` is the Hamilton product."""
+
+    def __call__(self, *args):
+        return _construct(self, _flatten(args))
+
+    def __repr__(self):
+        return "quat" + _SPATIAL_SUFFIX.get(self.dtype.name, f"[{self.dtype}]")
+
+    __str__ = __repr__
+
+
+@dataclass(frozen=True)
+class Transformation(Vector):
+    """A rigid transform (p, q): translation vec3 then rotation quaternion, 7 components.
+    ``*`` composes transforms. In Python, ``transform()`` is the identity (as in Warp)."""
+
+    def __call__(self, *args):
+        if not args:
+            return _construct(self, (0, 0, 0, 0, 0, 0, 1))
+        return _construct(self, _flatten(args))
+
+    def __repr__(self):
+        return "transform" + _SPATIAL_SUFFIX.get(self.dtype.name, f"[{self.dtype}]")
+
+    __str__ = __repr__
+
+
+_SPATIAL_SUFFIX = {"float32": "", "float64": "d", "float16": "h"}
+
+
+def _flatten(args):
+    """Constructor arguments that mix vectors and scalars, e.g. quat(vec3, w)."""
+    if len(args) <= 1:
+        return args
+    return tuple(x for a in args for x in np.ravel(np.asarray(a)))
+
+
+@dataclass(frozen=True)
 class ArrayType(Type):
     dtype: Type  # Scalar, Vector or Matrix
     ndim: int
@@ -191,6 +230,24 @@ vec2, vec3, vec4 = (Vector(n, float32) for n in (2, 3, 4))
 vec2d, vec3d, vec4d = (Vector(n, float64) for n in (2, 3, 4))
 mat22, mat33, mat44 = (Matrix(n, n, float32) for n in (2, 3, 4))
 mat22d, mat33d, mat44d = (Matrix(n, n, float64) for n in (2, 3, 4))
+
+
+def quaternion(dtype=float32) -> Quaternion:
+    return Quaternion(4, to_type(dtype))
+
+
+def transformation(dtype=float32) -> Transformation:
+    return Transformation(7, to_type(dtype))
+
+
+quat = quatf = Quaternion(4, float32)
+quatd = Quaternion(4, float64)
+transform = transformf = Transformation(7, float32)
+transformd = Transformation(7, float64)
+spatial_vector = spatial_vectorf = Vector(6, float32)
+spatial_vectord = Vector(6, float64)
+spatial_matrix = spatial_matrixf = Matrix(6, 6, float32)
+spatial_matrixd = Matrix(6, 6, float64)
 
 
 _PY_TYPES = {float: float32, int: int32, bool: bool_}
