@@ -13,6 +13,8 @@ import ast
 from .. import lang
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir.nodes import Block, Op, Value
+from ..generics import matches
+from ..types import is_generic
 from .exprs import Lit, PyObj
 from .source import annotation_type, parse_function
 
@@ -108,32 +110,33 @@ class ControlMixin:
 
     # ---- funcs -------------------------------------------------------------------------------
 
-    def inline_call(self, func, args, node):
-        if func in self.inlining:
+    def inline_call(self, func, pyfunc, args):
+        """Inline the overload ``pyfunc`` of ``func`` with its (bound, defaulted) arguments;
+        a generic parameter takes the type of its argument."""
+        if pyfunc in self.inlining:
             raise KernelTypeError(f"func '{func.__name__}' calls itself; recursion is not "
                                   "supported in kernels", self.b.loc)
-        src = parse_function(func.pyfunc)
-        params = src.tree.args.args
-        if len(args) != len(params):
-            raise KernelTypeError(f"func '{func.__name__}' takes {len(params)} argument(s) "
-                                  f"but {len(args)} were given", self.b.loc)
+        src = parse_function(pyfunc)
         vals = []
-        for p, a in zip(params, args):
-            t = annotation_type(func.pyfunc, p, src)
-            v = self.value(a, t.scalar if not t.is_array else None)
-            if v.type != t:
+        for p, a in zip(src.tree.args.args, args):
+            t = annotation_type(pyfunc, p, src)
+            want = t.scalar if (t.is_scalar or t.is_vector or t.is_matrix) \
+                and not is_generic(t) else None
+            v = self.value(a, want)
+            if not matches(t, v.type):
                 raise KernelTypeError(f"argument '{p.arg}' of func '{func.__name__}' must be a "
                                       f"{t}, not a {v.type}", self.b.loc)
             vals.append(v)
         if func.grad is None:
-            return self.inline_body(func, src, vals)
-        return self.custom_call(func, src, vals)
+            return self.inline_body(func, src, vals, pyfunc=pyfunc)
+        return self.custom_call(func, src, vals, pyfunc)
 
-    def inline_body(self, func, src, vals, adjoints=None):
+    def inline_body(self, func, src, vals, adjoints=None, pyfunc=None):
         from .lower import Scope, _has_return
-        scope = Scope(func.pyfunc, src, is_kernel=False, adjoints=adjoints)
+        pyfunc = pyfunc or func.pyfunc
+        scope = Scope(pyfunc, src, is_kernel=False, adjoints=adjoints)
         self.stack.append(scope)
-        self.inlining.append(func)
+        self.inlining.append(pyfunc)
         try:
             for p, v in zip(src.tree.args.args, vals):
                 self.bind_param(p.arg, v)
@@ -143,13 +146,15 @@ class ControlMixin:
         finally:
             self.stack.pop()
             self.inlining.pop()
+        if isinstance(scope.ret_var, list):
+            return tuple(self.b.load(v) for v in scope.ret_var)
         return self.b.load(scope.ret_var) if scope.ret_var is not None else None
 
-    def custom_call(self, func, src, vals):
+    def custom_call(self, func, src, vals, pyfunc=None):
         forward, backward = Block(), Block()
         ins_args = list(vals)
         with self.b.at(forward):
-            result = self.inline_body(func, src, vals)
+            result = self.inline_body(func, src, vals, pyfunc=pyfunc)
         if result is None:
             raise KernelTypeError(f"func '{func.__name__}' with a custom gradient must return "
                                   "a value", self.b.loc)
