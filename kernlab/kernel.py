@@ -60,14 +60,15 @@ class Kernel:
 
     def __init__(self, func=None, extra_globals: dict | None = None,
                  options: dict | None = None, *, key: str | None = None, module=None,
-                 param_types: list | None = None, **_ignored):
-        pyfunc = func
+                 param_types: list | None = None, pyfunc=None, **_ignored):
+        pyfunc = func if func is not None else pyfunc
         if pyfunc is None or not callable(pyfunc):
             raise TypeError("Kernel(func=...) needs a Python function")
         self.pyfunc = pyfunc
         self.func = pyfunc
         self.key = key or pyfunc.__name__
-        self.module = module
+        self.module = module if isinstance(module, str) else \
+            getattr(module, "__name__", None) or getattr(pyfunc, "__module__", None)
         self.extra_globals = extra_globals
         self.options = dict(options or {})
         self.param_types = param_types  # a generic kernel's specialisation: concrete types
