@@ -69,6 +69,12 @@ kprint = SpecialForm("print", "print(*values): debug output from a kernel")
 ATOMICS = {atomic_add: "add", atomic_sub: "sub", atomic_min: "min", atomic_max: "max"}
 
 
+def static(value):
+    """``kl.static(expr)`` in a kernel: expr is evaluated in Python when the kernel is
+    compiled, and its value used as a constant (Warp's wp.static). In Python: the value."""
+    return value
+
+
 class _Adjoint:
     """``kl.adjoint[x] += ...`` inside a custom gradient function."""
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import lang
-from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
+from ..errors import KernelAttributeError, KernelNameError, KernelSyntaxError, KernelTypeError
 from ..ir.nodes import Op, Site, Value
 from ..types import (Matrix, Transformation, Type, Vector, bool_, float32, int32, int64,
                      to_type)
@@ -158,7 +158,7 @@ class ExprMixin:
             try:
                 return self.from_python(getattr(base.obj, node.attr), node.attr)
             except AttributeError:
-                raise KernelNameError(f"'{ast.unparse(node.value)}' has no attribute "
+                raise KernelAttributeError(f"'{ast.unparse(node.value)}' has no attribute "
                                       f"'{node.attr}'", self.b.loc) from None
         if isinstance(base, Value) and base.type.is_array and node.attr == "shape":
             return ShapeOf(base)
@@ -311,52 +311,6 @@ class ExprMixin:
                                           self.b.loc)
                 self.b.store(out, v)
         return self.b.load(out)
-
-    def expr_Call(self, node):
-        fn = self.expr(node.func)
-        if not isinstance(fn, PyObj):
-            raise KernelTypeError(f"'{ast.unparse(node.func)}' is not callable", self.b.loc)
-        obj = fn.obj
-        dtype = self.dtype_keyword(node, obj)
-        if obj is lang.tid:
-            return self.tid(len(node.args))
-        args = [self.expr(a) for a in node.args]
-        if isinstance(obj, lang.BuiltinFunction):
-            return self.call_builtin(obj.builtin, args, dtype)
-        if _hashable(obj) and obj in PY_BUILTINS:
-            return self.call_builtin(PY_BUILTINS[obj], args)
-        target = lang.python_type(obj) if isinstance(obj, (type, Type)) else None
-        if target is not None:
-            return self.construct(target, args)
-        if _hashable(obj) and obj in lang.ATOMICS:
-            return self.atomic(lang.ATOMICS[obj], args)
-        if obj is lang.kprint or obj is builtins.print or obj is lang.printf:
-            return self.kprint(args, obj is lang.printf)
-        if obj is builtins.len:
-            arr = self.value(args[0]) if len(args) == 1 else None
-            if arr is None or not arr.type.is_array:
-                raise KernelTypeError("len() takes one array", self.b.loc)
-            return self.b.emit(Op.SHAPE, [arr], int32, dim=0)
-        from ..kernel import Func  # the decorator module sits above the frontend
-        if isinstance(obj, Func):
-            return self.inline_call(obj, args, node)
-        raise KernelTypeError(f"'{ast.unparse(node.func)}' ({obj!r}) cannot be called in a "
-                              "kernel", self.b.loc)
-
-    def dtype_keyword(self, node, obj):
-        """The ``dtype=`` of ``quat_identity(dtype=float64)``: builtins that have no
-        argument to take their scalar type from accept it; no other keyword is taken."""
-        if not node.keywords:
-            return None
-        kw = node.keywords[0]
-        if len(node.keywords) == 1 and kw.arg == "dtype" \
-                and isinstance(obj, lang.BuiltinFunction):
-            t = self.expr(kw.value)
-            t = lang.python_type(t.obj) if isinstance(t, PyObj) else None
-            if t is not None:
-                return t
-        raise KernelSyntaxError("keyword arguments are not supported in kernel calls",
-                                self.b.loc)
 
     def construct(self, target: Type, args):
         if target.is_scalar:

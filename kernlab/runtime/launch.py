@@ -180,6 +180,8 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
     inputs, outputs = inputs or (), outputs or ()
     n_in = len(inputs)
     primal = list(inputs) + list(outputs) if outputs else list(inputs)
+    if kernel.param_types is None and kernel.is_generic:  # Any parameters: this launch's
+        kernel = kernel.for_arguments(primal)
     plan = _plan(kernel)
     if len(primal) != len(plan):
         params = kernel.params
