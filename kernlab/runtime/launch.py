@@ -282,9 +282,11 @@ def _adjoint_args(kernel, params, args, adj_inputs, adj_outputs, n_in):
 def _run(kernel: Kernel, dims, args, device, adjoint):
     if math.prod(dims) == 0:
         return
-    func = kernel.adjoint_ir if adjoint else kernel.ir
+    retain = frozenset(k for k, a in enumerate(args[:len(kernel.params)])
+                       if isinstance(a, array) and a.retain_grad) if adjoint else frozenset()
+    func = kernel.adjoint_variant(retain) if adjoint else kernel.ir
     backend = config.cpu_backend if device.is_cpu else "cuda"
-    runner = kernel.compiled(backend, adjoint)
+    runner = kernel.compiled(backend, adjoint, retain)
     written = written_params(func)
     try:
         if device.is_cpu:
