@@ -66,6 +66,8 @@ class CallMixin:
             return self.atomic(lang.ATOMICS[obj], args)
         if obj is lang.kprint or obj is builtins.print or obj is lang.printf:
             return self.kprint(args, obj is lang.printf)
+        if _hashable(obj) and obj in lang.EXPECTS:
+            return self.expect(lang.EXPECTS[obj], args)
         if obj is builtins.len:
             return self.length_of(args)
         raise KernelTypeError(f"'{ast.unparse(node.func)}' ({obj!r}) cannot be called in a "

@@ -361,6 +361,40 @@ class ExprMixin:
         return self.b.emit(Op.ATOMIC, [arr, *idx, val], val.type, kind=kind,
                            site=self.site(arr))
 
+    def expect(self, kind: str, args):
+        """expect_eq / expect_neq / expect_near: compare, and print a message naming the line
+        when the expectation fails; the kernel goes on (as in Warp)."""
+        name = "expect_" + kind
+        n = 3 if kind == "near" else 2
+        if not len(args) in (2, n):
+            raise KernelTypeError(f"{name}() takes {n if kind == 'near' else 2} arguments",
+                                  self.b.loc)
+        a, c = self.values(args[:2])
+        if a.type != c.type and a.type.is_scalar and c.type.is_scalar:
+            a, c = self.values([a, self.b.cast(c, a.type)]) if a.type.is_float or \
+                not c.type.is_float else (self.b.cast(a, c.type), c)
+        if a.type != c.type or a.type.is_array:
+            raise KernelTypeError(f"{name}() compares two values of the same type, not "
+                                  f"{a.type} and {c.type}", self.b.loc)
+        b = self.b
+        mismatch = self.flag("expect_mismatch")
+        if kind == "near":
+            tol = self.value(args[2], a.type.scalar) if len(args) == 3 else \
+                b.const(1e-6, a.type.scalar)
+        for x, y in zip(_components(b, a), _components(b, c)):
+            bad = b.gt(b.abs(b.sub(x, y)), tol) if kind == "near" else b.ne(x, y)
+            with b.at(self.if_block(bad)):
+                b.store(mismatch, b.const(True, bool_))
+        failed = b.load(mismatch)
+        if kind == "neq":
+            failed = b.not_(failed)
+        what = {"eq": "Expected", "neq": "Expected not", "near": "Expected near"}[kind]
+        line = b.loc.line if b.loc is not None else "?"
+        fmt = (f"Error, {name}() failed (line {line}):\n\t {what}: {{}}\n\t Actual: {{}}")
+        with b.at(self.if_block(failed)):
+            b.emit(Op.PRINT, [c, a], fmt=fmt, printf=False)
+        return None
+
     def kprint(self, args, formatted):
         if formatted:
             if not args or not isinstance(args[0], PyObj) or not isinstance(args[0].obj, str):
@@ -374,6 +408,17 @@ class ExprMixin:
             fmt = " ".join(labels + ["{}"] * len(vals))
         self.b.emit(Op.PRINT, vals, fmt=fmt, printf=formatted)
         return None
+
+
+def _components(b, v: Value) -> list:
+    """The scalar components of a scalar, vector or matrix value."""
+    t = v.type
+    if t.is_scalar:
+        return [v]
+    if len(t.shape) == 1:
+        return [b.call("index", [v, b.const(k, int32)]) for k in range(t.shape[0])]
+    return [b.call("index", [v, b.const(i, int32), b.const(j, int32)])
+            for i in range(t.shape[0]) for j in range(t.shape[1])]
 
 
 def _hashable(obj) -> bool:
