@@ -13,6 +13,7 @@ import ast
 from .. import lang
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir.nodes import Block, Op, Value
+from . import structs
 from .exprs import Lit, PyObj
 from .source import annotation_type, parse_function
 
@@ -120,6 +121,9 @@ class ControlMixin:
         vals = []
         for p, a in zip(params, args):
             t = annotation_type(func.pyfunc, p, src)
+            if structs.is_struct_type(t) or structs.is_structish(a):
+                vals.append(structs.check_func_arg(self, func, p.arg, t, a))
+                continue
             v = self.value(a, t.scalar if not t.is_array else None)
             if v.type != t:
                 raise KernelTypeError(f"argument '{p.arg}' of func '{func.__name__}' must be a "
@@ -143,6 +147,8 @@ class ControlMixin:
         finally:
             self.stack.pop()
             self.inlining.pop()
+        if isinstance(scope.ret_var, structs.StructVal):
+            return scope.ret_var
         return self.b.load(scope.ret_var) if scope.ret_var is not None else None
 
     def custom_call(self, func, src, vals):

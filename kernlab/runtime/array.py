@@ -426,6 +426,9 @@ Array = array
 def _convert(data, dtype, shape, copy: bool) -> tuple[np.ndarray, Type]:
     """data as storage for an array: (NumPy values of shape ``shape + element shape``,
     element type). Shares data's memory when copy is False and nothing needs converting."""
+    if dtype is not None and getattr(to_type(dtype), "is_struct", False):
+        from .structs import struct_storage  # records of a @kl.struct
+        return struct_storage(data, to_type(dtype), shape), to_type(dtype)
     if isinstance(data, array):
         source, inferred = data.numpy(), data.dtype
     elif isinstance(data, np.ndarray):

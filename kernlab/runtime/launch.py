@@ -178,6 +178,10 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
         raise LaunchError(f"kl.launch needs a @kl.kernel, got {kernel!r}")
     dims = (dim,) if type(dim) is int and 0 <= dim <= MAX_THREADS else _dims(dim)
     inputs, outputs = inputs or (), outputs or ()
+    if getattr(kernel.ir, "struct_signature", None) is not None:  # one value per leaf field
+        from .structs import flatten_launch
+        inputs, outputs, adj_inputs, adj_outputs = flatten_launch(
+            kernel, inputs, outputs, adj_inputs, adj_outputs, device, adjoint)
     n_in = len(inputs)
     primal = list(inputs) + list(outputs) if outputs else list(inputs)
     plan = _plan(kernel)
