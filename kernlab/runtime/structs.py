@@ -213,7 +213,7 @@ class StructInstance:
         parts = []
         for name in self._type.fields:
             value = getattr(self, name)
-            shown = value.tolist() if isinstance(value, np.ndarray) else value
+            shown = value.tolist() if isinstance(value, (np.ndarray, np.generic)) else value
             parts.append(f"{name}={shown!r}")
         return f"{self._type.key}({', '.join(parts)})"
 
@@ -479,3 +479,12 @@ def flatten_launch(kernel, inputs, outputs, adj_inputs, adj_outputs, device, adj
             kernel, list(adj_inputs or [None] * n_in),
             list(adj_outputs or [None] * (n - n_in)), device, True)
     return inputs, outputs, adj_inputs, adj_outputs
+
+
+def element_record(value, st: StructType) -> np.ndarray:
+    """value (an instance of st, or a record of st's dtype) as one record to fill with."""
+    if isinstance(value, StructInstance):
+        if not isinstance(value, st.cls):
+            raise TypeError(f"an array of {st.key} cannot hold a {type(value).__name__}")
+        return np.asarray(value.numpy_value(), dtype=st.np)
+    return np.asarray(value, dtype=st.np)
