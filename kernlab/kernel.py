@@ -30,14 +30,25 @@ class Func:
     __hash__ = object.__hash__
 
 
+class _ModuleOptions:
+    """``kernel.module.options``: the module-wide defaults Warp code reads (kernlab has no
+    modules; every kernel is its own)."""
+
+    def __init__(self):
+        self.options = {"enable_backward": True}
+
+
 class Kernel:
     """A @kl.kernel. ``kernel.ir`` and ``kernel.adjoint_ir`` are its typed IR."""
 
-    def __init__(self, pyfunc, extra_globals: dict | None = None, options: dict | None = None):
+    def __init__(self, pyfunc=None, extra_globals: dict | None = None,
+                 options: dict | None = None, *, func=None, key: str | None = None):
+        pyfunc = pyfunc if pyfunc is not None else func  # Warp spells it Kernel(func=...)
         self.pyfunc = pyfunc
-        self.key = pyfunc.__name__
+        self.key = key or pyfunc.__name__
         self.extra_globals = extra_globals
         self.options = dict(options or {})
+        self.module = _ModuleOptions()
         self._ir: Function | None = None
         self._adjoint: Function | None = None
         self._compiled: dict = {}

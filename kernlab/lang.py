@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from .builtins import REGISTRY
+from .builtins.expand import EXPANSIONS, call_on_python_values
+from .builtins.spatial import PUBLIC as SPATIAL_BUILTINS
 from .types import Type, to_type
 
 
@@ -18,7 +20,10 @@ class BuiltinFunction:
         self.__name__ = name
         self.builtin = builtin or name
 
-    def __call__(self, *args):
+    def __call__(self, *args, dtype=None):
+        if self.builtin in EXPANSIONS:  # quaternion/transform math: run its expansion
+            target = to_type(dtype) if dtype is not None else None
+            return call_on_python_values(self.builtin, args, target)
         record = REGISTRY[self.builtin]
         vals = [a if isinstance(a, np.ndarray) else np.asarray(a)[()] for a in args]
         vals = [v.astype(np.float32) if isinstance(v, np.floating) and v.dtype == np.float64
@@ -50,7 +55,8 @@ PUBLIC_BUILTINS = [
     "max", "clamp", "lerp", "smoothstep", "where", "dot", "cross", "length", "length_sq",
     "normalize", "outer", "transpose", "determinant", "mul", "trunc",
 ]
-FUNCTIONS = {name: BuiltinFunction(name) for name in PUBLIC_BUILTINS}
+FUNCTIONS = {name: BuiltinFunction(name) for name in PUBLIC_BUILTINS + SPATIAL_BUILTINS}
+FUNCTIONS["transformation"] = BuiltinFunction("transformation")
 FUNCTIONS["select"] = BuiltinFunction("select", "where")
 
 tid = SpecialForm("tid", "This thread's index: i = tid(), or i, j = tid() for a 2-D launch.")

@@ -17,7 +17,8 @@ import numpy as np
 from .. import lang
 from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
 from ..ir.nodes import Op, Site, Value
-from ..types import Matrix, Type, Vector, bool_, float32, int32, int64, to_type
+from ..types import (Matrix, Transformation, Type, Vector, bool_, float32, int32, int64,
+                     to_type)
 from . import structs
 from .source import is_missing, resolve_global
 
@@ -54,6 +55,7 @@ CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "g
 PY_BUILTINS = {builtins.min: "min", builtins.max: "max", builtins.abs: "abs",
                builtins.pow: "pow", builtins.round: "round"}
 COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
+TRANSFORM_PARTS = {"p": "transform_get_translation", "q": "transform_get_rotation"}
 
 
 class ExprMixin:
@@ -166,6 +168,9 @@ class ExprMixin:
                                       f"'{node.attr}'", self.b.loc) from None
         if isinstance(base, Value) and base.type.is_array and node.attr == "shape":
             return ShapeOf(base)
+        if isinstance(base, Value) and node.attr in TRANSFORM_PARTS \
+                and isinstance(base.type, Transformation):
+            return self.b.call(TRANSFORM_PARTS[node.attr], [base])
         if isinstance(base, Value) and base.type.is_vector and node.attr in COMPONENTS:
             k = COMPONENTS[node.attr]
             if k >= base.type.length:
@@ -316,20 +321,18 @@ class ExprMixin:
         return self.b.load(out)
 
     def expr_Call(self, node):
-        if node.keywords:
-            raise KernelSyntaxError("keyword arguments are not supported in kernel calls",
-                                    self.b.loc)
         fn = self.expr(node.func)
         if not isinstance(fn, PyObj):
             raise KernelTypeError(f"'{ast.unparse(node.func)}' is not callable", self.b.loc)
         obj = fn.obj
+        dtype = self.dtype_keyword(node, obj)
         if obj is lang.tid:
             return self.tid(len(node.args))
         args = [self.expr(a) for a in node.args]
         if structs.is_struct(obj):
             return structs.construct(self, obj, args)
         if isinstance(obj, lang.BuiltinFunction):
-            return self.call_builtin(obj.builtin, args)
+            return self.call_builtin(obj.builtin, args, dtype)
         if _hashable(obj) and obj in PY_BUILTINS:
             return self.call_builtin(PY_BUILTINS[obj], args)
         target = lang.python_type(obj) if isinstance(obj, (type, Type)) else None
@@ -350,6 +353,21 @@ class ExprMixin:
         raise KernelTypeError(f"'{ast.unparse(node.func)}' ({obj!r}) cannot be called in a "
                               "kernel", self.b.loc)
 
+    def dtype_keyword(self, node, obj):
+        """The ``dtype=`` of ``quat_identity(dtype=float64)``: builtins that have no
+        argument to take their scalar type from accept it; no other keyword is taken."""
+        if not node.keywords:
+            return None
+        kw = node.keywords[0]
+        if len(node.keywords) == 1 and kw.arg == "dtype" \
+                and isinstance(obj, lang.BuiltinFunction):
+            t = self.expr(kw.value)
+            t = lang.python_type(t.obj) if isinstance(t, PyObj) else None
+            if t is not None:
+                return t
+        raise KernelSyntaxError("keyword arguments are not supported in kernel calls",
+                                self.b.loc)
+
     def construct(self, target: Type, args):
         if target.is_scalar:
             if len(args) != 1:
@@ -359,9 +377,19 @@ class ExprMixin:
                 return self.b.const(_literal_cast(x.value, target), target)
             return self.b.cast(self.value(x), target)
         vals = [self.value(a, target.scalar) for a in args]
+        if target.is_vector and any(not v.type.is_scalar for v in vals):
+            vals = self.components(vals)  # quat(v, w), transform(p, q), vec6(a, b)
         vals = [self.b.cast(v, target.scalar) if v.type.is_scalar and v.type.is_float
                 and target.is_float else v for v in vals]
         return self.b.call("construct", vals, target)
+
+    def components(self, vals):
+        """Vector arguments spread into their scalar components."""
+        out = []
+        for v in vals:
+            n = v.type.length if v.type.is_vector else 0
+            out += [self.b.index(v, self.b.const(k, int32)) for k in range(n)] or [v]
+        return out
 
     def tid(self, nargs):
         if nargs:

@@ -221,9 +221,11 @@ class Lowerer(ControlMixin, ExprMixin):
             if adj is not None:
                 return self.b.store(adj, self.value(value, adj.type.scalar))
             return self.assign_subscript(target, value)
+        if isinstance(target, ast.Attribute) and self.struct_rooted(target.value):
+            return self.assign_struct_attr(target, value)
+        if isinstance(target, ast.Attribute) and target.attr in ("p", "q"):
+            return self.assign_transform_part(target, value)
         if isinstance(target, ast.Attribute):
-            if self.struct_rooted(target.value):
-                return self.assign_struct_attr(target, value)
             base = target.value
             index = ast.copy_location(ast.Constant(_component(target, self.b.loc)), target)
             sub = ast.copy_location(ast.Subscript(base, index, ast.Store()), target)
@@ -236,6 +238,8 @@ class Lowerer(ControlMixin, ExprMixin):
         base = self.expr(target.value)
         if structs.is_structish(base):
             return structs.set_field(self, base, target.attr, value)
+        if target.attr in ("p", "q"):
+            return self.assign_transform_part(target, value)
         index = ast.copy_location(ast.Constant(_component(target, self.b.loc)), target)
         v = self.value(value, base.type.scalar)
         self.assign(target.value, self.component_call("insert", base, [self.expr(index)], v))
@@ -246,6 +250,17 @@ class Lowerer(ControlMixin, ExprMixin):
             node = node.value
         return isinstance(node, ast.Name) and structs.is_structish(
             self.scope.names.get(node.id))
+
+    def assign_transform_part(self, target, value):
+        """t.p = v / t.q = r on a transform: t = transform_set_*(t, value)."""
+        from ..types import Transformation
+        load = ast.copy_location(_as_load(target.value), target)
+        t = self.value(self.expr(load))
+        if not isinstance(t.type, Transformation):
+            raise KernelSyntaxError(f"cannot assign to attribute '.{target.attr}'", self.b.loc)
+        part = "translation" if target.attr == "p" else "rotation"
+        new = self.b.call(f"transform_set_{part}_copy", [t, self.value(value, t.type.scalar)])
+        self.assign(target.value, new)
 
     def assign_name(self, name, value, declared=None):
         if structs.is_structish(value):

@@ -49,6 +49,11 @@ class RecordedArrayOp:
     info: dict = field(default_factory=dict)
 
 
+class _Gradients:
+    def __getitem__(self, arr):
+        return arr.grad
+
+
 class Tape:
     def __init__(self):
         self.records: list = []
@@ -66,6 +71,11 @@ class Tape:
         _ACTIVE.remove(self)
         array_mod._TAPE_HOOK[0] = active_tape()._record_array_op if _ACTIVE else None
         return False
+
+    @property
+    def gradients(self):
+        """Warp's ``tape.gradients[a]``: the gradient array of ``a``."""
+        return _Gradients()
 
     @property
     def launches(self) -> list:
