@@ -38,7 +38,7 @@ class StructType(Type):
             raise RuntimeError(f"struct '{cls.__name__}' derives from a struct; Warp structs "
                                "must be defined as base classes")
         self.key = cls.__name__
-        self.__name__, self.__qualname__ = cls.__name__, cls.__qualname__
+        self.__qualname__ = cls.__qualname__
         self.__module__, self.__doc__ = cls.__module__, cls.__doc__
         self.fields: dict[str, Type | None] = {}
         self.annotations: dict = {}
