@@ -23,7 +23,16 @@ from ..runtime.structs import StructType, is_struct, is_struct_array
 
 
 class KernelAttributeError(KernelTypeError, AttributeError):
-    """A struct has no field of that name (an AttributeError too, as in Python)."""
+    """A struct has no field of that name (an AttributeError too, as in Python). The
+    message comes last, after the user's line, so that it ends the text as Warp's does."""
+
+    def _render(self) -> str:
+        message, self.message = self.message, ""
+        try:
+            where = super()._render().lstrip("\n")
+        finally:
+            self.message = message
+        return f"{where}\n{message}" if where else message
 
 
 class StructVal:

@@ -168,6 +168,11 @@ class StructInstance:
                                getattr(value, "grad", None) if value is not None else None)
         object.__setattr__(self, name, convert_field(self._type, name, t, value))
 
+    def __getattr__(self, name):
+        if name == "grad":  # tape.gradients[s]: the struct of its arrays' gradients
+            return grad_struct(self)
+        raise AttributeError(f"struct {self._type.key} has no field '{name}'")
+
     def assign(self, other) -> None:
         """Copy every field of other (an instance of the same struct) into this one."""
         if not isinstance(other, self._type.cls):
@@ -218,10 +223,25 @@ class StructInstance:
         return f"{self._type.key}({', '.join(parts)})"
 
 
+def grad_struct(inst: StructInstance) -> StructInstance:
+    """An instance of the same struct holding the gradients of inst's arrays (None where an
+    array has none); other fields zero."""
+    out = inst._type.cls()
+    for name, t in inst._type.fields.items():
+        value = getattr(inst, name)
+        if isinstance(t, StructType):
+            object.__setattr__(out, name, grad_struct(value))
+        elif isinstance(t, ArrayType) and value is not None:
+            object.__setattr__(out, name, value.grad)
+    return out
+
+
 def _same(a, b) -> bool:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return np.array_equal(a, b)
-    return a is b if not isinstance(a, (int, float, np.generic)) else a == b
+    if isinstance(a, (int, float, np.generic, StructInstance)):
+        return a == b
+    return a is b  # arrays: the same array
 
 
 def _default(t):
@@ -235,7 +255,9 @@ def _default(t):
 def _vm_name(t) -> str:
     """A vector or matrix type's name with Warp's scalar suffix (vec3 -> vec3f)."""
     name = repr(t)
-    return name + "f" if name[-1].isdigit() and t.scalar.name == "float32" else name
+    if t.scalar.name == "float32" and not name.endswith(("f", "d", "h", ")")):
+        return name + "f"
+    return name
 
 
 def convert_field(st: StructType, name: str, t, value):
@@ -440,8 +462,9 @@ def _leaf_values(kname, name, t, value, device, adjoint):
         if value is None and adjoint:
             return [None] * len(struct_leaves(t, name))
         if not isinstance(value, t.cls):
-            raise LaunchError(f"kernel '{kname}': parameter '{name}' ({t.key}) needs a "
-                              f"{t.key} instance, got {type(value).__name__}")
+            got = "None" if value is None else type(value).__name__
+            raise LaunchError(f"kernel '{kname}': argument '{name}' expects {t.key} but got "
+                              f"{got} (pass a {t.key}() instance)")
         out = []
         for fname, ft in t.fields.items():
             if ft is None:
