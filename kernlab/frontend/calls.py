@@ -25,6 +25,8 @@ from .source import parse_function
 class StarSource:
     """Values a ``*`` expands into, computed when the call is lowered (an array slice)."""
 
+    describe = "a slice of an array (which can only be *-unpacked into a call)"
+
     def __init__(self, items):
         self.items = list(items)
 

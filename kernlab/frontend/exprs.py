@@ -91,7 +91,8 @@ class ExprMixin:
         if structs.is_structish(x):
             raise KernelTypeError(f"'{x.name}' is a struct {x.type}, not a single value; "
                                   "use one of its fields", self.b.loc)
-        raise KernelTypeError("a tuple cannot be used as a single value here", self.b.loc)
+        what = getattr(x, "describe", "a tuple")
+        raise KernelTypeError(f"{what} cannot be used as a single value here", self.b.loc)
 
     def values(self, xs) -> list[Value]:
         """Materialise call operands, literals adopting the first typed operand's scalar."""

@@ -12,6 +12,7 @@ import os
 import traceback
 
 from ..errors import KernelError, KernelSyntaxError, SourceLoc, _pretty_file
+from .display import readable
 
 _KERNLAB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -64,12 +65,7 @@ def user_frames(shell, tb) -> list[str]:
 
 def render(shell, err: KernelError, tb=None) -> list[str]:
     """The structured traceback (a list of lines) for a kernlab error."""
-    text = str(err)
-    message = getattr(err, "message", "")
-    if message and text.endswith(message) and text != message:
-        # str() ends with the message (Warp's tests match it with '...$'); a reader wants it
-        # first, then where: the STYLE.md order
-        text = message + "\n" + text[:-len(message)].rstrip("\n")
+    text = readable(err)
     loc = err.loc
     if loc is not None:
         name = cell_name(shell, loc.file)
