@@ -1,8 +1,8 @@
 """Operators, comparisons, casts, constructors and component access.
 
-Integer division and remainder follow C (and Warp): ``/`` and ``//`` truncate toward zero,
-``%`` takes the sign of the dividend; a zero divisor gives 0 instead of trapping. On
-floats ``//`` is floor(a / b) and ``%`` is fmod.
+Integer division and remainder follow C (and Warp): ``/`` truncates toward zero, ``%``
+takes the sign of the dividend; ``//`` floors (Warp 1.19, like Python); a zero divisor
+gives 0 instead of trapping. On floats ``//`` is floor(a / b) and ``%`` is fmod.
 """
 from __future__ import annotations
 
@@ -115,14 +115,16 @@ builtin("div", [sig("N", "N", ret="T"), sig("V", "N", ret="V"), sig("M", "N", re
 def _np_floordiv(a, b):
     t = np.result_type(a, b)
     if np.issubdtype(t, np.integer):
-        return _np_div(a, b)  # Warp (C) semantics: integer // truncates, like /
+        if b == 0:
+            return t.type(0)
+        return _wrap_int([int(a) // int(b)], t)[0]  # Python's // floors, as Warp 1.19
     return t.type(np.floor(a / b))
 
 
-# Integers: truncating division, as Warp; floats: floor(a / b).
+# Integers and floats: floor(a / b), as Warp 1.19 (and Python); a zero divisor gives 0.
 builtin("floordiv", [sig("N", "N", ret="T")], _np_floordiv,
-        llvm=lambda cx, a, b: cx.floordiv(a, b) if cx.types[0].is_float else cx.div(a, b),
-        cuda="kl_floordiv({0}, {1})", differentiable=False)
+        llvm=lambda cx, a, b: cx.floordiv(a, b), cuda="kl_floordiv({0}, {1})",
+        differentiable=False)
 
 
 def _np_mod(a, b):

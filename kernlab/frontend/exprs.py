@@ -45,9 +45,22 @@ class ShapeOf:
 
 
 BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
-          ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "mul"}
+          ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "mul",
+          ast.BitAnd: "bit_and", ast.BitOr: "bit_or", ast.BitXor: "bit_xor",
+          ast.LShift: "lshift", ast.RShift: "rshift"}
+
+
+def _fold_div(a, b):
+    """``/`` on two constants: ints divide as the kernel would (int32, truncating), as in
+    Warp, where ``C / 2`` of an int constant is an int."""
+    if isinstance(a, int) and isinstance(b, int):
+        q = abs(a) // abs(b)
+        return q if (a < 0) == (b < 0) else -q
+    return a / b
+
+
 FOLD = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-        ast.Div: operator.truediv, ast.Pow: operator.pow}
+        ast.Div: _fold_div, ast.Pow: operator.pow}
 CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt",
           ast.GtE: "ge"}
 PY_BUILTINS = {builtins.min: "min", builtins.max: "max", builtins.abs: "abs",
@@ -247,6 +260,8 @@ class ExprMixin:
             return self.call_builtin("neg", [x])
         if isinstance(node.op, ast.Not):
             return self.b.not_(self.truth(x))
+        if isinstance(node.op, ast.Invert):
+            return self.call_builtin("invert", [x])
         raise KernelSyntaxError(f"operator {_describe(node.op)} is not supported", self.b.loc)
 
     def truth(self, x) -> Value:

@@ -17,7 +17,8 @@ from ...types import Matrix, Scalar, Type, Vector
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
 
-_FLOAT_TYPES = {32: ir.FloatType(), 64: ir.DoubleType()}
+# float16 registers are LLVM half: every operation rounds to half, as Warp's CPU half does
+_FLOAT_TYPES = {16: ir.HalfType(), 32: ir.FloatType(), 64: ir.DoubleType()}
 _CMP_OPS = {"==", "!=", "<", "<=", ">", ">="}
 
 
@@ -40,7 +41,7 @@ def mem_type(s: Scalar) -> ir.Type:
 def is_float(ty: ir.Type) -> bool:
     if isinstance(ty, ir.VectorType):
         ty = ty.element
-    return isinstance(ty, (ir.FloatType, ir.DoubleType))
+    return isinstance(ty, (ir.HalfType, ir.FloatType, ir.DoubleType))
 
 
 def constant(t: Type, value) -> ir.Constant:
@@ -162,7 +163,14 @@ class BuiltinContext:
         """floor(a / b) for floats; integers truncate like ``/`` (C and Warp semantics)."""
         if is_float(a.type):
             return self.intr("llvm.floor", self.b.fdiv(a, b))
-        return self._int_divrem(a, b, rem=False)
+        q = self._int_divrem(a, b, rem=False)
+        if self._kind(a) == "u":
+            return q
+        r = self._int_divrem(a, b, rem=True)  # q - 1 when inexact and the signs differ
+        zero = ir.Constant(a.type, 0)
+        signs_differ = self.b.icmp_signed("<", self.b.xor(r, b), zero)
+        fix = self.b.and_(self.b.icmp_signed("!=", r, zero), signs_differ)
+        return self.b.sub(q, self.b.zext(fix, a.type))
 
     def _int_divrem(self, a, b, rem: bool):
         """C division/remainder that never traps: x / 0 == 0, x % 0 == 0, MIN / -1 wraps."""
@@ -204,12 +212,16 @@ class BuiltinContext:
     # ---- intrinsics and libm --------------------------------------------------------------
 
     def intr(self, name: str, *args: ir.Value) -> ir.Value:
-        fn = self.module.declare_intrinsic(name, [args[0].type])
+        ty = args[0].type
+        fn = self.module.declare_intrinsic(name, [ty], ir.FunctionType(ty, [ty] * len(args)))
         return self.b.call(fn, list(args))
 
     def libm(self, name: str, *args: ir.Value) -> ir.Value:
         """Call the C math library: ``tanf`` for float, ``tan`` for double."""
         ty = args[0].type
+        if isinstance(ty, ir.HalfType):  # half: the float function, rounded back to half
+            wide = [self.b.fpext(a, ir.FloatType()) for a in args]
+            return self.b.fptrunc(self.libm(name, *wide), ty)
         symbol = name + ("f" if isinstance(ty, ir.FloatType) else "")
         fn = self.module.globals.get(symbol)
         if fn is None:

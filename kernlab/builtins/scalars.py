@@ -1,0 +1,233 @@
+"""Scalar predicates and selections: abs, sign, step, nonzero, min/max/clamp, isnan & co.,
+the integer bit operations, and the vector reductions min/max/argmin/argmax.
+
+Float min/max follow C's fmin/fmax, as Warp does: a NaN operand is "missing", so the other
+operand wins, and NaN comes out only when both are NaN. ``clamp(x, lo, hi)`` is
+``min(max(lo, x), hi)``. Their derivatives send the adjoint to the operand the forward
+picked. Bit operations on 8- and 16-bit integers compute in 32 bits and truncate, as C's
+integer promotion does (``int8(1) << 8 == 0``).
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+
+from ..types import bool_, uint32
+from .registry import builtin, sig
+
+
+def _zero_like(x):
+    return np.zeros_like(x) if np.ndim(x) else x.dtype.type(0)
+
+
+# ---- sign and friends -------------------------------------------------------------------
+
+def _sign_ref(x):
+    return x.dtype.type(-1 if x < 0 else 1)
+
+
+builtin("abs", [sig("N", ret="T"), sig("V", ret="V")], lambda x: np.abs(x).astype(x.dtype)
+        if np.ndim(x) else x.dtype.type(abs(x)),
+        llvm=lambda cx, x: cx.abs(x), cuda="abs({0})",
+        grad=lambda g, x, r, adj: (g.mul(adj, g.sign(x)) if x.type.is_scalar
+                                   else g.mul(adj, g.vsign(x)),))
+
+# Warp's sign: -1 for x < 0, else 1 (so sign(0) == 1).
+builtin("sign", [sig("N", ret="T")], _sign_ref,
+        llvm=lambda cx, x: cx.b.select(cx.cmp("<", x, cx.const(0)), cx.const(-1), cx.const(1)),
+        cuda="kl_sign({0})", differentiable=False)
+
+builtin("vsign", [sig("V", ret="V")],
+        lambda v: np.where(v < 0, -1, 1).astype(v.dtype),
+        llvm=lambda cx, x: cx.b.select(cx.cmp("<", x, cx.const(0)), cx.const(-1), cx.const(1)),
+        cuda="kl_sign({0})", differentiable=False)
+
+# step(x) = 1 for x < 0, else 0 (Warp's definition)
+builtin("step", [sig("N", ret="T")], lambda x: x.dtype.type(1 if x < 0 else 0),
+        llvm=lambda cx, x: cx.b.select(cx.cmp("<", x, cx.const(0)), cx.const(1), cx.const(0)),
+        cuda="kl_step({0})", differentiable=False)
+
+builtin("nonzero", [sig("N", ret="T")], lambda x: x.dtype.type(0 if x == 0 else 1),
+        llvm=lambda cx, x: cx.b.select(cx.cmp("==", x, cx.const(0)), cx.const(0),
+                                       cx.const(1)),
+        cuda="kl_nonzero({0})", differentiable=False)
+
+
+def _float_test(name, ref, llvm_float, int_answer):
+    def llvm(cx, x):
+        if cx.types[0].is_float:
+            return llvm_float(cx, x)
+        return ir.Constant(ir.IntType(1), int(int_answer))
+    builtin(name, [sig("N", ret=bool_)], lambda x: np.bool_(ref(x)), llvm=llvm,
+            cuda=f"kl_{name}({{0}})", differentiable=False)
+
+
+def _abs_cmp(op, ordered):
+    def lower(cx, x):
+        size = cx.intr("llvm.fabs", x)
+        inf = ir.Constant(x.type, float("inf"))
+        return (cx.b.fcmp_ordered if ordered else cx.b.fcmp_unordered)(op, size, inf)
+    return lower
+
+
+_float_test("isfinite", np.isfinite, _abs_cmp("<", True), True)
+_float_test("isinf", np.isinf, _abs_cmp("==", True), False)
+_float_test("isnan", np.isnan, lambda cx, x: cx.b.fcmp_unordered("uno", x, x), False)
+
+
+# ---- min, max, clamp --------------------------------------------------------------------
+
+def _fmin_ref(a, b):
+    """C fmin, element-wise: a if a <= b, else b unless b is NaN."""
+    return np.where(a <= b, a, np.where(b == b, b, a)).astype(np.result_type(a))[()]
+
+
+def _fmax_ref(a, b):
+    return np.where(a >= b, a, np.where(b == b, b, a)).astype(np.result_type(a))[()]
+
+
+def _select_min(cx, a, b, op):
+    b_ok = cx.cmp("==", b, b)
+    return cx.b.select(cx.cmp(op, a, b), a, cx.b.select(b_ok, b, a))
+
+
+def _first_ref(less):
+    def ref(a, b, adj):
+        first = (a == a) & ((b != b) | ((a < b) if less else (a > b)))
+        return np.where(first, adj, 0).astype(np.result_type(adj))[()]
+    return ref
+
+
+def _first_llvm(op):
+    def lower(cx, a, b, adj):
+        first = cx.b.and_(cx.cmp("==", a, a), cx.b.or_(cx.cmp("!=", b, b), cx.cmp(op, a, b)))
+        return cx.b.select(first, adj, ir.Constant(adj.type, None))
+    return lower
+
+
+# The adjoint of min/max(a, b) that reaches a: adj where the forward picked a (a is no NaN,
+# and b is NaN or a wins the comparison), else 0; element-wise on vectors.
+for _name, _less, _op in (("route_min", True, "<"), ("route_max", False, ">")):
+    builtin(_name, [sig("N", "N", "N", ret="T"), sig("V", "V", "V", ret="V")],
+            _first_ref(_less), llvm=_first_llvm(_op), cuda=f"kl_{_name}({{0}}, {{1}}, {{2}})",
+            differentiable=False)
+
+
+def _route(g, a, b, adj, op):
+    to_a = getattr(g, f"route_{op}")(a, b, adj)
+    return to_a, g.sub(adj, to_a)
+
+
+def _minmax(name, ref, op, pick, less):
+    """min/max(a, b) element-wise, or min/max(v) over a vector's components."""
+    def numpy(a, b=None):
+        return a[_argbest(a, less)] if b is None else ref(a, b)
+
+    def llvm(cx, a, b=None):
+        return _vreduce(cx, a, "<" if less else ">")[0] if b is None \
+            else _select_min(cx, a, b, op)
+
+    def grad(g, *rest):
+        if len(rest) == 3:  # min(v): the adjoint goes to the component picked
+            v, _, adj = rest
+            return (g.insert(g.zeros(v.type), getattr(g, f"arg{name}")(v), adj),)
+        a, b, _, adj = rest
+        return _route(g, a, b, adj, pick)
+
+    builtin(name, [sig("N", "N", ret="T"), sig("V", "V", ret="V"), sig("V", ret="T")],
+            numpy, llvm=llvm, cuda=f"kl_{name}({{args}})", grad=grad)
+    builtin(f"arg{name}", [sig("V", ret=uint32)],
+            lambda v: np.uint32(_argbest(v, less)),
+            llvm=lambda cx, v: _vreduce(cx, v, "<" if less else ">")[1],
+            cuda=f"kl_arg{name}({{0}})", differentiable=False)
+
+
+def _clamp_grad(g, x, lo, hi, r, adj):
+    m = g.max(lo, x)
+    adj_m, adj_hi = _route(g, m, hi, adj, "min")
+    adj_lo, adj_x = _route(g, lo, x, adj_m, "max")
+    return adj_x, adj_lo, adj_hi
+
+
+builtin("clamp", [sig("N", "N", "N", ret="T")], lambda x, lo, hi: _fmin_ref(_fmax_ref(lo, x), hi),
+        llvm=lambda cx, x, lo, hi: _select_min(cx, _select_min(cx, lo, x, ">="), hi, "<="),
+        cuda="kl_clamp({0}, {1}, {2})", grad=_clamp_grad)
+
+builtin("or_", [sig("B", "B", ret=bool_)], lambda a, b: np.bool_(a or b),
+        llvm=lambda cx, a, b: cx.b.or_(a, b), cuda="({0} || {1})", differentiable=False)
+
+
+# ---- vector reductions --------------------------------------------------------------------
+
+def _vreduce(cx, v, op):
+    """(best value, its index as uint32) over a vector's components; the first one wins."""
+    elems = [cx.b.extract_element(v, ir.Constant(ir.IntType(32), i))
+             for i in range(v.type.count)]
+    best, at = elems[0], ir.Constant(ir.IntType(32), 0)
+    for i, e in enumerate(elems[1:], 1):
+        better = cx.cmp(op, e, best)
+        best = cx.b.select(better, e, best)
+        at = cx.b.select(better, ir.Constant(ir.IntType(32), i), at)
+    return best, at
+
+
+def _argbest(v, less):
+    best = 0
+    for i in range(1, len(v)):
+        if (v[i] < v[best]) if less else (v[i] > v[best]):
+            best = i
+    return best
+
+
+_minmax("min", _fmin_ref, "<=", "min", True)
+_minmax("max", _fmax_ref, ">=", "max", False)
+
+
+# ---- integer bit operations -------------------------------------------------------------
+
+def _np_int(fn):
+    """Reference of a bit operation: Python ints, wrapped to the operands' type."""
+    def ref(a, *rest):
+        t = np.result_type(a)
+        bits = t.itemsize * 8
+        out = fn(int(a), *(int(b) for b in rest), bits) & ((1 << bits) - 1)
+        if t.kind == "i" and out >> (bits - 1):
+            out -= 1 << bits
+        return t.type(out)
+    return ref
+
+
+def _shift_ref(left):
+    def fn(a, b, bits):
+        n = b & (max(bits, 32) - 1)  # the hardware masks the count of a 32/64-bit shift
+        return a << n if left else a >> n
+    return fn
+
+
+def _widened(cx, a, b, op):
+    """Run ``op`` in at least 32 bits (C's promotion), then truncate to the operand type."""
+    ty, signed = a.type, cx._kind(a) == "i"
+    if ty.width >= 32:
+        return op(a, cx.b.and_(b, ir.Constant(ty, ty.width - 1)))
+    wide = ir.IntType(32)
+    ext = cx.b.sext if signed else cx.b.zext
+    r = op(ext(a, wide), cx.b.and_(ext(b, wide), ir.Constant(wide, 31)))
+    return cx.b.trunc(r, ty)
+
+
+_INT2 = [sig("I", "I", ret="T")]
+builtin("bit_and", _INT2, _np_int(lambda a, b, bits: a & b),
+        llvm=lambda cx, a, b: cx.b.and_(a, b), cuda="({0} & {1})", differentiable=False)
+builtin("bit_or", _INT2, _np_int(lambda a, b, bits: a | b),
+        llvm=lambda cx, a, b: cx.b.or_(a, b), cuda="({0} | {1})", differentiable=False)
+builtin("bit_xor", _INT2, _np_int(lambda a, b, bits: a ^ b),
+        llvm=lambda cx, a, b: cx.b.xor(a, b), cuda="({0} ^ {1})", differentiable=False)
+builtin("lshift", _INT2, _np_int(_shift_ref(True)),
+        llvm=lambda cx, a, b: _widened(cx, a, b, cx.b.shl), cuda="kl_lshift({0}, {1})",
+        differentiable=False)
+builtin("rshift", _INT2, _np_int(_shift_ref(False)),
+        llvm=lambda cx, a, b: _widened(cx, a, b, cx.b.ashr if cx._kind(a) == "i"
+                                       else cx.b.lshr),
+        cuda="kl_rshift({0}, {1})", differentiable=False)
+builtin("invert", [sig("I", ret="T")], _np_int(lambda a, bits: ~a),
+        llvm=lambda cx, a: cx.b.not_(a), cuda="(~{0})", differentiable=False)
