@@ -6,6 +6,7 @@ scalar, ``vec3(1, 2, 3)`` a NumPy array of shape (3,), ``mat22(...)`` one of sha
 from __future__ import annotations
 
 import ctypes
+import typing
 from dataclasses import dataclass
 
 import numpy as np
@@ -213,6 +214,53 @@ class Matrix(Type):
 
 
 @dataclass(frozen=True)
+class Quaternion(Vector):
+    """A quaternion (x, y, z, w): a 4-vector whose ``*`` is the Hamilton product."""
+
+    def __call__(self, *args):
+        return _construct(self, _flatten(args))
+
+    @property
+    def __name__(self) -> str:
+        return f"quat{SUFFIX.get(self.dtype, self.dtype.name)}"
+
+    def __repr__(self):
+        return "quat" + _SPATIAL_SUFFIX.get(self.dtype.name, f"[{self.dtype}]")
+
+    __str__ = __repr__
+
+
+@dataclass(frozen=True)
+class Transformation(Vector):
+    """A rigid transform (p, q): translation vec3 then rotation quaternion, 7 components.
+    ``*`` composes transforms. In Python, ``transform()`` is the identity (as in Warp)."""
+
+    def __call__(self, *args):
+        if not args:
+            return _construct(self, (0, 0, 0, 0, 0, 0, 1))
+        return _construct(self, _flatten(args))
+
+    @property
+    def __name__(self) -> str:
+        return f"transform{SUFFIX.get(self.dtype, self.dtype.name)}"
+
+    def __repr__(self):
+        return "transform" + _SPATIAL_SUFFIX.get(self.dtype.name, f"[{self.dtype}]")
+
+    __str__ = __repr__
+
+
+_SPATIAL_SUFFIX = {"float32": "", "float64": "d", "float16": "h"}
+
+
+def _flatten(args):
+    """Constructor arguments that mix vectors and scalars, e.g. quat(vec3, w)."""
+    if len(args) <= 1:
+        return args
+    return tuple(x for a in args for x in np.ravel(np.asarray(a)))
+
+
+@dataclass(frozen=True)
 class ArrayType(Type):
     dtype: Type  # Scalar, Vector or Matrix
     ndim: int
@@ -223,6 +271,35 @@ class ArrayType(Type):
         return f"array({self.dtype}, ndim={self.ndim})"
 
     __str__ = __repr__
+
+
+class AnyType(Type):
+    """``typing.Any`` in an annotation: a generic func or kernel takes the argument's type
+    (a func at each call, a kernel at each launch); ``array(dtype=Any)`` any element type."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self):
+        return "Any"
+
+    __str__ = __repr__
+
+
+ANY = AnyType()
+
+
+def is_generic(t) -> bool:
+    """Whether a type still has an ``Any`` in it (a generic parameter)."""
+    if t is ANY:
+        return True
+    if isinstance(t, (ArrayType, Vector, Matrix)):
+        return is_generic(t.dtype)
+    return False
 
 
 def _construct(t, args):
@@ -260,6 +337,40 @@ NAMED.update(vec2=vec2, vec3=vec3, vec4=vec4, mat22=mat22, mat33=mat33, mat44=ma
 vector_types = tuple(NAMED.values())
 
 
+def quaternion(*args, dtype=None):
+    """``quaternion(dtype)`` is the type; ``quaternion(x, y, z, w, dtype=...)`` a value."""
+    if len(args) == 1 and dtype is None and _is_type(args[0]):
+        return Quaternion(4, to_type(args[0]))
+    t = Quaternion(4, to_type(dtype) if dtype is not None else float32)
+    return t(*args) if args else t
+
+
+def transformation(*args, dtype=None):
+    """``transformation(dtype)`` is the type; ``transformation(p, q, dtype=...)`` a value."""
+    if len(args) == 1 and dtype is None and _is_type(args[0]):
+        return Transformation(7, to_type(args[0]))
+    t = Transformation(7, to_type(dtype) if dtype is not None else float32)
+    return t(*args) if args else t
+
+
+def _is_type(x) -> bool:
+    try:
+        to_type(x)
+    except (TypeError, ValueError, KeyError):
+        return False
+    return True
+
+
+quat = quatf = Quaternion(4, float32)
+quath, quatd = Quaternion(4, float16), Quaternion(4, float64)
+transform = transformf = Transformation(7, float32)
+transformh, transformd = Transformation(7, float16), Transformation(7, float64)
+spatial_vector = spatial_vectorf = Vector(6, float32)
+spatial_vectorh, spatial_vectord = Vector(6, float16), Vector(6, float64)
+spatial_matrix = spatial_matrixf = Matrix(6, 6, float32)
+spatial_matrixh, spatial_matrixd = Matrix(6, 6, float16), Matrix(6, 6, float64)
+
+
 _PY_TYPES = {float: float32, int: int32, bool: bool_}
 _NP_TYPES = {s.np: s for s in SCALARS}
 
@@ -268,6 +379,8 @@ def to_type(t) -> Type:
     """Normalise an annotation or dtype argument to a kernlab Type (float -> float32 ...)."""
     if isinstance(t, Type):
         return t
+    if t is typing.Any:
+        return ANY
     if t in _PY_TYPES:
         return _PY_TYPES[t]
     try:
