@@ -41,6 +41,8 @@ class Scalar(Type):
 
     @property
     def np(self) -> np.dtype:
+        if self.name == "bfloat16":
+            raise TypeError("kernlab has no bfloat16 arithmetic yet: use float16 or float32")
         return np.dtype({"f": f"float{self.bits}", "i": f"int{self.bits}",
                          "u": f"uint{self.bits}", "b": "bool"}[self.kind])
 
@@ -104,6 +106,7 @@ uint32 = Scalar("uint32", "u", 32)
 int64 = Scalar("int64", "i", 64)
 uint64 = Scalar("uint64", "u", 64)
 bool_ = Scalar("bool", "b", 8)
+bfloat16 = Scalar("bfloat16", "f", 16)  # named (Warp code mentions it), not yet usable
 FLOATS = (float16, float32, float64)
 INTS = (int8, uint8, int16, uint16, int32, uint32, int64, uint64)
 SCALARS = FLOATS + INTS + (bool_,)
@@ -142,6 +145,7 @@ class Vector(Type):
 
     # Warp's class attributes: element type, shape, number of components
     _type_ = property(lambda self: self.dtype)
+    _wp_scalar_type_ = property(lambda self: self.dtype)
     _shape_ = property(lambda self: self.shape)
     _length_ = property(lambda self: self.length)
 
@@ -192,6 +196,7 @@ class Matrix(Type):
         return self.length * self.dtype.nbytes
 
     _type_ = property(lambda self: self.dtype)
+    _wp_scalar_type_ = property(lambda self: self.dtype)
     _shape_ = property(lambda self: self.shape)
     _length_ = property(lambda self: self.length)
 
@@ -422,6 +427,21 @@ def dtype_to_numpy(t) -> np.dtype:
     except TypeError:
         pass
     raise TypeError(f"cannot convert {t!r} to a NumPy dtype")
+
+
+def type_repr(t) -> str:
+    """Warp's spelling of a type in messages: int8, vec3ub, mat22f, vector(length=5, ...)."""
+    if isinstance(t, Vector):
+        if t.dtype in SUFFIX and t.length <= 4:
+            return f"vec{t.length}{SUFFIX[t.dtype]}"
+        return f"vector(length={t.length}, dtype={type_repr(t.dtype)})"
+    if isinstance(t, Matrix):
+        if t.dtype in SUFFIX and t.rows == t.cols and t.rows <= 4:
+            return f"mat{t.rows}{t.cols}{SUFFIX[t.dtype]}"
+        return f"matrix(shape=({t.rows}, {t.cols}), dtype={type_repr(t.dtype)})"
+    if isinstance(t, Scalar):
+        return t.name
+    return getattr(t, "__name__", str(t))
 
 
 def type_is_vector(t) -> bool:

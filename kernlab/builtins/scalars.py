@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from ..types import bool_, uint32
+from ..types import (bool_, float16, float32, float64, int32, int64, type_repr, uint32,
+                     uint64)
 from .registry import builtin, sig
 
 
@@ -111,6 +112,16 @@ for _name, _less, _op in (("route_min", True, "<"), ("route_max", False, ">")):
     builtin(_name, [sig("N", "N", "N", ret="T"), sig("V", "V", "V", ret="V")],
             _first_ref(_less), llvm=_first_llvm(_op), cuda=f"kl_{_name}({{0}}, {{1}}, {{2}})",
             differentiable=False)
+
+
+# adj where a == b (element-wise), else 0: the adjoint of atomic_min/max reaches the value
+# that won.
+builtin("route_eq", [sig("N", "N", "N", ret="T"), sig("V", "V", "V", ret="V"),
+                     sig("M", "M", "M", ret="M")],
+        lambda a, b, adj: np.where(a == b, adj, 0).astype(np.result_type(adj))[()],
+        llvm=lambda cx, a, b, adj: cx.b.select(cx.cmp("==", a, b), adj,
+                                               ir.Constant(adj.type, None)),
+        cuda="kl_route_eq({0}, {1}, {2})", differentiable=False)
 
 
 def _route(g, a, b, adj, op):
@@ -231,3 +242,32 @@ builtin("rshift", _INT2, _np_int(_shift_ref(False)),
         cuda="kl_rshift({0}, {1})", differentiable=False)
 builtin("invert", [sig("I", ret="T")], _np_int(lambda a, bits: ~a),
         llvm=lambda cx, a: cx.b.not_(a), cuda="(~{0})", differentiable=False)
+
+
+# ---- atomics: which element types each kind accepts (as Warp) ---------------------------
+
+_INT3264 = (int32, uint32, int64, uint64)
+ATOMIC_SCALARS = {
+    "add": _INT3264 + (float16, float32, float64),
+    "sub": _INT3264 + (float16, float32, float64),
+    "min": _INT3264 + (float32, float64),
+    "max": _INT3264 + (float32, float64),
+    "and": _INT3264, "or": _INT3264, "xor": _INT3264,
+    "exch": _INT3264 + (float32, float64), "cas": _INT3264 + (float32, float64),
+}
+_ATOMIC_WORDS = {
+    "add": "[u]int32, [u]int64, float16, bfloat16, float32, or float64",
+    "min": "[u]int32, [u]int64, bfloat16, float32, or float64",
+    "and": "[u]int32 or [u]int64", "exch": "[u]int32, [u]int64, float32, or float64",
+}
+
+
+def atomic_type_error(kind: str, dtype) -> str | None:
+    """Why atomic_<kind> cannot work on an array of dtype, or None when it can."""
+    s = dtype.scalar
+    if s in ATOMIC_SCALARS[kind]:
+        return None
+    words = _ATOMIC_WORDS[{"sub": "add", "max": "min", "or": "and", "xor": "and",
+                           "cas": "exch"}.get(kind, kind)]
+    return (f"atomic_{kind}() operations only work on arrays with {words} as the underlying "
+            f"scalar types, but got {type_repr(dtype)} (with scalar type {type_repr(s)})")

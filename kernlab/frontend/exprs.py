@@ -15,7 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import lang
-from ..errors import KernelAttributeError, KernelNameError, KernelSyntaxError, KernelTypeError
+from ..builtins.scalars import atomic_type_error
+from ..errors import (KernelAttributeError, KernelNameError, KernelSyntaxError, KernelTypeError,
+                      KernelUnsupportedTypeError)
 from ..ir.nodes import Op, Site, Value
 from ..types import (Matrix, Transformation, Type, Vector, bool_, float32, int32, int64,
                      to_type)
@@ -368,11 +370,12 @@ class ExprMixin:
         if val.type != arr.type.dtype:
             raise KernelTypeError(f"atomic_{kind} of a {val.type} into an array of "
                                   f"{arr.type.dtype}", self.b.loc)
-        if kind in ("min", "max") and not arr.type.dtype.is_scalar:
-            raise KernelTypeError(f"atomic_{kind} needs an array of scalars", self.b.loc)
         if arr.type.dtype.scalar.kind == "b":
             raise KernelTypeError(f"atomic_{kind} (and +=, -= on an array element) needs an "
                                   "array of numbers, not of bool", self.b.loc)
+        why = atomic_type_error(kind, arr.type.dtype)
+        if why:
+            raise KernelUnsupportedTypeError(why, self.b.loc)
         return self.b.emit(Op.ATOMIC, [arr, *idx, val], val.type, kind=kind,
                            site=self.site(arr))
 

@@ -367,6 +367,9 @@ template <typename T> __device__ inline T kl_route_min(T a, T b, T adj) {
 template <typename T> __device__ inline T kl_route_max(T a, T b, T adj) {
     return (a == a && (b != b || a > b)) ? adj : T(0);
 }
+template <typename T> __device__ inline T kl_route_eq(T a, T b, T adj) {
+    return a == b ? adj : T(0);
+}
 template <typename T> __device__ inline T kl_step(T x) { return x < T(0) ? T(1) : T(0); }
 template <typename T> __device__ inline T kl_nonzero(T x) { return x == T(0) ? T(0) : T(1); }
 template <typename T> __device__ inline T kl_frac(T x) { return x - trunc(x); }
@@ -415,6 +418,17 @@ KL_VEC_FN vec<N, T> kl_route_min(const vec<N, T>& a, const vec<N, T>& b, const v
 KL_VEC_FN vec<N, T> kl_route_max(const vec<N, T>& a, const vec<N, T>& b, const vec<N, T>& g) {
     vec<N, T> out;
     for (int i = 0; i < N; ++i) out.c[i] = kl_route_max(a.c[i], b.c[i], g.c[i]);
+    return out;
+}
+KL_VEC_FN vec<N, T> kl_route_eq(const vec<N, T>& a, const vec<N, T>& b, const vec<N, T>& g) {
+    vec<N, T> out;
+    for (int i = 0; i < N; ++i) out.c[i] = kl_route_eq(a.c[i], b.c[i], g.c[i]);
+    return out;
+}
+KL_MAT_FN mat<R, C, T> kl_route_eq(const mat<R, C, T>& a, const mat<R, C, T>& b,
+                                   const mat<R, C, T>& g) {
+    mat<R, C, T> out;
+    for (int i = 0; i < R; ++i) out.r[i] = kl_route_eq(a.r[i], b.r[i], g.r[i]);
     return out;
 }
 KL_VEC_FN uint32 kl_argmin(const vec<N, T>& v) {
@@ -580,6 +594,7 @@ __device__ inline float32 kl_atomic_add(float32* p, float32 v) { return atomicAd
 __device__ inline float64 kl_atomic_add(float64* p, float64 v) { return atomicAdd(p, v); }
 __device__ inline int32 kl_atomic_add(int32* p, int32 v) { return atomicAdd(p, v); }
 __device__ inline uint32 kl_atomic_add(uint32* p, uint32 v) { return atomicAdd(p, v); }
+__device__ inline uint64 kl_atomic_add(uint64* p, uint64 v) { return atomicAdd(p, v); }
 __device__ inline int64 kl_atomic_add(int64* p, int64 v) {
     return int64(atomicAdd((uint64*)p, uint64(v)));
 }
@@ -594,6 +609,8 @@ __device__ inline int64 kl_atomic_min(int64* p, int64 v) { return atomicMin(p, v
 __device__ inline int32 kl_atomic_max(int32* p, int32 v) { return atomicMax(p, v); }
 __device__ inline uint32 kl_atomic_max(uint32* p, uint32 v) { return atomicMax(p, v); }
 __device__ inline int64 kl_atomic_max(int64* p, int64 v) { return atomicMax(p, v); }
+__device__ inline uint64 kl_atomic_min(uint64* p, uint64 v) { return atomicMin(p, v); }
+__device__ inline uint64 kl_atomic_max(uint64* p, uint64 v) { return atomicMax(p, v); }
 
 template <typename T, typename Bits, typename Pick>
 __device__ inline T kl_atomic_cas_loop(T* p, T v, Pick pick) {
@@ -636,6 +653,16 @@ KL_VEC_FN vec<N, T> kl_atomic_add(vec<N, T>* p, const vec<N, T>& v) {
 KL_MAT_FN mat<R, C, T> kl_atomic_add(mat<R, C, T>* p, const mat<R, C, T>& v) {
     mat<R, C, T> old;
     for (int i = 0; i < R; ++i) old.r[i] = kl_atomic_add(&p->r[i], v.r[i]);
+    return old;
+}
+KL_VEC_FN vec<N, T> kl_atomic_min(vec<N, T>* p, const vec<N, T>& v) {
+    vec<N, T> old;
+    for (int i = 0; i < N; ++i) old.c[i] = kl_atomic_min(&p->c[i], v.c[i]);
+    return old;
+}
+KL_VEC_FN vec<N, T> kl_atomic_max(vec<N, T>* p, const vec<N, T>& v) {
+    vec<N, T> old;
+    for (int i = 0; i < N; ++i) old.c[i] = kl_atomic_max(&p->c[i], v.c[i]);
     return old;
 }
 KL_VEC_FN vec<N, T> kl_atomic_sub(vec<N, T>* p, const vec<N, T>& v) {
