@@ -54,26 +54,42 @@ builtin("nonzero", [sig("N", ret="T")], lambda x: x.dtype.type(0 if x == 0 else 
         cuda="kl_nonzero({0})", differentiable=False)
 
 
-def _float_test(name, ref, llvm_float, int_answer):
+def _float_test(name, ref, llvm_float, int_answer, every):
+    """isfinite / isnan / isinf; on a vector or matrix, isfinite asks every component and the
+    other two any component (as Warp)."""
     def llvm(cx, x):
-        if cx.types[0].is_float:
-            return llvm_float(cx, x)
-        return ir.Constant(ir.IntType(1), int(int_answer))
-    builtin(name, [sig("N", ret=bool_)], lambda x: np.bool_(ref(x)), llvm=llvm,
-            cuda=f"kl_{name}({{0}})", differentiable=False)
+        if not cx.types[0].is_float:
+            return ir.Constant(ir.IntType(1), int(int_answer))
+        bits = llvm_float(cx, x)
+        if not isinstance(bits.type, ir.VectorType):
+            return bits
+        parts = cx._elements(bits)
+        out = parts[0]
+        for p in parts[1:]:
+            out = (cx.b.and_ if every else cx.b.or_)(out, p)
+        return out
+
+    def numpy(x):
+        found = np.asarray(ref(x))
+        return np.bool_(found.all() if every else found.any())
+
+    builtin(name, [sig("N", ret=bool_), sig("V", ret=bool_), sig("M", ret=bool_)], numpy,
+            llvm=llvm, cuda=f"kl_{name}({{0}})", differentiable=False)
 
 
 def _abs_cmp(op, ordered):
     def lower(cx, x):
         size = cx.intr("llvm.fabs", x)
-        inf = ir.Constant(x.type, float("inf"))
+        inf = cx.splat(ir.Constant(size.type.element if isinstance(size.type, ir.VectorType)
+                                   else size.type, float("inf")), size.type)
         return (cx.b.fcmp_ordered if ordered else cx.b.fcmp_unordered)(op, size, inf)
     return lower
 
 
-_float_test("isfinite", np.isfinite, _abs_cmp("<", True), True)
-_float_test("isinf", np.isinf, _abs_cmp("==", True), False)
-_float_test("isnan", np.isnan, lambda cx, x: cx.b.fcmp_unordered("uno", x, x), False)
+_float_test("isfinite", np.isfinite, _abs_cmp("<", True), True, every=True)
+_float_test("isinf", np.isinf, _abs_cmp("==", True), False, every=False)
+_float_test("isnan", np.isnan, lambda cx, x: cx.b.fcmp_unordered("uno", x, x), False,
+            every=False)
 
 
 # ---- min, max, clamp --------------------------------------------------------------------
@@ -114,12 +130,18 @@ for _name, _less, _op in (("route_min", True, "<"), ("route_max", False, ">")):
             differentiable=False)
 
 
-# adj where a == b (element-wise), else 0: the adjoint of atomic_min/max reaches the value
-# that won.
+# adj where a == b or both are NaN (element-wise), else 0: the adjoint of atomic_min/max
+# reaches the value that won.
+def _same_llvm(cx, a, b):
+    both_nan = cx.b.and_(cx.cmp("!=", a, a), cx.cmp("!=", b, b))
+    return cx.b.or_(cx.cmp("==", a, b), both_nan)
+
+
 builtin("route_eq", [sig("N", "N", "N", ret="T"), sig("V", "V", "V", ret="V"),
                      sig("M", "M", "M", ret="M")],
-        lambda a, b, adj: np.where(a == b, adj, 0).astype(np.result_type(adj))[()],
-        llvm=lambda cx, a, b, adj: cx.b.select(cx.cmp("==", a, b), adj,
+        lambda a, b, adj: np.where((a == b) | ((a != a) & (b != b)), adj, 0)
+        .astype(np.result_type(adj))[()],
+        llvm=lambda cx, a, b, adj: cx.b.select(_same_llvm(cx, a, b), adj,
                                                ir.Constant(adj.type, None)),
         cuda="kl_route_eq({0}, {1}, {2})", differentiable=False)
 
@@ -175,17 +197,21 @@ def _vreduce(cx, v, op):
     elems = [cx.b.extract_element(v, ir.Constant(ir.IntType(32), i))
              for i in range(v.type.count)]
     best, at = elems[0], ir.Constant(ir.IntType(32), 0)
-    for i, e in enumerate(elems[1:], 1):
-        better = cx.cmp(op, e, best)
+    for i, e in enumerate(elems[1:], 1):  # e wins when better, or when best is NaN and e not
+        nan_best = cx.b.and_(cx.cmp("!=", best, best), cx.cmp("==", e, e))
+        better = cx.b.or_(cx.cmp(op, e, best), nan_best)
         best = cx.b.select(better, e, best)
         at = cx.b.select(better, ir.Constant(ir.IntType(32), i), at)
     return best, at
 
 
 def _argbest(v, less):
+    """The first index of the smallest (largest) component; NaN components lose, as in a
+    reduction by fmin (fmax)."""
     best = 0
     for i in range(1, len(v)):
-        if (v[i] < v[best]) if less else (v[i] > v[best]):
+        wins = (v[i] < v[best]) if less else (v[i] > v[best])
+        if wins or (v[best] != v[best] and v[i] == v[i]):
             best = i
     return best
 

@@ -59,6 +59,8 @@ def _fold_div(a, b):
     if isinstance(a, int) and isinstance(b, int):
         q = abs(a) // abs(b)
         return q if (a < 0) == (b < 0) else -q
+    if b == 0:  # IEEE, as the kernel computes it: 2.0 / 0.0 is inf, 0.0 / 0.0 is NaN
+        return math.copysign(math.inf, a) * math.copysign(1.0, b) if a == a and a else math.nan
     return a / b
 
 

@@ -368,7 +368,7 @@ template <typename T> __device__ inline T kl_route_max(T a, T b, T adj) {
     return (a == a && (b != b || a > b)) ? adj : T(0);
 }
 template <typename T> __device__ inline T kl_route_eq(T a, T b, T adj) {
-    return a == b ? adj : T(0);
+    return (a == b || (a != a && b != b)) ? adj : T(0);
 }
 template <typename T> __device__ inline T kl_step(T x) { return x < T(0) ? T(1) : T(0); }
 template <typename T> __device__ inline T kl_nonzero(T x) { return x == T(0) ? T(0) : T(1); }
@@ -431,11 +431,42 @@ KL_MAT_FN mat<R, C, T> kl_route_eq(const mat<R, C, T>& a, const mat<R, C, T>& b,
     for (int i = 0; i < R; ++i) out.r[i] = kl_route_eq(a.r[i], b.r[i], g.r[i]);
     return out;
 }
+KL_VEC_FN bool kl_isfinite(const vec<N, T>& v) {
+    for (int i = 0; i < N; ++i) if (!kl_isfinite(v.c[i])) return false;
+    return true;
+}
+KL_VEC_FN bool kl_isnan(const vec<N, T>& v) {
+    for (int i = 0; i < N; ++i) if (kl_isnan(v.c[i])) return true;
+    return false;
+}
+KL_VEC_FN bool kl_isinf(const vec<N, T>& v) {
+    for (int i = 0; i < N; ++i) if (kl_isinf(v.c[i])) return true;
+    return false;
+}
+KL_MAT_FN bool kl_isfinite(const mat<R, C, T>& m) {
+    for (int i = 0; i < R; ++i) if (!kl_isfinite(m.r[i])) return false;
+    return true;
+}
+KL_MAT_FN bool kl_isnan(const mat<R, C, T>& m) {
+    for (int i = 0; i < R; ++i) if (kl_isnan(m.r[i])) return true;
+    return false;
+}
+KL_MAT_FN bool kl_isinf(const mat<R, C, T>& m) {
+    for (int i = 0; i < R; ++i) if (kl_isinf(m.r[i])) return true;
+    return false;
+}
+// the first smallest (largest) component; NaN components lose, as in an fmin reduction
 KL_VEC_FN uint32 kl_argmin(const vec<N, T>& v) {
-    uint32 k = 0; for (int i = 1; i < N; ++i) if (v.c[i] < v.c[k]) k = i; return k;
+    uint32 k = 0;
+    for (int i = 1; i < N; ++i)
+        if (v.c[i] < v.c[k] || (v.c[k] != v.c[k] && v.c[i] == v.c[i])) k = i;
+    return k;
 }
 KL_VEC_FN uint32 kl_argmax(const vec<N, T>& v) {
-    uint32 k = 0; for (int i = 1; i < N; ++i) if (v.c[i] > v.c[k]) k = i; return k;
+    uint32 k = 0;
+    for (int i = 1; i < N; ++i)
+        if (v.c[i] > v.c[k] || (v.c[k] != v.c[k] && v.c[i] == v.c[i])) k = i;
+    return k;
 }
 KL_VEC_FN T kl_min(const vec<N, T>& v) { return v.c[kl_argmin(v)]; }
 KL_VEC_FN T kl_max(const vec<N, T>& v) { return v.c[kl_argmax(v)]; }

@@ -44,6 +44,15 @@ def is_float(ty: ir.Type) -> bool:
     return isinstance(ty, (ir.HalfType, ir.FloatType, ir.DoubleType))
 
 
+def _mangle(ty: ir.Type) -> str:
+    """An overloaded intrinsic's type suffix: f32, f64, f16, i32, v3f32 ..."""
+    if isinstance(ty, ir.VectorType):
+        return f"v{ty.count}{_mangle(ty.element)}"
+    if isinstance(ty, ir.IntType):
+        return f"i{ty.width}"
+    return {ir.HalfType: "f16", ir.FloatType: "f32"}.get(type(ty), "f64")
+
+
 def constant(t: Type, value) -> ir.Constant:
     """An LLVM constant of kernlab type t (value is broadcast over vectors/matrices)."""
     if t.is_scalar:
@@ -213,7 +222,10 @@ class BuiltinContext:
 
     def intr(self, name: str, *args: ir.Value) -> ir.Value:
         ty = args[0].type
-        fn = self.module.declare_intrinsic(name, [ty], ir.FunctionType(ty, [ty] * len(args)))
+        symbol = f"{name}.{_mangle(ty)}"  # llvm.fabs.f32, llvm.fabs.v3f32 ...
+        fn = self.module.globals.get(symbol)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ty, [ty] * len(args)), symbol)
         return self.b.call(fn, list(args))
 
     def libm(self, name: str, *args: ir.Value) -> ir.Value:
