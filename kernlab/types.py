@@ -78,8 +78,11 @@ class Scalar(Type):
     _length_ = 1
 
     def __call__(self, x=0):
-        if self.kind in "iu" and not isinstance(x, (np.ndarray, np.generic)):
-            x = _wrap(int(x), self)  # wp.uint8(-1) == 255, as in C
+        if self.kind in "iu":
+            if not isinstance(x, (np.ndarray, np.generic)):
+                x = _wrap(int(x), self)  # wp.uint8(-1) == 255, as in C
+            with np.errstate(over="ignore", invalid="ignore"):
+                return _int_value_class(self)(x)
         with np.errstate(over="ignore", invalid="ignore"):
             return self.np.type(x)
 
@@ -87,6 +90,25 @@ class Scalar(Type):
         return self.name
 
     __str__ = __repr__
+
+
+_INT_VALUES: dict = {}
+
+
+def _no_pow(self, *args):
+    raise TypeError(f"'**' is not defined for {type(self).__name__} values (as in Warp: "
+                    "raise floats to powers)")
+
+
+def _int_value_class(s: Scalar) -> type:
+    """The Python-side value type of an integer scalar: the NumPy scalar, except that
+    ``**`` is refused (Warp has no integer power)."""
+    cls = _INT_VALUES.get(s.name)
+    if cls is None:
+        cls = type(s.name, (s.np.type,), {"__pow__": _no_pow, "__rpow__": _no_pow,
+                                          "__slots__": (), "__module__": __name__})
+        _INT_VALUES[s.name] = cls
+    return cls
 
 
 def _wrap(value: int, s: Scalar) -> int:
@@ -320,10 +342,16 @@ def _construct(t, args):
 
 
 def vector(length: int, dtype=float32) -> Vector:
+    """``vector(3, float16)``; ``vector(Any, float)`` in an annotation is generic (for now as
+    loose as ``Any``: the launch or call binds the argument's own type)."""
+    if length is typing.Any or length is ANY:
+        return ANY
     return Vector(int(length), to_type(dtype))
 
 
 def matrix(shape, dtype=float32) -> Matrix:
+    if any(n is typing.Any or n is ANY for n in shape):
+        return ANY  # generic, like vector(Any, ...)
     rows, cols = shape
     return Matrix(int(rows), int(cols), to_type(dtype))
 

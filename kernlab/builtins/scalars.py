@@ -14,6 +14,7 @@ from llvmlite import ir
 
 from ..types import (bool_, float16, float32, float64, int32, int64, type_repr, uint32,
                      uint64)
+from .core import _np_div
 from .registry import builtin, sig
 
 
@@ -218,6 +219,17 @@ def _argbest(v, less):
 
 _minmax("min", _fmin_ref, "<=", "min", True)
 _minmax("max", _fmax_ref, ">=", "max", False)
+
+
+# ---- component-wise products (Warp's cw_mul, cw_div) ----------------------------------------
+
+_CW = [sig("V", "V", ret="V"), sig("M", "M", ret="M")]
+builtin("cw_mul", _CW, lambda a, b: (a * b).astype(a.dtype),
+        llvm=lambda cx, a, b: cx.arith("mul", a, b), cuda="kl_cw_mul({0}, {1})",
+        grad=lambda g, a, b, r, adj: (g.cw_mul(adj, b), g.cw_mul(adj, a)))
+builtin("cw_div", _CW, _np_div,
+        llvm=lambda cx, a, b: cx.div(a, b), cuda="kl_cw_div({0}, {1})",
+        grad=lambda g, a, b, r, adj: (g.cw_div(adj, b), g.neg(g.cw_div(g.cw_mul(adj, r), b))))
 
 
 # ---- integer bit operations -------------------------------------------------------------

@@ -431,6 +431,38 @@ KL_MAT_FN mat<R, C, T> kl_route_eq(const mat<R, C, T>& a, const mat<R, C, T>& b,
     for (int i = 0; i < R; ++i) out.r[i] = kl_route_eq(a.r[i], b.r[i], g.r[i]);
     return out;
 }
+template <typename T> __device__ inline bool kl_eq(const T& a, const T& b) { return a == b; }
+template <typename T> __device__ inline bool kl_ne(const T& a, const T& b) { return a != b; }
+KL_VEC_FN bool kl_eq(const vec<N, T>& a, const vec<N, T>& b) {
+    for (int i = 0; i < N; ++i) if (!(a.c[i] == b.c[i])) return false;
+    return true;
+}
+KL_VEC_FN bool kl_ne(const vec<N, T>& a, const vec<N, T>& b) { return !kl_eq(a, b); }
+KL_MAT_FN bool kl_eq(const mat<R, C, T>& a, const mat<R, C, T>& b) {
+    for (int i = 0; i < R; ++i) if (!kl_eq(a.r[i], b.r[i])) return false;
+    return true;
+}
+KL_MAT_FN bool kl_ne(const mat<R, C, T>& a, const mat<R, C, T>& b) { return !kl_eq(a, b); }
+KL_VEC_FN vec<N, T> kl_cw_mul(const vec<N, T>& a, const vec<N, T>& b) {
+    vec<N, T> out; for (int i = 0; i < N; ++i) out.c[i] = a.c[i] * b.c[i]; return out;
+}
+KL_VEC_FN vec<N, T> kl_cw_div(const vec<N, T>& a, const vec<N, T>& b) {
+    vec<N, T> out; for (int i = 0; i < N; ++i) out.c[i] = kl_div(a.c[i], b.c[i]); return out;
+}
+KL_MAT_FN mat<R, C, T> kl_cw_mul(const mat<R, C, T>& a, const mat<R, C, T>& b) {
+    mat<R, C, T> out; for (int i = 0; i < R; ++i) out.r[i] = kl_cw_mul(a.r[i], b.r[i]);
+    return out;
+}
+KL_MAT_FN mat<R, C, T> kl_cw_div(const mat<R, C, T>& a, const mat<R, C, T>& b) {
+    mat<R, C, T> out; for (int i = 0; i < R; ++i) out.r[i] = kl_cw_div(a.r[i], b.r[i]);
+    return out;
+}
+KL_VEC_FN vec<N, T> operator/(T s, const vec<N, T>& v) {
+    vec<N, T> out; for (int i = 0; i < N; ++i) out.c[i] = kl_div(s, v.c[i]); return out;
+}
+KL_MAT_FN mat<R, C, T> operator/(T s, const mat<R, C, T>& m) {
+    mat<R, C, T> out; for (int i = 0; i < R; ++i) out.r[i] = s / m.r[i]; return out;
+}
 KL_VEC_FN bool kl_isfinite(const vec<N, T>& v) {
     for (int i = 0; i < N; ++i) if (!kl_isfinite(v.c[i])) return false;
     return true;

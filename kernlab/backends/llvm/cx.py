@@ -158,7 +158,7 @@ class BuiltinContext:
         return {"add": self.b.add, "sub": self.b.sub, "mul": self.b.mul}[op](a, b)
 
     def div(self, a: ir.Value, b: ir.Value) -> ir.Value:
-        b = self.splat(b, a.type)
+        a, b = self.splat(a, b.type), self.splat(b, a.type)
         if is_float(a.type):
             return self.b.fdiv(a, b)
         return self._int_divrem(a, b, rem=False)
