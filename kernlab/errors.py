@@ -97,6 +97,11 @@ class KernelTypeError(KernelError, TypeError):
     """No overload or no implicit conversion fits the types involved."""
 
 
+class KernelUnsupportedTypeError(KernelTypeError, RuntimeError):
+    """An operation the type does not support on this hardware model (atomic_min on int8,
+    ...); a RuntimeError too, as Warp's codegen error is."""
+
+
 class KernelValueError(KernelError, ValueError):
     """A value the kernel language needs at compile time is wrong (a slice bound, ...)."""
 

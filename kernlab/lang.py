@@ -54,6 +54,9 @@ PUBLIC_BUILTINS = [
     "log", "log2", "log10", "sqrt", "pow", "abs", "sign", "floor", "ceil", "round", "min",
     "max", "clamp", "lerp", "smoothstep", "where", "dot", "cross", "length", "length_sq",
     "normalize", "outer", "transpose", "determinant", "mul", "trunc",
+    "rint", "frac", "cbrt", "degrees", "radians", "copysign", "step", "nonzero", "isfinite",
+    "isnan", "isinf", "argmin", "argmax", "add", "sub", "div", "mod", "floordiv", "neg",
+    "bit_and", "bit_or", "bit_xor", "lshift", "rshift", "invert", "cw_mul", "cw_div",
 ]
 FUNCTIONS = {name: BuiltinFunction(name) for name in PUBLIC_BUILTINS + SPATIAL_BUILTINS}
 FUNCTIONS["transformation"] = BuiltinFunction("transformation")

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import lang
-from ..errors import KernelAttributeError, KernelNameError, KernelSyntaxError, KernelTypeError
+from ..builtins.scalars import atomic_type_error
+from ..errors import (KernelAttributeError, KernelNameError, KernelSyntaxError, KernelTypeError,
+                      KernelUnsupportedTypeError)
 from ..ir.nodes import Op, Site, Value
 from ..types import (Matrix, Transformation, Type, Vector, bool_, float32, int32, int64,
                      to_type)
@@ -47,9 +49,24 @@ class ShapeOf:
 
 
 BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
-          ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "mul"}
+          ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "mul",
+          ast.BitAnd: "bit_and", ast.BitOr: "bit_or", ast.BitXor: "bit_xor",
+          ast.LShift: "lshift", ast.RShift: "rshift"}
+
+
+def _fold_div(a, b):
+    """``/`` on two constants: ints divide as the kernel would (int32, truncating), as in
+    Warp, where ``C / 2`` of an int constant is an int."""
+    if isinstance(a, int) and isinstance(b, int):
+        q = abs(a) // abs(b)
+        return q if (a < 0) == (b < 0) else -q
+    if b == 0:  # IEEE, as the kernel computes it: 2.0 / 0.0 is inf, 0.0 / 0.0 is NaN
+        return math.copysign(math.inf, a) * math.copysign(1.0, b) if a == a and a else math.nan
+    return a / b
+
+
 FOLD = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-        ast.Div: operator.truediv, ast.Pow: operator.pow}
+        ast.Div: _fold_div, ast.Pow: operator.pow}
 CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt",
           ast.GtE: "ge"}
 PY_BUILTINS = {builtins.min: "min", builtins.max: "max", builtins.abs: "abs",
@@ -261,6 +278,8 @@ class ExprMixin:
             return self.call_builtin("neg", [x])
         if isinstance(node.op, ast.Not):
             return self.b.not_(self.truth(x))
+        if isinstance(node.op, ast.Invert):
+            return self.call_builtin("invert", [x])
         raise KernelSyntaxError(f"operator {_describe(node.op)} is not supported", self.b.loc)
 
     def truth(self, x) -> Value:
@@ -362,11 +381,12 @@ class ExprMixin:
         if val.type != arr.type.dtype:
             raise KernelTypeError(f"atomic_{kind} of a {val.type} into an array of "
                                   f"{arr.type.dtype}", self.b.loc)
-        if kind in ("min", "max") and not arr.type.dtype.is_scalar:
-            raise KernelTypeError(f"atomic_{kind} needs an array of scalars", self.b.loc)
         if arr.type.dtype.scalar.kind == "b":
             raise KernelTypeError(f"atomic_{kind} (and +=, -= on an array element) needs an "
                                   "array of numbers, not of bool", self.b.loc)
+        why = atomic_type_error(kind, arr.type.dtype)
+        if why:
+            raise KernelUnsupportedTypeError(why, self.b.loc)
         return self.b.emit(Op.ATOMIC, [arr, *idx, val], val.type, kind=kind,
                            site=self.site(arr))
 

@@ -14,7 +14,7 @@ from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
 from ..ir.builder import Builder
 from ..ir.nodes import Block, Function, Op, Param, Site, Value, Var
 from ..ir.verify import verify
-from ..types import bool_, int32
+from ..types import bool_, int32, non_atomic_types
 from ..types import is_generic
 from .calls import CallMixin
 from .control import ControlMixin
@@ -357,11 +357,14 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
             return
         if isinstance(target, ast.Subscript):
             base = self.expr(target.value)
-            if isinstance(base, Value) and base.type.is_array and name in ("add", "sub"):
+            # a[i] += v is an atomic add, as in Warp, except on 8/16-bit integers (no
+            # atomics there): a plain read, add and write
+            if isinstance(base, Value) and base.type.is_array and name in ("add", "sub") \
+                    and base.type.dtype.scalar not in non_atomic_types:
                 idx = target.slice.elts if isinstance(target.slice, ast.Tuple) \
                     else [target.slice]
                 args = [base, *[self.expr(i) for i in idx], self.expr(node.value)]
-                self.atomic(name, args)  # a[i] += v is an atomic add, as in Warp
+                self.atomic(name, args)
                 return
         load = ast.copy_location(_as_load(target), target)
         combined = ast.copy_location(ast.BinOp(load, node.op, node.value), node)
