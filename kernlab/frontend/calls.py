@@ -24,6 +24,9 @@ from .source import parse_function
 class StarSource:
     """Values a ``*`` expands into, computed when the call is lowered (an array slice)."""
 
+    not_a_value = ("slices of arrays are only supported *-unpacked into a call, as in "
+                   "vec3(*a[0:3])")
+
     def __init__(self, items):
         self.items = list(items)
 

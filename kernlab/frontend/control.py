@@ -35,10 +35,9 @@ class ControlMixin:
             return self.for_range(node, it.args[0], backwards=True)
         if _is_range(fn):
             return self.for_range(node, it)
-        if fn is None:
-            seq = self.expr(it)
-            if isinstance(seq, Value) and (seq.type.is_vector or seq.type.is_matrix):
-                return self.for_each(node, seq)
+        seq = self.expr(it)
+        if isinstance(seq, Value) and (seq.type.is_vector or seq.type.is_matrix):
+            return self.for_each(node, seq)
         raise KernelSyntaxError("kernels loop over range(...), reversed(range(...)), or the "
                                 "components of a vector (rows of a matrix)", self.b.loc)
 

@@ -85,6 +85,8 @@ class ExprMixin:
             return self.b.emit(Op.TID, (), int32, dim=0)
         if isinstance(x, PyObj):
             raise KernelTypeError(f"{x.obj!r} cannot be used as a value in a kernel", self.b.loc)
+        if hasattr(x, "not_a_value"):
+            raise KernelSyntaxError(x.not_a_value, self.b.loc)
         raise KernelTypeError("a tuple cannot be used as a single value here", self.b.loc)
 
     def values(self, xs) -> list[Value]:

@@ -64,7 +64,7 @@ def user_frames(shell, tb) -> list[str]:
 
 def render(shell, err: KernelError, tb=None) -> list[str]:
     """The structured traceback (a list of lines) for a kernlab error."""
-    text = str(err)
+    text = err.report()  # the message first, then where
     loc = err.loc
     if loc is not None:
         name = cell_name(shell, loc.file)
