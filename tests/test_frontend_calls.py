@@ -260,3 +260,56 @@ def test_error_text_ends_with_the_message():
     assert text.endswith(info.value.message)
     assert "Starred expressions are only supported for" in text
     assert "out[0] = kl.vec3(*1.0)" in text  # the user's line is shown
+
+
+@kl.func
+def row_sum(r: kl.array(dtype=float)):
+    s = float(0.0)
+    for j in range(r.shape[0]):
+        s += r[j]
+    return s
+
+
+@kl.kernel
+def view_kernel(a: kl.array2d(dtype=float), sums: kl.array(dtype=float),
+                mid: kl.array(dtype=float)):
+    i = kl.tid()
+    row = a[i]
+    sums[i] = row_sum(row)
+    part = row[1:3]
+    mid[i] = part[0] * 10.0 + part[1] + float(len(part)) * 100.0
+    row[0] = float(row.shape[0])
+    kl.atomic_add(row, 3, 0.5)
+    a[i][2] += 1.0
+
+
+def test_array_views_in_kernels():
+    data = np.arange(8, dtype=np.float32).reshape(2, 4)
+    a = kl.array(data)
+    sums, mid = kl.zeros(2), kl.zeros(2)
+    kl.launch(view_kernel, 2, inputs=[a, sums, mid])
+    np.testing.assert_allclose(sums.numpy(), data.sum(axis=1))
+    np.testing.assert_allclose(mid.numpy(), data[:, 1] * 10 + data[:, 2] + 200.0)
+    expected = data.copy()
+    expected[:, 0] = 4.0
+    expected[:, 3] += 0.5
+    expected[:, 2] += 1.0
+    np.testing.assert_allclose(a.numpy(), expected)
+
+
+@kl.kernel
+def view_grad_kernel(a: kl.array2d(dtype=float), out: kl.array(dtype=float)):
+    i = kl.tid()
+    row = a[i]
+    out[i] = row[0] * row[1]
+
+
+def test_gradient_flows_through_a_view():
+    data = np.array([[2.0, 3.0], [5.0, 7.0]], np.float32)
+    a = kl.array(data, requires_grad=True)
+    out = kl.zeros(2, requires_grad=True)
+    tape = kl.Tape()
+    with tape:
+        kl.launch(view_grad_kernel, 2, inputs=[a, out])
+    tape.backward(grads={out: kl.array(np.ones(2, np.float32))})
+    np.testing.assert_allclose(a.grad.numpy(), data[:, ::-1])  # d(x*y) = (y, x)

@@ -19,6 +19,7 @@ from ..ir.nodes import Op, Value
 from ..types import ANY, Matrix, Type, Vector, bool_, float32, int32, to_type
 from .exprs import PY_BUILTINS, Lit, PyObj, _hashable
 from .source import parse_function
+from .views import ArrayRef
 
 
 class StarSource:
@@ -88,6 +89,8 @@ class CallMixin:
         """The values ``*x`` expands into."""
         if isinstance(x, StarSource):
             return x.items
+        if isinstance(x, ArrayRef):
+            return self.view_elements(x)
         if isinstance(x, tuple):
             return list(x)
         if isinstance(x, Value) and (x.type.is_vector or x.type.is_matrix):
@@ -143,6 +146,8 @@ class CallMixin:
         return self.from_python(value, "static")
 
     def length_of(self, args):
+        if len(args) == 1 and isinstance(args[0], ArrayRef):
+            return args[0].kept[0].length
         x = self.value(args[0]) if len(args) == 1 else None
         if x is not None and x.type.is_array:
             return self.b.emit(Op.SHAPE, [x], int32, dim=0)
@@ -276,7 +281,7 @@ class CallMixin:
             if isinstance(x.value, int):
                 return t.is_int or (not strict and t.is_float)
             return t.is_float
-        if isinstance(x, Value):
+        if isinstance(x, (Value, ArrayRef)):
             return t is ANY or matches(t, x.type)
         return False
 

@@ -16,6 +16,7 @@ from ..ir.nodes import Block, Op, Value
 from ..generics import matches
 from ..types import int32, is_generic
 from .exprs import Lit, PyObj
+from .views import ArrayRef
 from .source import annotation_type, parse_function
 
 
@@ -169,7 +170,7 @@ class ControlMixin:
             t = annotation_type(pyfunc, p, src)
             want = t.scalar if (t.is_scalar or t.is_vector or t.is_matrix) \
                 and not is_generic(t) else None
-            v = self.value(a, want)
+            v = a if isinstance(a, ArrayRef) else self.value(a, want)
             if not matches(t, v.type):
                 raise KernelTypeError(f"argument '{p.arg}' of func '{func.__name__}' must be a "
                                       f"{t}, not a {v.type}", self.b.loc)

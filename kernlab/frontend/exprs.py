@@ -153,7 +153,9 @@ class ExprMixin:
         return PyObj(obj)
 
     def expr_Attribute(self, node):
-        base = self.expr(node.value)
+        return self.attribute(self.expr(node.value), node)
+
+    def attribute(self, base, node):
         if isinstance(base, PyObj):
             try:
                 return self.from_python(getattr(base.obj, node.attr), node.attr)
@@ -167,10 +169,16 @@ class ExprMixin:
             if k >= base.type.length:
                 raise KernelTypeError(f"{base.type} has no component '{node.attr}'", self.b.loc)
             return self.b.index(base, self.b.const(k, int32))
+        if isinstance(base, Value):
+            name = getattr(base.type, "__name__", None) or str(base.type)
+            raise KernelAttributeError(f"'{name}' object has no attribute '{node.attr}'",
+                                       self.b.loc)
         raise KernelSyntaxError(f"attribute '.{node.attr}' is not supported here", self.b.loc)
 
     def expr_Subscript(self, node):
-        base = self.expr(node.value)
+        return self.subscript(self.expr(node.value), node)
+
+    def subscript(self, base, node):
         idx = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if any(isinstance(i, ast.Slice) for i in idx):
             raise KernelSyntaxError("slices are not supported in kernels", self.b.loc)
@@ -328,6 +336,9 @@ class ExprMixin:
         return _Tid()
 
     def atomic(self, kind, args):
+        if len(args) >= 2 and hasattr(args[0], "axes"):  # a view: the array's own indices
+            ref = args[0]
+            args = [ref.base, *self.view_indices(ref, args[1:-1]), args[-1]]
         if len(args) < 3 or not isinstance(args[0], Value) or not args[0].type.is_array:
             raise KernelTypeError(f"atomic_{kind}(array, index..., value) needs an array, its "
                                   "indices and a value", self.b.loc)

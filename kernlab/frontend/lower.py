@@ -18,7 +18,7 @@ from ..types import bool_, int32
 from ..types import is_generic
 from .calls import CallMixin
 from .control import ControlMixin
-from .views import ViewMixin
+from .views import ArrayRef, ViewMixin
 from .exprs import ExprMixin, Lit, _describe, _Tid
 from .source import ParsedSource, annotation_type, parse_function
 
@@ -233,8 +233,8 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
         current = self.scope.names.get(name)
         if isinstance(current, Value):
             raise KernelTypeError(f"array parameter '{name}' cannot be reassigned", self.b.loc)
-        if isinstance(value, Value) and value.type.is_array:
-            if current is not None:
+        if isinstance(value, ArrayRef) or isinstance(value, Value) and value.type.is_array:
+            if current is not None and not isinstance(current, ArrayRef):
                 raise KernelTypeError(f"'{name}' is a local value; it cannot become an array",
                                       self.b.loc)
             self.scope.names[name] = value  # another name for the same array
@@ -258,6 +258,15 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
         base = self.expr(target.value) if not isinstance(target.value, ast.Name) \
             else self._name_for_store(target.value)
         raw = [self.expr(i) for i in idx_nodes]
+        if isinstance(base, ArrayRef):  # a view: store into the array at composed indices
+            indices = self.view_indices(base, raw)
+            base = base.base
+            v = self.value(value, base.type.dtype.scalar)
+            if v.type != base.type.dtype:
+                raise KernelTypeError(f"cannot store a {v.type} into an array of "
+                                      f"{base.type.dtype}", self.b.loc)
+            self.b.emit(Op.STORE, [base, *indices, v], site=self.site(base))
+            return
         if isinstance(base, Var) and (base.type.is_vector or base.type.is_matrix):
             old = self.b.load(base)
             v = self.value(value, base.type.scalar)
@@ -304,7 +313,8 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
             return
         if isinstance(target, ast.Subscript):
             base = self.expr(target.value)
-            if isinstance(base, Value) and base.type.is_array and name in ("add", "sub"):
+            if (isinstance(base, ArrayRef) or isinstance(base, Value) and base.type.is_array) \
+                    and name in ("add", "sub"):
                 idx = target.slice.elts if isinstance(target.slice, ast.Tuple) \
                     else [target.slice]
                 args = [base, *[self.expr(i) for i in idx], self.expr(node.value)]
