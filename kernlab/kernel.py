@@ -67,13 +67,14 @@ class Kernel:
         self.pyfunc = pyfunc
         self.func = pyfunc
         self.key = key or pyfunc.__name__
-        self.module = module if isinstance(module, str) else \
-            getattr(module, "__name__", None) or getattr(pyfunc, "__module__", None)
         self.extra_globals = extra_globals
         self.options = dict(options or {})
+        self.module = module if isinstance(module, Module) else get_module(
+            module if module is not None else getattr(pyfunc, "__module__", None))
         self.param_types = param_types  # a generic kernel's specialisation: concrete types
         self._ir: Function | None = None
         self._adjoint: Function | None = None
+        self._adjoint_retain: dict = {}  # retained param indices -> adjoint IR
         self._compiled: dict = {}
         self._launch_plan: list | None = None  # argument checkers (runtime/launch.py)
         self._generic: bool | None = None
@@ -128,6 +129,25 @@ class Kernel:
             self._adjoint = _user_facing(reverse_mode, self.ir)
         return self._adjoint
 
+    def adjoint_variant(self, retain: frozenset = frozenset()) -> Function:
+        """The adjoint IR in which stores into the parameters ``retain`` (indices of arrays
+        made with retain_grad=True) leave their gradients in place."""
+        if not retain:
+            return self.adjoint_ir
+        func = self._adjoint_retain.get(retain)
+        if func is None:
+            from .autodiff import reverse_mode
+            func = self._adjoint_retain[retain] = _user_facing(reverse_mode, self.ir, retain)
+        return func
+
+    @property
+    def enable_backward(self) -> bool:
+        """The kernel's enable_backward option, else its module's (default True)."""
+        value = self.options.get("enable_backward")
+        if value is None:
+            value = self.module.options.get("enable_backward")
+        return value is not False
+
     @property
     def params(self):
         return self.ir.params
@@ -135,12 +155,13 @@ class Kernel:
     def bounds_check(self) -> bool:
         return self.options.get("bounds_check", config.bounds_check)
 
-    def compiled(self, backend: str, adjoint: bool = False):
+    def compiled(self, backend: str, adjoint: bool = False, retain: frozenset = frozenset()):
         """The runnable variant for ``backend`` ("interp", "llvm" or "cuda"), compiled once."""
-        key = (backend, adjoint, self.bounds_check(), bool(config.verify_fp))
+        retain = frozenset(retain) if adjoint else frozenset()
+        key = (backend, adjoint, self.bounds_check(), bool(config.verify_fp), retain)
         runner = self._compiled.get(key)
         if runner is None:
-            func = self.adjoint_ir if adjoint else self.ir
+            func = self.adjoint_variant(retain) if adjoint else self.ir
             if backend == "interp":
                 from .backends.interp import Interpreter
                 runner = Interpreter(func)
@@ -181,10 +202,38 @@ def _user_facing(stage, *args):
     raise error
 
 
-def kernel(f=None, *, enable_backward: bool = True, module=None, **options):
-    """Decorator: compile a Python function as a kernel (``@kl.kernel`` or ``@kl.kernel()``)."""
+class Module:
+    """A named group of kernels (Warp's module) holding options such as enable_backward.
+    kernlab compiles each kernel on its own; a module only carries the shared options."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.options: dict = {"enable_backward": True}
+
+    def __repr__(self):
+        return f"<kernlab module {self.name}>"
+
+
+_MODULES: dict = {}
+
+
+def get_module(name=None) -> Module:
+    """The module called name (made on first use); a Python module object counts by name."""
+    name = getattr(name, "__name__", name) or "__main__"
+    if name not in _MODULES:
+        _MODULES[name] = Module(name)
+    return _MODULES[name]
+
+
+def kernel(f=None, *, enable_backward: bool | None = None, module=None, **options):
+    """Decorator: compile a Python function as a kernel (``@kl.kernel`` or ``@kl.kernel()``).
+    enable_backward=False marks a kernel whose adjoint must not be used (a tape skips it
+    with a warning); None takes the module's option."""
     def wrap(pyfunc):
-        return Kernel(pyfunc, options=options, module=module)
+        opts = dict(options)
+        if enable_backward is not None:
+            opts["enable_backward"] = bool(enable_backward)
+        return Kernel(pyfunc, options=opts, module=module)
     return wrap(f) if f is not None else wrap
 
 

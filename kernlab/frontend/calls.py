@@ -18,6 +18,7 @@ from ..generics import annotated_types, matches
 from ..ir.nodes import Op, Value
 from ..types import ANY, Matrix, Type, Vector, bool_, float32, int32, to_type
 from .exprs import PY_BUILTINS, Lit, PyObj, _hashable
+from . import structs
 from .source import parse_function
 from .views import ArrayRef
 
@@ -52,10 +53,16 @@ class CallMixin:
         from ..kernel import Func  # the decorator module sits above the frontend
         if isinstance(obj, Func):
             return self.call_func(obj, args, kwargs)
+        if structs.is_struct(obj):
+            if kwargs:
+                raise KernelTypeError(f"struct '{obj.__name__}' takes no keyword arguments in "
+                                      "a kernel", self.b.loc)
+            return structs.construct(self, obj, args)
         if obj is types.vector or obj is types.matrix:
             return self.construct_generic(obj is types.vector, args, kwargs)
         if isinstance(obj, lang.BuiltinFunction):
-            return self.call_builtin(obj.builtin, self.builtin_args(obj, args, kwargs))
+            dtype = self.dtype_kwarg(obj, kwargs)
+            return self.call_builtin(obj.builtin, self.builtin_args(obj, args, kwargs), dtype)
         target = lang.python_type(obj) if isinstance(obj, (type, Type)) else None
         if target is not None:
             self.check_shape_kwargs(target, kwargs)
@@ -69,6 +76,8 @@ class CallMixin:
             return self.atomic(lang.ATOMICS[obj], args)
         if obj is lang.kprint or obj is builtins.print or obj is lang.printf:
             return self.kprint(args, obj is lang.printf)
+        if _hashable(obj) and obj in lang.EXPECTS:
+            return self.expect(lang.EXPECTS[obj], args)
         if obj is builtins.len:
             return self.length_of(args)
         raise KernelTypeError(f"'{ast.unparse(node.func)}' ({obj!r}) cannot be called in a "
@@ -120,6 +129,21 @@ class CallMixin:
         if any(v is None for v in out):
             raise KernelTypeError(f"{fn.__name__}() is missing an argument", self.b.loc)
         return out
+
+    def dtype_kwarg(self, fn, kwargs):
+        """The ``dtype=`` of ``quat_identity(dtype=float64)``: a builtin with no argument to
+        take its scalar type from takes it as a keyword (removed from ``kwargs``)."""
+        if "dtype" not in kwargs:
+            return None
+        from ..builtins import REGISTRY
+        names = REGISTRY[fn.builtin].extra.get("params") if fn.builtin in REGISTRY else None
+        if names and "dtype" in names:
+            return None
+        t = kwargs.pop("dtype")
+        t = lang.python_type(t.obj) if isinstance(t, PyObj) else None
+        if t is None:
+            raise KernelTypeError(f"{fn.__name__}(dtype=...) takes a type", self.b.loc)
+        return t
 
     def static_value(self, node):
         """``kl.static(expr)``: expr evaluated in Python when the kernel is compiled."""
@@ -271,6 +295,8 @@ class CallMixin:
         return out
 
     def arg_fits(self, t: Type, x, strict: bool) -> bool:
+        if structs.is_structish(x):
+            return t is ANY or x.type == t
         if isinstance(x, Lit):
             if t is ANY:
                 return True

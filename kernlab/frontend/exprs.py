@@ -17,7 +17,9 @@ import numpy as np
 from .. import lang
 from ..errors import KernelAttributeError, KernelNameError, KernelSyntaxError, KernelTypeError
 from ..ir.nodes import Op, Site, Value
-from ..types import Matrix, Type, Vector, bool_, float32, int32, int64, to_type
+from ..types import (Matrix, Transformation, Type, Vector, bool_, float32, int32, int64,
+                     to_type)
+from . import structs
 from .source import is_missing, resolve_global
 
 
@@ -53,6 +55,7 @@ CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "g
 PY_BUILTINS = {builtins.min: "min", builtins.max: "max", builtins.abs: "abs",
                builtins.pow: "pow", builtins.round: "round"}
 COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
+TRANSFORM_PARTS = {"p": "transform_get_translation", "q": "transform_get_rotation"}
 
 
 class ExprMixin:
@@ -87,6 +90,9 @@ class ExprMixin:
             raise KernelTypeError(f"{x.obj!r} cannot be used as a value in a kernel", self.b.loc)
         if hasattr(x, "not_a_value"):
             raise KernelSyntaxError(x.not_a_value, self.b.loc)
+        if structs.is_structish(x):
+            raise KernelTypeError(f"'{x.name}' is a struct {x.type}, not a single value; "
+                                  "use one of its fields", self.b.loc)
         raise KernelTypeError("a tuple cannot be used as a single value here", self.b.loc)
 
     def values(self, xs) -> list[Value]:
@@ -156,6 +162,8 @@ class ExprMixin:
         return self.attribute(self.expr(node.value), node)
 
     def attribute(self, base, node):
+        if structs.is_structish(base):
+            return structs.get_field(self, base, node.attr)
         if isinstance(base, PyObj):
             try:
                 return self.from_python(getattr(base.obj, node.attr), node.attr)
@@ -164,6 +172,9 @@ class ExprMixin:
                                       f"'{node.attr}'", self.b.loc) from None
         if isinstance(base, Value) and base.type.is_array and node.attr == "shape":
             return ShapeOf(base)
+        if isinstance(base, Value) and node.attr in TRANSFORM_PARTS \
+                and isinstance(base.type, Transformation):
+            return self.b.call(TRANSFORM_PARTS[node.attr], [base])
         if isinstance(base, Value) and base.type.is_vector and node.attr in COMPONENTS:
             k = COMPONENTS[node.attr]
             if k >= base.type.length:
@@ -190,6 +201,8 @@ class ExprMixin:
                                       f"0..{base.array.type.ndim - 1}", self.b.loc)
             return self.b.emit(Op.SHAPE, [base.array], int32, dim=d.value)
         raw = [self.expr(i) for i in idx]
+        if isinstance(base, structs.StructArray):
+            return structs.index(self, base, [self.int_index(i) for i in raw])
         base = self.value(base)
         if base.type.is_vector or base.type.is_matrix:
             return self.component_call("index", base, raw)
@@ -326,9 +339,19 @@ class ExprMixin:
                 return self.b.const(_literal_cast(x.value, target), target)
             return self.b.cast(self.value(x), target)
         vals = [self.value(a, target.scalar) for a in args]
+        if target.is_vector and any(not v.type.is_scalar for v in vals):
+            vals = self.components(vals)  # quat(v, w), transform(p, q), vec6(a, b)
         vals = [self.b.cast(v, target.scalar) if v.type.is_scalar and v.type.is_float
                 and target.is_float else v for v in vals]
         return self.b.call("construct", vals, target)
+
+    def components(self, vals):
+        """Vector arguments spread into their scalar components."""
+        out = []
+        for v in vals:
+            n = v.type.length if v.type.is_vector else 0
+            out += [self.b.index(v, self.b.const(k, int32)) for k in range(n)] or [v]
+        return out
 
     def tid(self, nargs):
         if nargs:
@@ -359,6 +382,40 @@ class ExprMixin:
         return self.b.emit(Op.ATOMIC, [arr, *idx, val], val.type, kind=kind,
                            site=self.site(arr))
 
+    def expect(self, kind: str, args):
+        """expect_eq / expect_neq / expect_near: compare, and print a message naming the line
+        when the expectation fails; the kernel goes on (as in Warp)."""
+        name = "expect_" + kind
+        n = 3 if kind == "near" else 2
+        if not len(args) in (2, n):
+            raise KernelTypeError(f"{name}() takes {n if kind == 'near' else 2} arguments",
+                                  self.b.loc)
+        a, c = self.values(args[:2])
+        if a.type != c.type and a.type.is_scalar and c.type.is_scalar:
+            a, c = self.values([a, self.b.cast(c, a.type)]) if a.type.is_float or \
+                not c.type.is_float else (self.b.cast(a, c.type), c)
+        if a.type != c.type or a.type.is_array:
+            raise KernelTypeError(f"{name}() compares two values of the same type, not "
+                                  f"{a.type} and {c.type}", self.b.loc)
+        b = self.b
+        mismatch = self.flag("expect_mismatch")
+        if kind == "near":
+            tol = self.value(args[2], a.type.scalar) if len(args) == 3 else \
+                b.const(1e-6, a.type.scalar)
+        for x, y in zip(_components(b, a), _components(b, c)):
+            bad = b.gt(b.abs(b.sub(x, y)), tol) if kind == "near" else b.ne(x, y)
+            with b.at(self.if_block(bad)):
+                b.store(mismatch, b.const(True, bool_))
+        failed = b.load(mismatch)
+        if kind == "neq":
+            failed = b.not_(failed)
+        what = {"eq": "Expected", "neq": "Expected not", "near": "Expected near"}[kind]
+        line = b.loc.line if b.loc is not None else "?"
+        fmt = (f"Error, {name}() failed (line {line}):\n\t {what}: {{}}\n\t Actual: {{}}")
+        with b.at(self.if_block(failed)):
+            b.emit(Op.PRINT, [c, a], fmt=fmt, printf=False)
+        return None
+
     def kprint(self, args, formatted):
         if formatted:
             if not args or not isinstance(args[0], PyObj) or not isinstance(args[0].obj, str):
@@ -372,6 +429,17 @@ class ExprMixin:
             fmt = " ".join(labels + ["{}"] * len(vals))
         self.b.emit(Op.PRINT, vals, fmt=fmt, printf=formatted)
         return None
+
+
+def _components(b, v: Value) -> list:
+    """The scalar components of a scalar, vector or matrix value."""
+    t = v.type
+    if t.is_scalar:
+        return [v]
+    if len(t.shape) == 1:
+        return [b.call("index", [v, b.const(k, int32)]) for k in range(t.shape[0])]
+    return [b.call("index", [v, b.const(i, int32), b.const(j, int32)])
+            for i in range(t.shape[0]) for j in range(t.shape[1])]
 
 
 def _hashable(obj) -> bool:
