@@ -76,6 +76,10 @@ EXPECTS = {expect_eq: "eq", expect_neq: "neq", expect_near: "near"}
 ATOMICS = {atomic_add: "add", atomic_sub: "sub", atomic_min: "min", atomic_max: "max"}
 
 
+grad = SpecialForm("grad", "grad(f)(x, ...): in a kernel, the partial derivatives of the func "
+                   "or builtin f at x, ... (one value, or a tuple for several arguments)")
+
+
 def static(value):
     """``kl.static(expr)`` in a kernel: expr is evaluated in Python when the kernel is
     compiled, and its value used as a constant (Warp's wp.static). In Python: the value."""

@@ -313,3 +313,48 @@ def test_gradient_flows_through_a_view():
         kl.launch(view_grad_kernel, 2, inputs=[a, out])
     tape.backward(grads={out: kl.array(np.ones(2, np.float32))})
     np.testing.assert_allclose(a.grad.numpy(), data[:, ::-1])  # d(x*y) = (y, x)
+
+
+@kl.func
+def cube(x: float):
+    y = x * x
+    return y * x
+
+
+@kl.kernel
+def grad_in_forward(x: kl.array(dtype=float), d: kl.array(dtype=float),
+                    da: kl.array(dtype=float), db: kl.array(dtype=float)):
+    i = kl.tid()
+    g = kl.grad(cube)
+    d[i] = g(x[i])
+    a, b = kl.grad(kl.atan2)(x[i], 2.0)
+    da[i] = a
+    db[i] = b
+
+
+def test_grad_of_a_func_in_forward_code():
+    xs = np.array([0.5, -1.0, 3.0], np.float32)
+    x = kl.array(xs)
+    d, da, db = kl.zeros(3), kl.zeros(3), kl.zeros(3)
+    kl.launch(grad_in_forward, 3, inputs=[x, d, da, db])
+    np.testing.assert_allclose(d.numpy(), 3 * xs**2, rtol=1e-6)  # d(x^3)/dx
+    r2 = xs**2 + 4.0  # atan2(y, x) with y = xs, x = 2: d/dy = x/r2, d/dx = -y/r2
+    np.testing.assert_allclose(da.numpy(), 2.0 / r2, rtol=1e-6)
+    np.testing.assert_allclose(db.numpy(), -xs / r2, rtol=1e-6)
+
+
+@kl.kernel
+def null_aware(a: kl.array(dtype=int), out: kl.array(dtype=int)):
+    i = kl.tid()
+    if a and a[i] == 0:
+        out[i] = -1
+    else:
+        out[i] = 1
+
+
+def test_null_array_is_false_and_never_read():
+    out = kl.zeros(2, dtype=int)
+    kl.launch(null_aware, 2, inputs=[None, out])
+    assert out.numpy().tolist() == [1, 1]
+    kl.launch(null_aware, 2, inputs=[kl.array(np.array([0, 5], np.int32)), out])
+    assert out.numpy().tolist() == [-1, 1]

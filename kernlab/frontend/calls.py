@@ -19,6 +19,7 @@ from ..ir.nodes import Op, Value
 from ..types import ANY, Matrix, Type, Vector, bool_, float32, int32, to_type
 from .exprs import PY_BUILTINS, Lit, PyObj, _hashable
 from . import structs
+from .grads import GradOf
 from .source import parse_function
 from .views import ArrayRef
 
@@ -43,6 +44,11 @@ class CallMixin:
             return self.tid(len(node.args))
         if obj is getattr(lang, "static", None):
             return self.static_value(node)
+        if obj is lang.grad:
+            target = self.expr(node.args[0]) if len(node.args) == 1 else None
+            if not isinstance(target, PyObj) or node.keywords:
+                raise KernelTypeError("grad() takes one func or builtin", self.b.loc)
+            return PyObj(GradOf(target.obj))
         args = self.call_args(node.args)
         kwargs = {}
         for kw in node.keywords:
@@ -51,6 +57,8 @@ class CallMixin:
                                         self.b.loc)
             kwargs[kw.arg] = self.expr(kw.value)
         from ..kernel import Func  # the decorator module sits above the frontend
+        if isinstance(obj, GradOf):
+            return self.grad_call(obj.target, args, kwargs)
         if isinstance(obj, Func):
             return self.call_func(obj, args, kwargs)
         if structs.is_struct(obj):

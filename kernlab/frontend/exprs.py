@@ -274,6 +274,8 @@ class ExprMixin:
 
     def truth(self, x) -> Value:
         """A bool Value for a condition: bools as they are, numbers compared with zero."""
+        if isinstance(x, Value) and x.type.is_array:  # `if a:`: a is not a null array
+            return self.b.ne(self.b.emit(Op.SHAPE, [x], int32, dim=0), self.b.zeros(int32))
         v = self.value(x)
         if v.type == bool_:
             return v

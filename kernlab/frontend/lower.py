@@ -18,8 +18,9 @@ from ..types import bool_, int32
 from ..types import is_generic
 from .calls import CallMixin
 from .control import ControlMixin
+from .grads import GradMixin
 from .views import ArrayRef, ViewMixin
-from .exprs import ExprMixin, Lit, _describe, _Tid
+from .exprs import ExprMixin, Lit, PyObj, _describe, _Tid
 from .source import ParsedSource, annotation_type, parse_function
 from . import structs
 
@@ -46,7 +47,7 @@ def source_to_ir(pyfunc, name: str | None = None, extra_globals: dict | None = N
                    param_types).build_kernel(name)
 
 
-class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
+class Lowerer(CallMixin, GradMixin, ViewMixin, ControlMixin, ExprMixin):
     def __init__(self, pyfunc, extra_globals=None, funcs_in_progress=(), param_types=None):
         self.kernel_src = parse_function(pyfunc)
         self.extra_globals = extra_globals
@@ -279,6 +280,9 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
         current = self.scope.names.get(name)
         if isinstance(current, Value):
             raise KernelTypeError(f"array parameter '{name}' cannot be reassigned", self.b.loc)
+        if isinstance(value, PyObj) and current is None or isinstance(current, PyObj):
+            self.scope.names[name] = value  # a compile-time alias: g = kl.grad(f)
+            return
         if isinstance(value, ArrayRef) or isinstance(value, Value) and value.type.is_array:
             if current is not None and not isinstance(current, ArrayRef):
                 raise KernelTypeError(f"'{name}' is a local value; it cannot become an array",
