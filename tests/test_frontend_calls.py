@@ -358,3 +358,22 @@ def test_null_array_is_false_and_never_read():
     assert out.numpy().tolist() == [1, 1]
     kl.launch(null_aware, 2, inputs=[kl.array(np.array([0, 5], np.int32)), out])
     assert out.numpy().tolist() == [-1, 1]
+
+
+def test_matrix_builders_and_copies():
+    @kl.kernel
+    def k(out: kl.array(dtype=kl.mat22), eye: kl.array(dtype=kl.mat33d)):
+        r0 = kl.vec2(1.0, 2.0)
+        r1 = kl.vec2(3.0, 4.0)
+        out[0] = kl.matrix_from_rows(r0, r1)
+        out[1] = kl.matrix_from_cols(r0, r1)
+        out[2] = kl.matrix(out[0], shape=(2, 2))
+        eye[0] = kl.identity(n=3, dtype=kl.float64)
+
+    out, eye = kl.zeros(3, dtype=kl.mat22), kl.zeros(1, dtype=kl.mat33d)
+    kl.launch(k, 1, inputs=[out, eye])
+    rows = np.array([[1.0, 2.0], [3.0, 4.0]])
+    np.testing.assert_array_equal(out.numpy(), [rows, rows.T, rows])
+    np.testing.assert_array_equal(eye.numpy()[0], np.eye(3))
+    np.testing.assert_array_equal(kl.matrix_from_cols(kl.vec2(1.0, 2.0), kl.vec2(3.0, 4.0)),
+                                  rows.T)

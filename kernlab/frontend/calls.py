@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 import builtins
 
+import numpy as np
+
 from .. import lang, types
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..generics import annotated_types, matches
@@ -66,6 +68,8 @@ class CallMixin:
                 raise KernelTypeError(f"struct '{obj.__name__}' takes no keyword arguments in "
                                       "a kernel", self.b.loc)
             return structs.construct(self, obj, args)
+        if isinstance(obj, lang.MatrixForm):
+            return self.matrix_form(obj, args, kwargs)
         if obj is types.vector or obj is types.matrix:
             return self.construct_generic(obj is types.vector, args, kwargs)
         if isinstance(obj, lang.BuiltinFunction):
@@ -210,6 +214,27 @@ class CallMixin:
         if isinstance(x, tuple) and all(isinstance(e, Lit) for e in x):
             return tuple(e.value for e in x)
         raise KernelTypeError(f"'{name}' must be a constant", self.b.loc)
+
+    def matrix_form(self, form, args, kwargs):
+        """identity(n, dtype=...), matrix_from_rows(*rows), matrix_from_cols(*cols)."""
+        if form is lang.identity:
+            given = dict(zip(("n", "dtype"), args))
+            given.update(kwargs)
+            if set(given) - {"n", "dtype"} or "n" not in given:
+                raise KernelTypeError("identity() takes n and dtype", self.b.loc)
+            n = self.const_arg("n", given["n"])
+            el = to_type(self.const_arg("dtype", given.get("dtype", PyObj(float))))
+            if not isinstance(n, int) or n < 1:
+                raise KernelTypeError("identity(n): n must be a positive constant", self.b.loc)
+            return self.b.const(np.eye(n), Matrix(n, n, el))
+        if kwargs:
+            raise KernelTypeError(f"{form.__name__}() takes no keyword arguments", self.b.loc)
+        vals = self.values(args)
+        if not vals or any(not v.type.is_vector or v.type != vals[0].type for v in vals):
+            raise KernelTypeError(f"{form.__name__}() takes vectors of one type", self.b.loc)
+        t = vals[0].type
+        m = self.b.call("construct", vals, Matrix(len(vals), t.length, t.dtype))
+        return m if form is lang.matrix_from_rows else self.b.call("transpose", [m])
 
     def construct_generic(self, is_vector: bool, args, kwargs):
         """``vector(..., length=n, dtype=t)`` and ``matrix(..., shape=(r, c), dtype=t)``."""

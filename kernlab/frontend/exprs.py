@@ -341,6 +341,9 @@ class ExprMixin:
                 return self.b.const(_literal_cast(x.value, target), target)
             return self.b.cast(self.value(x), target)
         vals = [self.value(a, target.scalar) for a in args]
+        if len(vals) == 1 and not vals[0].type.is_scalar \
+                and getattr(vals[0].type, "shape", None) == target.shape:
+            return self.b.cast(vals[0], target)  # a copy (of another scalar type: converted)
         if target.is_vector and any(not v.type.is_scalar for v in vals):
             vals = self.components(vals)  # quat(v, w), transform(p, q), vec6(a, b)
         vals = [self.b.cast(v, target.scalar) if v.type.is_scalar and v.type.is_float
