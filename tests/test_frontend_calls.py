@@ -377,3 +377,27 @@ def test_matrix_builders_and_copies():
     np.testing.assert_array_equal(eye.numpy()[0], np.eye(3))
     np.testing.assert_array_equal(kl.matrix_from_cols(kl.vec2(1.0, 2.0), kl.vec2(3.0, 4.0)),
                                   rows.T)
+
+
+@kl.kernel
+def view_slices(a: kl.array2d(dtype=int), lo: int, hi: int, step: int,
+                out: kl.array(dtype=int)):
+    s = a[::2, -1]       # rows 0, 2, 4 of the last column
+    out[0] = s.shape[0]
+    out[1] = s[2]
+    r = a[3::-1, 0]      # rows 3, 2, 1, 0 of column 0
+    out[2] = r.shape[0] * 100 + r[0] * 10 + r[3]
+    d = a[lo:hi:step, 1]  # bounds and step known at run time
+    out[3] = d.shape[0]
+    out[4] = d[d.shape[0] - 1]
+    out[5] = a.shape[3] + s.shape[1]  # past the dimensions: 0, as in Warp
+
+
+@pytest.mark.parametrize("lo,hi,step", [(1, 6, 2), (5, 0, -2), (0, 6, 1), (4, 1, -1)])
+def test_view_slices_follow_python_semantics(lo, hi, step):
+    data = np.arange(18, dtype=np.int32).reshape(6, 3)
+    out = kl.zeros(6, dtype=int)
+    kl.launch(view_slices, 1, inputs=[kl.array(data), lo, hi, step, out])
+    d = data[lo:hi:step, 1]
+    r = data[3::-1, 0]
+    assert out.numpy().tolist() == [3, data[4, -1], 400 + r[0] * 10 + r[3], len(d), d[-1], 0]

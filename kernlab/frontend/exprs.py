@@ -195,6 +195,9 @@ class ExprMixin:
             raise KernelSyntaxError("slices are not supported in kernels", self.b.loc)
         if isinstance(base, ShapeOf):
             d = self.expr(idx[0])
+            if len(idx) == 1 and isinstance(d, Lit) and isinstance(d.value, int) \
+                    and base.array.type.ndim <= d.value < 4:
+                return Lit(0)  # past the array's dimensions, as in Warp
             if len(idx) != 1 or not isinstance(d, Lit) or not isinstance(d.value, int) \
                     or not 0 <= d.value < base.array.type.ndim:
                 raise KernelTypeError(f"shape index must be a constant in "

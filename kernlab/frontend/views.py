@@ -26,7 +26,7 @@ class Axis:
     """An axis a view keeps: base index = start + k * step for k in [0, length)."""
 
     start: object   # Lit or Value
-    step: int
+    step: object    # Lit or Value
     length: object  # Lit or Value
     unpacked: int | None = None  # how many elements *view gives (constant bounds only)
 
@@ -57,12 +57,11 @@ class ViewMixin:
     def subscript(self, base, node):
         idx = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         has_slice = any(isinstance(i, ast.Slice) for i in idx)
-        if isinstance(base, tuple):  # a view's .shape
+        if isinstance(base, tuple):  # a view's .shape (0 past its dimensions, as in Warp)
             k = self.expr(idx[0])
-            if len(idx) != 1 or not isinstance(k, Lit) or not 0 <= k.value < len(base):
-                raise KernelTypeError(f"shape index must be a constant in 0..{len(base) - 1}",
-                                      self.b.loc)
-            return base[k.value]
+            if len(idx) != 1 or not isinstance(k, Lit) or not 0 <= k.value < 4:
+                raise KernelTypeError("shape index must be a constant in 0..3", self.b.loc)
+            return base[k.value] if k.value < len(base) else Lit(0)
         if isinstance(base, ArrayRef) or isinstance(base, Value) and base.type.is_array \
                 and (has_slice or len(idx) < base.type.ndim):
             return self.view_index(base, idx)
@@ -138,7 +137,7 @@ class ViewMixin:
                                        "integer", self.b.loc)
         out = [None if x is None else x.value for x in out]
         if out[2] == 0:
-            raise KernelValueError("slice step cannot be zero", self.b.loc)
+            raise KernelValueError("Slice step cannot be zero", self.b.loc)
         return tuple(out)
 
     def slice_part(self, node):
@@ -156,7 +155,7 @@ class ViewMixin:
     def as_ref(self, arr) -> ArrayRef:
         if isinstance(arr, ArrayRef):
             return arr
-        return ArrayRef(arr, [Axis(Lit(0), 1, self.b.emit(Op.SHAPE, [arr], int32, dim=d))
+        return ArrayRef(arr, [Axis(Lit(0), Lit(1), self.b.emit(Op.SHAPE, [arr], int32, dim=d))
                               for d in range(arr.type.ndim)])
 
     def view_index(self, base, idx):
@@ -171,7 +170,8 @@ class ViewMixin:
             if isinstance(node, ast.Slice):
                 axes[pos], star = self.slice_axis(axis, node)
             else:
-                i = self.int_index(self.expr(node))
+                i = self.expr(node)
+                i = self.from_end(i, axis.length) if isinstance(i, Lit) else self.int_index(i)
                 axes[pos] = self.add(axis.start, self.mul(i, axis.step))
         out = ArrayRef(ref.base, axes, star)
         if out.kept:
@@ -181,34 +181,56 @@ class ViewMixin:
                            site=self.site(ref.base))
 
     def slice_axis(self, axis: Axis, node):
-        """The Axis a slice of ``axis`` keeps, and why it cannot be *-unpacked (or None)."""
+        """The Axis a slice of ``axis`` keeps (Python's slice semantics; a negative constant
+        bound counts from the end), and why it cannot be *-unpacked (or None)."""
         start, stop, step = (self.slice_part(p) for p in (node.lower, node.upper, node.step))
+        if isinstance(step, Lit) and step.value == 0:
+            raise KernelValueError("Slice step cannot be zero", self.b.loc)
         star = None
         if any(x is not None and not isinstance(x, Lit) for x in (start, stop, step)):
             star = "Slice component must be a compile-time constant integer"
         elif stop is None:
             star = "unpacking an array slice requires explicit upper bound"
-        for x in (start, stop):
-            if isinstance(x, Lit) and x.value < 0:
-                raise KernelValueError("slice bounds cannot be negative for arrays", self.b.loc)
-        if step is not None and not isinstance(step, Lit):
-            raise KernelValueError("the step of an array slice must be a constant",
-                                   self.b.loc)
-        k = 1 if step is None else step.value
-        if k < 0:
-            raise KernelValueError("slice step cannot be negative for arrays", self.b.loc)
-        if k == 0:
-            raise KernelValueError("slice step cannot be zero", self.b.loc)
+        elif any(isinstance(x, Lit) and x.value < 0 for x in (start, stop)):
+            star = "slice bounds cannot be negative for arrays"
+        elif step is not None and step.value < 0:
+            star = "slice step cannot be negative for arrays"
+        k = Lit(1) if step is None else step
         n = axis.length
-        lo = Lit(0) if start is None else self.clamp(start, n)
-        hi = n if stop is None else self.clamp(stop, n)
-        span = self.sub(hi, lo)
-        length = self.max0(self.div(self.add(span, Lit(k - 1)), k)) if k != 1 \
-            else self.max0(span)
-        unpacked = len(range(start.value if start is not None else 0, stop.value, k)) \
+        up = self.forward_part(start, stop, n)
+        down = self.backward_part(start, stop, n)
+        if isinstance(k, Lit):
+            lo, span = up if k.value > 0 else down
+            size = Lit(abs(k.value))
+        else:  # a step known only at run time: both, chosen by its sign
+            pos = self.b.gt(self.value(k, int32), self.b.zeros(k.type))
+            lo = self.pick(pos, up[0], down[0])
+            span = self.pick(pos, up[1], down[1])
+            size = self.pick(pos, k, self.call_builtin("neg", [k]))
+        length = self.max0(span) if isinstance(size, Lit) and size.value == 1 else \
+            self.max0(self.div(self.add(span, self.sub(size, Lit(1))), size))
+        unpacked = len(range(start.value if start is not None else 0, stop.value, k.value)) \
             if star is None else None
-        return Axis(self.add(axis.start, self.mul(lo, axis.step)), axis.step * k, length,
-                    unpacked), star
+        return Axis(self.add(axis.start, self.mul(lo, axis.step)), self.mul(axis.step, k),
+                    length, unpacked), star
+
+    def forward_part(self, start, stop, n):
+        lo = Lit(0) if start is None else self.clamp(self.from_end(start, n), 0, n)
+        hi = n if stop is None else self.clamp(self.from_end(stop, n), 0, n)
+        return lo, self.sub(hi, lo)
+
+    def backward_part(self, start, stop, n):
+        last = self.sub(n, Lit(1))
+        lo = last if start is None else self.clamp(self.from_end(start, n), -1, last)
+        hi = Lit(-1) if stop is None else self.clamp(self.from_end(stop, n), -1, last)
+        return lo, self.sub(lo, hi)
+
+    def pick(self, cond, a, c):
+        return self.call_builtin("where", [cond, a, c])
+
+    def from_end(self, x, n):
+        """A negative constant index counts from the end of an axis of length n."""
+        return self.add(n, x) if isinstance(x, Lit) and x.value < 0 else x
 
     def axis_length(self, axis: Axis):
         return axis.length
@@ -223,7 +245,7 @@ class ViewMixin:
         axis = ref.kept[0]
         out = []
         for k in range(axis.unpacked):
-            full = [self.value(self.add(axis.start, Lit(k * axis.step)), int32)
+            full = [self.value(self.add(axis.start, self.mul(Lit(k), axis.step)), int32)
                     if a is axis else self.value(a, int32) for a in ref.axes]
             out.append(self.b.emit(Op.LOAD, [ref.base, *full], ref.base.type.dtype,
                                    site=self.site(ref.base)))
@@ -257,29 +279,36 @@ class ViewMixin:
             return a
         return self.call_builtin("sub", [a, c])
 
-    def mul(self, a, k: int):
-        if k == 1:
+    def mul(self, a, c):
+        if isinstance(c, int):
+            c = Lit(c)
+        if isinstance(c, Lit) and c.value == 1:
             return a
-        if isinstance(a, Lit):
-            return Lit(a.value * k)
-        return self.call_builtin("mul", [a, Lit(k)])
+        if isinstance(a, Lit) and a.value == 1:
+            return c
+        if isinstance(a, Lit) and isinstance(c, Lit):
+            return Lit(a.value * c.value)
+        return self.call_builtin("mul", [a, c])
 
-    def div(self, a, k: int):
-        if isinstance(a, Lit):
-            return Lit(int(a.value / k))
-        return self.call_builtin("div", [a, Lit(k)])
+    def div(self, a, c):
+        if isinstance(c, int):
+            c = Lit(c)
+        if isinstance(a, Lit) and isinstance(c, Lit):
+            return Lit(int(a.value / c.value))
+        return self.call_builtin("div", [a, c])
 
     def max0(self, a):
         if isinstance(a, Lit):
             return Lit(max(0, a.value))
         return self.call_builtin("max", [a, Lit(0)])
 
-    def clamp(self, x, n):
-        if isinstance(x, Lit) and isinstance(n, Lit):
-            return Lit(min(max(x.value, 0), n.value))
-        if isinstance(x, Lit):
-            return self.call_builtin("min", [Lit(x.value), n])
-        return self.call_builtin("min", [self.max0(x), n])
+    def clamp(self, x, lo: int, hi):
+        """min(max(x, lo), hi), folded where the operands are constants."""
+        if isinstance(x, Lit) and isinstance(hi, Lit):
+            return Lit(min(max(x.value, lo), hi.value))
+        low = Lit(max(x.value, lo)) if isinstance(x, Lit) else self.call_builtin(
+            "max", [x, Lit(lo)])
+        return self.call_builtin("min", [low, hi])
 
 
 def _negative_literal(node) -> bool:
