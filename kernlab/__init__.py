@@ -11,8 +11,10 @@ from .errors import (GradientError, KernelAttributeError, KernelError, KernelKey
                      WarpCodegenKeyError, WarpCodegenTypeError, WarpCodegenValueError)
 from .kernel import Func, Kernel, func, func_grad, kernel, overload, source
 from .lang import (FUNCTIONS as _FUNCTIONS, adjoint, atomic_add, atomic_max, atomic_min,
-                   atomic_sub, constant, expect_eq, expect_near, expect_neq, kprint as print,
-                   printf, static, tid)  # noqa: A004
+                   atomic_sub, constant, expect_eq, expect_near, expect_neq, grad, identity,
+                   kprint as print, matrix_from_cols, matrix_from_rows, printf, static,
+                   tid)  # noqa: A004
+from .types import matrix, vector  # types in Python; constructors with shape=/length= in kernels
 from .runtime.array import (array, array1d, array2d, array3d, array4d, clone, copy, empty,
                             empty_like, from_numpy, full, full_like, ones, ones_like, zeros,
                             zeros_like)

@@ -79,6 +79,29 @@ EXPECTS = {expect_eq: "eq", expect_neq: "neq", expect_near: "near"}
 ATOMICS = {atomic_add: "add", atomic_sub: "sub", atomic_min: "min", atomic_max: "max"}
 
 
+class MatrixForm(SpecialForm):
+    """identity / matrix_from_rows / matrix_from_cols: matrices built from their arguments
+    (the frontend lowers them to a constant or to the ``construct`` builtin); in Python they
+    give NumPy matrices."""
+
+    def __call__(self, *args, n=None, dtype=None):
+        if self.__name__ == "identity":
+            count = n if n is not None else args[0]
+            el = to_type(dtype if dtype is not None else float)
+            return np.eye(int(count), dtype=el.np)
+        rows = np.stack([np.asarray(a) for a in args])
+        return rows if self.__name__ == "matrix_from_rows" else rows.T.copy()
+
+
+identity = MatrixForm("identity", "identity(n, dtype=float): the n x n identity matrix")
+matrix_from_rows = MatrixForm("matrix_from_rows", "matrix_from_rows(*rows): a matrix of rows")
+matrix_from_cols = MatrixForm("matrix_from_cols", "matrix_from_cols(*cols): a matrix of cols")
+MATRIX_FORMS = (identity, matrix_from_rows, matrix_from_cols)
+
+grad = SpecialForm("grad", "grad(f)(x, ...): in a kernel, the partial derivatives of the func "
+                   "or builtin f at x, ... (one value, or a tuple for several arguments)")
+
+
 def static(value):
     """``kl.static(expr)`` in a kernel: expr is evaluated in Python when the kernel is
     compiled, and its value used as a constant (Warp's wp.static). In Python: the value."""

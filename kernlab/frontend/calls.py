@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 import builtins
 
+import numpy as np
+
 from .. import lang, types
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..generics import annotated_types, matches
@@ -19,13 +21,16 @@ from ..ir.nodes import Op, Value
 from ..types import ANY, Matrix, Type, Vector, bool_, float32, int32, to_type
 from .exprs import PY_BUILTINS, Lit, PyObj, _hashable
 from . import structs
+from .grads import GradOf
 from .source import parse_function
+from .views import ArrayRef
 
 
 class StarSource:
     """Values a ``*`` expands into, computed when the call is lowered (an array slice)."""
 
-    describe = "a slice of an array (which can only be *-unpacked into a call)"
+    not_a_value = ("slices of arrays are only supported *-unpacked into a call, as in "
+                   "vec3(*a[0:3])")
 
     def __init__(self, items):
         self.items = list(items)
@@ -41,6 +46,11 @@ class CallMixin:
             return self.tid(len(node.args))
         if obj is getattr(lang, "static", None):
             return self.static_value(node)
+        if obj is lang.grad:
+            target = self.expr(node.args[0]) if len(node.args) == 1 else None
+            if not isinstance(target, PyObj) or node.keywords:
+                raise KernelTypeError("grad() takes one func or builtin", self.b.loc)
+            return PyObj(GradOf(target.obj))
         args = self.call_args(node.args)
         kwargs = {}
         for kw in node.keywords:
@@ -49,6 +59,8 @@ class CallMixin:
                                         self.b.loc)
             kwargs[kw.arg] = self.expr(kw.value)
         from ..kernel import Func  # the decorator module sits above the frontend
+        if isinstance(obj, GradOf):
+            return self.grad_call(obj.target, args, kwargs)
         if isinstance(obj, Func):
             return self.call_func(obj, args, kwargs)
         if structs.is_struct(obj):
@@ -56,6 +68,8 @@ class CallMixin:
                 raise KernelTypeError(f"struct '{obj.__name__}' takes no keyword arguments in "
                                       "a kernel", self.b.loc)
             return structs.construct(self, obj, args)
+        if isinstance(obj, lang.MatrixForm):
+            return self.matrix_form(obj, args, kwargs)
         if obj is types.vector or obj is types.matrix:
             return self.construct_generic(obj is types.vector, args, kwargs)
         if isinstance(obj, lang.BuiltinFunction):
@@ -96,6 +110,8 @@ class CallMixin:
         """The values ``*x`` expands into."""
         if isinstance(x, StarSource):
             return x.items
+        if isinstance(x, ArrayRef):
+            return self.view_elements(x)
         if isinstance(x, tuple):
             return list(x)
         if isinstance(x, Value) and (x.type.is_vector or x.type.is_matrix):
@@ -166,6 +182,8 @@ class CallMixin:
         return self.from_python(value, "static")
 
     def length_of(self, args):
+        if len(args) == 1 and isinstance(args[0], ArrayRef):
+            return args[0].kept[0].length
         x = self.value(args[0]) if len(args) == 1 else None
         if x is not None and x.type.is_array:
             return self.b.emit(Op.SHAPE, [x], int32, dim=0)
@@ -196,6 +214,27 @@ class CallMixin:
         if isinstance(x, tuple) and all(isinstance(e, Lit) for e in x):
             return tuple(e.value for e in x)
         raise KernelTypeError(f"'{name}' must be a constant", self.b.loc)
+
+    def matrix_form(self, form, args, kwargs):
+        """identity(n, dtype=...), matrix_from_rows(*rows), matrix_from_cols(*cols)."""
+        if form is lang.identity:
+            given = dict(zip(("n", "dtype"), args))
+            given.update(kwargs)
+            if set(given) - {"n", "dtype"} or "n" not in given:
+                raise KernelTypeError("identity() takes n and dtype", self.b.loc)
+            n = self.const_arg("n", given["n"])
+            el = to_type(self.const_arg("dtype", given.get("dtype", PyObj(float))))
+            if not isinstance(n, int) or n < 1:
+                raise KernelTypeError("identity(n): n must be a positive constant", self.b.loc)
+            return self.b.const(np.eye(n), Matrix(n, n, el))
+        if kwargs:
+            raise KernelTypeError(f"{form.__name__}() takes no keyword arguments", self.b.loc)
+        vals = self.values(args)
+        if not vals or any(not v.type.is_vector or v.type != vals[0].type for v in vals):
+            raise KernelTypeError(f"{form.__name__}() takes vectors of one type", self.b.loc)
+        t = vals[0].type
+        m = self.b.call("construct", vals, Matrix(len(vals), t.length, t.dtype))
+        return m if form is lang.matrix_from_rows else self.b.call("transpose", [m])
 
     def construct_generic(self, is_vector: bool, args, kwargs):
         """``vector(..., length=n, dtype=t)`` and ``matrix(..., shape=(r, c), dtype=t)``."""
@@ -301,7 +340,7 @@ class CallMixin:
             if isinstance(x.value, int):
                 return t.is_int or (not strict and t.is_float)
             return t.is_float
-        if isinstance(x, Value):
+        if isinstance(x, (Value, ArrayRef)):
             return t is ANY or matches(t, x.type)
         return False
 

@@ -105,11 +105,12 @@ class ExprMixin:
             return self.b.emit(Op.TID, (), int32, dim=0)
         if isinstance(x, PyObj):
             raise KernelTypeError(f"{x.obj!r} cannot be used as a value in a kernel", self.b.loc)
+        if hasattr(x, "not_a_value"):
+            raise KernelSyntaxError(x.not_a_value, self.b.loc)
         if structs.is_structish(x):
             raise KernelTypeError(f"'{x.name}' is a struct {x.type}, not a single value; "
                                   "use one of its fields", self.b.loc)
-        what = getattr(x, "describe", "a tuple")
-        raise KernelTypeError(f"{what} cannot be used as a single value here", self.b.loc)
+        raise KernelTypeError("a tuple cannot be used as a single value here", self.b.loc)
 
     def values(self, xs) -> list[Value]:
         """Materialise call operands, literals adopting the first typed operand's scalar."""
@@ -175,7 +176,9 @@ class ExprMixin:
         return PyObj(obj)
 
     def expr_Attribute(self, node):
-        base = self.expr(node.value)
+        return self.attribute(self.expr(node.value), node)
+
+    def attribute(self, base, node):
         if structs.is_structish(base):
             return structs.get_field(self, base, node.attr)
         if isinstance(base, PyObj):
@@ -194,15 +197,24 @@ class ExprMixin:
             if k >= base.type.length:
                 raise KernelTypeError(f"{base.type} has no component '{node.attr}'", self.b.loc)
             return self.b.index(base, self.b.const(k, int32))
+        if isinstance(base, Value):
+            name = getattr(base.type, "__name__", None) or str(base.type)
+            raise KernelAttributeError(f"'{name}' object has no attribute '{node.attr}'",
+                                       self.b.loc)
         raise KernelSyntaxError(f"attribute '.{node.attr}' is not supported here", self.b.loc)
 
     def expr_Subscript(self, node):
-        base = self.expr(node.value)
+        return self.subscript(self.expr(node.value), node)
+
+    def subscript(self, base, node):
         idx = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if any(isinstance(i, ast.Slice) for i in idx):
             raise KernelSyntaxError("slices are not supported in kernels", self.b.loc)
         if isinstance(base, ShapeOf):
             d = self.expr(idx[0])
+            if len(idx) == 1 and isinstance(d, Lit) and isinstance(d.value, int) \
+                    and base.array.type.ndim <= d.value < 4:
+                return Lit(0)  # past the array's dimensions, as in Warp
             if len(idx) != 1 or not isinstance(d, Lit) or not isinstance(d.value, int) \
                     or not 0 <= d.value < base.array.type.ndim:
                 raise KernelTypeError(f"shape index must be a constant in "
@@ -284,6 +296,8 @@ class ExprMixin:
 
     def truth(self, x) -> Value:
         """A bool Value for a condition: bools as they are, numbers compared with zero."""
+        if isinstance(x, Value) and x.type.is_array:  # `if a:`: a is not a null array
+            return self.b.ne(self.b.emit(Op.SHAPE, [x], int32, dim=0), self.b.zeros(int32))
         v = self.value(x)
         if v.type == bool_:
             return v
@@ -349,6 +363,9 @@ class ExprMixin:
                 return self.b.const(_literal_cast(x.value, target), target)
             return self.b.cast(self.value(x), target)
         vals = [self.value(a, target.scalar) for a in args]
+        if len(vals) == 1 and not vals[0].type.is_scalar \
+                and getattr(vals[0].type, "shape", None) == target.shape:
+            return self.b.cast(vals[0], target)  # a copy (of another scalar type: converted)
         if target.is_vector and any(not v.type.is_scalar for v in vals):
             vals = self.components(vals)  # quat(v, w), transform(p, q), vec6(a, b)
         vals = [self.b.cast(v, target.scalar) if v.type.is_scalar and v.type.is_float
@@ -369,6 +386,9 @@ class ExprMixin:
         return _Tid()
 
     def atomic(self, kind, args):
+        if len(args) >= 2 and hasattr(args[0], "axes"):  # a view: the array's own indices
+            ref = args[0]
+            args = [ref.base, *self.view_indices(ref, args[1:-1]), args[-1]]
         if len(args) < 3 or not isinstance(args[0], Value) or not args[0].type.is_array:
             raise KernelTypeError(f"atomic_{kind}(array, index..., value) needs an array, its "
                                   "indices and a value", self.b.loc)

@@ -18,8 +18,9 @@ from ..types import bool_, int32, non_atomic_types
 from ..types import is_generic
 from .calls import CallMixin
 from .control import ControlMixin
-from .views import ViewMixin
-from .exprs import ExprMixin, Lit, _describe, _Tid
+from .grads import GradMixin
+from .views import ArrayRef, ViewMixin
+from .exprs import ExprMixin, Lit, PyObj, _describe, _Tid
 from .source import ParsedSource, annotation_type, parse_function
 from . import structs
 
@@ -46,7 +47,7 @@ def source_to_ir(pyfunc, name: str | None = None, extra_globals: dict | None = N
                    param_types).build_kernel(name)
 
 
-class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
+class Lowerer(CallMixin, GradMixin, ViewMixin, ControlMixin, ExprMixin):
     def __init__(self, pyfunc, extra_globals=None, funcs_in_progress=(), param_types=None):
         self.kernel_src = parse_function(pyfunc)
         self.extra_globals = extra_globals
@@ -279,8 +280,11 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
         current = self.scope.names.get(name)
         if isinstance(current, Value):
             raise KernelTypeError(f"array parameter '{name}' cannot be reassigned", self.b.loc)
-        if isinstance(value, Value) and value.type.is_array:
-            if current is not None:
+        if isinstance(value, PyObj) and current is None or isinstance(current, PyObj):
+            self.scope.names[name] = value  # a compile-time alias: g = kl.grad(f)
+            return
+        if isinstance(value, ArrayRef) or isinstance(value, Value) and value.type.is_array:
+            if current is not None and not isinstance(current, ArrayRef):
                 raise KernelTypeError(f"'{name}' is a local value; it cannot become an array",
                                       self.b.loc)
             self.scope.names[name] = value  # another name for the same array
@@ -304,6 +308,15 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
         base = self.expr(target.value) if not isinstance(target.value, ast.Name) \
             else self._name_for_store(target.value)
         raw = [self.expr(i) for i in idx_nodes]
+        if isinstance(base, ArrayRef):  # a view: store into the array at composed indices
+            indices = self.view_indices(base, raw)
+            base = base.base
+            v = self.value(value, base.type.dtype.scalar)
+            if v.type != base.type.dtype:
+                raise KernelTypeError(f"cannot store a {v.type} into an array of "
+                                      f"{base.type.dtype}", self.b.loc)
+            self.b.emit(Op.STORE, [base, *indices, v], site=self.site(base))
+            return
         if isinstance(base, structs.StructArray):  # a[i] = s for an array of structs
             elem = structs.index(self, base, [self.int_index(i) for i in raw])
             return structs.store_struct(self, elem, value)
@@ -359,7 +372,8 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
             base = self.expr(target.value)
             # a[i] += v is an atomic add, as in Warp, except on 8/16-bit integers (no
             # atomics there): a plain read, add and write
-            if isinstance(base, Value) and base.type.is_array and name in ("add", "sub") \
+            if (isinstance(base, ArrayRef) or isinstance(base, Value) and base.type.is_array) \
+                    and name in ("add", "sub") \
                     and base.type.dtype.scalar not in non_atomic_types:
                 idx = target.slice.elts if isinstance(target.slice, ast.Tuple) \
                     else [target.slice]

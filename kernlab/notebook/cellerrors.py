@@ -12,7 +12,6 @@ import os
 import traceback
 
 from ..errors import KernelError, KernelSyntaxError, SourceLoc, _pretty_file
-from .display import readable
 
 _KERNLAB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -65,7 +64,7 @@ def user_frames(shell, tb) -> list[str]:
 
 def render(shell, err: KernelError, tb=None) -> list[str]:
     """The structured traceback (a list of lines) for a kernlab error."""
-    text = readable(err)
+    text = err.report()  # the message first, then where
     loc = err.loc
     if loc is not None:
         name = cell_name(shell, loc.file)

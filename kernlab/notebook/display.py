@@ -86,18 +86,9 @@ def get_listing(kernel, target: str, adjoint: bool = False) -> Listing:
     return out
 
 
-def readable(exc: BaseException) -> str:
-    """An error's text with its message first, then where (STYLE.md's order). A KernelError's
-    str() ends with the message, as Warp's do (Warp's tests match messages with '...$')."""
-    text = str(exc).strip()
-    message = getattr(exc, "message", "")
-    if message and text.endswith(message) and text != message:
-        text = message + "\n" + text[:-len(message)].rstrip("\n")
-    return text
-
-
 def describe_failure(target: str, exc: BaseException) -> str:
-    reason = readable(exc) or type(exc).__name__
+    report = getattr(exc, "report", None)  # a KernelError: its message first
+    reason = (report() if callable(report) else str(exc)).strip() or type(exc).__name__
     if target in ("cuda", "ptx"):
         if isinstance(exc, ImportError):
             reason = f"this kernlab has no CUDA backend ({reason})"

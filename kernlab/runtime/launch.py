@@ -46,10 +46,8 @@ def convert_arg(kernel_name: str, param, value, device, allow_none=False):
         return LaunchError(f"kernel '{kernel_name}': parameter '{name}' ({t}) {what}")
 
     if t.is_array:
-        if value is None:
-            if allow_none:
-                return None
-            raise fail("got None; pass an array")
+        if value is None:  # a null array, as in Warp: `if a:` is False, and any access to
+            return None    # it is out of bounds (its shape is all zeros)
         if not isinstance(value, array) or getattr(value, "is_annotation", False):
             hint = " — wrap it with kl.from_numpy(...)" if isinstance(value, np.ndarray) else ""
             raise fail(f"needs a kernlab array, got {type(value).__name__}{hint}")
@@ -174,6 +172,7 @@ class Launch:
                       convert_arg(kernel.key, p, None, self.device, allow_none=True)
                       for p in func.params]
         self.params = list(params)
+        self.null_arrays = False  # True: None arrays were passed on purpose (null arrays)
 
     def _func(self):
         return self.kernel.adjoint_ir if self.adjoint else self.kernel.ir
@@ -186,12 +185,12 @@ class Launch:
         n = len(self.kernel.params)
         args = list(self.params)
         for k, p in enumerate(self.kernel.params):
-            if p.type.is_array and args[k] is None:
+            if p.type.is_array and args[k] is None and not self.null_arrays:
                 raise LaunchError(f"kernel '{self.kernel.key}': parameter '{p.name}' has no "
                                   "array; set it with set_param_by_name or set_param_at_index")
         if self.adjoint:  # an array's adjoint left as None: its own gradient
             for k, p in enumerate(self.kernel.params):
-                if p.type.is_array and args[n + k] is None:
+                if p.type.is_array and args[n + k] is None and args[k] is not None:
                     args[n + k] = args[k].grad
         _run(self.kernel, self.dim, args, self.device, self.adjoint)
 
@@ -244,14 +243,14 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
         raise LaunchError(f"kl.launch({kernel.key}): give dim, the number of threads")
     dims = (dim,) if type(dim) is int and 0 <= dim <= MAX_THREADS else _dims(dim)
     inputs, outputs = inputs or (), outputs or ()
+    if kernel.param_types is None and kernel.is_generic:  # Any parameters: this launch's
+        kernel = kernel.for_arguments(list(inputs) + list(outputs))
     if getattr(kernel.ir, "struct_signature", None) is not None:  # one value per leaf field
         from .structs import flatten_launch
         inputs, outputs, adj_inputs, adj_outputs = flatten_launch(
             kernel, inputs, outputs, adj_inputs, adj_outputs, device, adjoint)
     n_in = len(inputs)
     primal = list(inputs) + list(outputs) if outputs else list(inputs)
-    if kernel.param_types is None and kernel.is_generic:  # Any parameters: this launch's
-        kernel = kernel.for_arguments(primal)
     plan = _plan(kernel)
     if len(primal) != len(plan):
         params = kernel.params
@@ -273,6 +272,7 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
                  block_dim=block_dim)
     if record_cmd:
         return cmd
+    cmd.null_arrays = True  # kl.launch(k, n, inputs=[None, ...]): a null array, as in Warp
     cmd.launch()
     if record_tape and not adjoint:
         tape = _tape.active_tape()
