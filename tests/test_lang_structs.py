@@ -87,7 +87,7 @@ def test_numpy_dtype_value_and_assign():
     assert rec["id"] == 7 and rec["mass"] == 2.5 and rec["inner"]["y"] == 4.0
     q = Particle()
     q.assign(p)
-    assert q == p and q.pos is not p.pos
+    assert q.same_values(p) and q.pos is not p.pos and q != p
 
 
 def test_array_of_structs_python_side():
@@ -96,7 +96,7 @@ def test_array_of_structs_python_side():
     assert a.dtype is Particle and a.shape == (2,)
     na = a.numpy()
     assert na["id"].tolist() == [1, 5] and na["pos"][0].tolist() == [1.0, 2.0, 3.0]
-    assert a.list()[0] == p
+    assert a.list()[0].same_values(p)
     full = kl.full(3, p)
     assert full.dtype is Particle and full.numpy()["mass"].tolist() == [2.0] * 3
     z = kl.zeros((2, 2), dtype=Particle)
@@ -368,3 +368,26 @@ def test_launch_checks_struct_arguments():
     foo.x = 2**40
     with pytest.raises(kl.LaunchError, match="foo.x"):
         kl.launch(nested_param, dim=3, inputs=[foo])
+
+
+@kl.struct
+class Cloud:
+    points: kl.array[Particle]
+    scale: float
+
+
+@kl.kernel
+def cloud_kernel(c: Cloud, out: kl.array[float]):
+    i = kl.tid()
+    out[i] = c.points[i].mass * c.scale + float(c.points.shape[0])
+
+
+@pytest.mark.cpu_only(STRUCT_ARRAYS_CPU)
+def test_struct_with_an_array_of_structs_field(backend):
+    c = Cloud()
+    c.points = kl.array([Particle(0, 1.0), Particle(1, 2.0)], dtype=Particle)
+    c.scale = 3.0
+    out = kl.zeros(2)
+    kl.launch(cloud_kernel, dim=2, inputs=[c, out])
+    np.testing.assert_allclose(out.numpy(), [5.0, 8.0])
+    kl.launch(cloud_kernel, dim=0, inputs=[Cloud(), out])  # unset: an empty array

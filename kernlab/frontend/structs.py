@@ -87,7 +87,7 @@ def bind_struct_param(lo, name: str, t, params: list):
         path = f"{name}.{fname}"
         if ft is None:
             fields[fname] = _Unknown(t, fname)
-        elif is_struct(ft):
+        elif is_struct_type(ft):  # a nested struct, or an array of structs
             fields[fname] = bind_struct_param(lo, path, ft, params)
         else:
             value = Value(ft, path)

@@ -207,12 +207,11 @@ class StructInstance:
                 rec[name] = value
         return rec[()]
 
-    def __eq__(self, other):
-        if type(other) is not type(self):
-            return NotImplemented
-        return all(_same(getattr(self, n), getattr(other, n)) for n in self._type.fields)
-
-    __hash__ = None
+    def same_values(self, other) -> bool:
+        """Whether other is an instance of the same struct with equal field values (the
+        same arrays). Instances compare and hash by identity, as Warp's do."""
+        return type(other) is type(self) and all(
+            _same(getattr(self, n), getattr(other, n)) for n in self._type.fields)
 
     def __repr__(self):
         parts = []
@@ -239,7 +238,9 @@ def grad_struct(inst: StructInstance) -> StructInstance:
 def _same(a, b) -> bool:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return np.array_equal(a, b)
-    if isinstance(a, (int, float, np.generic, StructInstance)):
+    if isinstance(a, StructInstance):
+        return a.same_values(b)
+    if isinstance(a, (int, float, np.generic)):
         return a == b
     return a is b  # arrays: the same array
 
@@ -471,7 +472,8 @@ def _leaf_values(kname, name, t, value, device, adjoint):
                 continue
             fvalue = getattr(value, fname)
             path = f"{name}.{fname}"
-            if isinstance(ft, StructType):
+            if isinstance(ft, StructType) or (isinstance(ft, ArrayType) and
+                                              isinstance(ft.dtype, StructType)):
                 out += _leaf_values(kname, path, ft, fvalue, device, adjoint)
             elif isinstance(ft, ArrayType) and fvalue is None:
                 out.append(None if adjoint else _empty(ft, device))
@@ -483,6 +485,8 @@ def _leaf_values(kname, name, t, value, device, adjoint):
         n = sum(1 for _, at in array_leaves(t, name) if at is not None)
         if value is None and adjoint:
             return [None] * n
+        if value is None:  # an unset array field: an empty array of the struct
+            return [_empty(at, device) for _, at in array_leaves(t, name) if at is not None]
         if not isinstance(value, array) or value.dtype is not t.dtype or \
                 value.ndim != t.ndim:
             got = f"an array of {value.dtype} with {value.ndim} dimension(s)" \
