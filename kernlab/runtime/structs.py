@@ -370,8 +370,8 @@ def field_views(a, prefix: str):
     out = []
     for name, t in st.fields.items():
         label = f"{prefix}.{name}"
-        data = a._storage()[name]
-        grad = a.grad._storage()[name] if a.grad is not None else None
+        data = _field_of(a._storage(), name)
+        grad = _field_of(a.grad._storage(), name) if a.grad is not None else None
         if isinstance(t, StructType):
             sub = array._wrap(data, t, a.device, None, a._vbox)
             if grad is not None:
@@ -383,6 +383,20 @@ def field_views(a, prefix: str):
             g = array._wrap(grad, t, a.device) if grad is not None else None
             out.append((label, array._wrap(data, t, a.device, g, a._vbox)))
     return out
+
+
+def _field_of(data, name: str):
+    """The view of one field of every record: NumPy's, or the same on GPU memory."""
+    if isinstance(data, np.ndarray):
+        return data[name]
+    from .storage import DeviceArray
+    ftype, offset = data.dtype.fields[name][:2]
+    inner, step = [], ftype.base.itemsize
+    for n in reversed(ftype.shape):
+        inner.append(step)
+        step *= n
+    return DeviceArray(data.buffer, data.offset + offset, data.shape + ftype.shape,
+                       data.strides + tuple(reversed(inner)), ftype.base)
 
 
 def struct_leaves(st: StructType, prefix: str):
