@@ -20,6 +20,7 @@ from __future__ import annotations
 from ..errors import KernelTypeError
 from ..ir.nodes import Op, Param, Value, Var
 from ..runtime.structs import StructType, is_struct, is_struct_array
+from ..types import is_generic
 
 
 class KernelAttributeError(KernelTypeError, AttributeError):
@@ -174,13 +175,18 @@ def new_struct(lo, t: StructType, name: str) -> StructVal:
     return StructVal(t, name, fields, len(lo.b._blocks))
 
 
-def construct(lo, t: StructType, args: list) -> StructVal:
-    """``S()`` or ``S(a, b, ...)`` (fields in declaration order) in a kernel."""
+def construct(lo, t: StructType, args: list, kwargs: dict | None = None) -> StructVal:
+    """``S()``, ``S(a, b, ...)`` (fields in declaration order) or ``S(x=a)`` in a kernel."""
     if len(args) > len(t.fields):
         raise KernelTypeError(f"{t.key}() takes at most {len(t.fields)} field value(s), got "
                               f"{len(args)}", lo.b.loc)
     sv = new_struct(lo, t, t.key)
     for fname, a in zip(t.fields, args):
+        set_field(lo, sv, fname, a)
+    for fname, a in (kwargs or {}).items():
+        if fname not in t.fields or fname in list(t.fields)[:len(args)]:
+            raise KernelTypeError(f"{t.key}() got an unexpected or repeated field '{fname}'",
+                                  lo.b.loc)
         set_field(lo, sv, fname, a)
     return sv
 
@@ -337,6 +343,8 @@ def bind_func_arg(lo, name: str, value):
 
 
 def check_func_arg(lo, func, pname: str, t, value):
+    if is_generic(t) and is_structish(value):  # an Any parameter takes the struct
+        return value
     if not is_structish(value) or value.type != t and not (
             isinstance(value, StructArray) and value.type == t):
         raise KernelTypeError(f"argument '{pname}' of func '{func.__name__}' must be a {t}, "

@@ -46,7 +46,7 @@ class StructType(Type):
             self.annotations[name] = ann
             self.fields[name] = field_type(ann)
         self.cls = type(cls.__name__, (StructInstance,),
-                        {"_type": self, "__qualname__": cls.__qualname__,
+                        {"_type": self, "_kl_type": self, "__qualname__": cls.__qualname__,
                          "__module__": cls.__module__, "__doc__": cls.__doc__})
         self._np = None
 
@@ -512,14 +512,19 @@ def _leaf_values(kname, name, t, value, device, adjoint):
 
 
 def flatten_launch(kernel, inputs, outputs, adj_inputs, adj_outputs, device, adjoint):
-    """kl.launch's argument lists with struct arguments flattened (adjoints too)."""
+    """For kl.launch: (StructArgs, the flat arguments, how many are inputs, the flat
+    adj_inputs and adj_outputs)."""
+    from .device import get_device
     n_in, n = len(inputs), len(kernel.ir.struct_signature)
-    inputs, outputs = flatten_launch_args(kernel, inputs, outputs, device)
+    user = list(inputs) + list(outputs)
+    dev = get_device(device) if device is not None else _first_device(user)
+    flat_in, flat_out = flatten_launch_args(kernel, inputs, outputs, dev)
     if adjoint and (adj_inputs is not None or adj_outputs is not None):
         adj_inputs, adj_outputs = flatten_launch_args(
             kernel, list(adj_inputs or [None] * n_in),
-            list(adj_outputs or [None] * (n - n_in)), device, True)
-    return inputs, outputs, adj_inputs, adj_outputs
+            list(adj_outputs or [None] * (n - n_in)), dev, True)
+    return (StructArgs(kernel, user, dev or get_device(None)), flat_in + flat_out,
+            len(flat_in), adj_inputs, adj_outputs)
 
 
 def element_record(value, st: StructType) -> np.ndarray:
@@ -529,3 +534,66 @@ def element_record(value, st: StructType) -> np.ndarray:
             raise TypeError(f"an array of {st.key} cannot hold a {type(value).__name__}")
         return np.asarray(value.numpy_value(), dtype=st.np)
     return np.asarray(value, dtype=st.np)
+
+
+class StructArgs:
+    """The arguments of a launch as the user gave them, where some are structs: a Launch
+    keeps them so that set_param_* take the user's indices and names, and each run
+    flattens the structs again (a field changed after kl.launch(..., record_cmd=True) is
+    seen by the next cmd.launch(), as in Warp)."""
+
+    def __init__(self, kernel, values, device):
+        self.kernel, self.values, self.device = kernel, list(values), device
+
+    def _slots(self):
+        """(flat start, flat count) of each user argument."""
+        func, out, start = self.kernel.ir, [], 0
+        for (name, t), v in zip(func.struct_signature, self.values):
+            n = len(_leaf_values(self.kernel.key, name, t, v, self.device, True)) \
+                if (isinstance(t, StructType) or is_struct_array(t)) else 1
+            out.append((start, n))
+            start += n
+        return out
+
+    def refresh(self, cmd) -> None:
+        """Re-flatten every struct argument into cmd.params."""
+        from .launch import convert_arg
+        func = self.kernel.ir
+        for (start, n), (name, t), v in zip(self._slots(), func.struct_signature,
+                                            self.values):
+            if isinstance(t, StructType) or is_struct_array(t):
+                leaves = _leaf_values(self.kernel.key, name, t, v, self.device, False)
+                for k, leaf in enumerate(leaves):
+                    cmd.params[start + k] = convert_arg(self.kernel.key, func.params[start + k],
+                                                        leaf, self.device)
+
+    def set(self, cmd, index: int, value) -> None:
+        """cmd.set_param_at_index(index, value) with the user's index."""
+        from ..errors import LaunchError
+        from .launch import convert_arg
+        sig = self.kernel.ir.struct_signature
+        if not 0 <= index < len(sig):
+            raise LaunchError(f"kernel '{self.kernel.key}' has no parameter at index {index}")
+        name, t = sig[index]
+        if isinstance(t, StructType) or is_struct_array(t):
+            _leaf_values(self.kernel.key, name, t, value, self.device, False)  # checks it
+            self.values[index] = value
+            self.refresh(cmd)
+            return
+        start = self._slots()[index][0]
+        param = self.kernel.ir.params[start]
+        cmd.params[start] = convert_arg(self.kernel.key, param, value, self.device,
+                                        allow_none=param.type.is_array)
+        self.values[index] = value
+
+    def index_of(self, name: str):
+        for k, (pname, _) in enumerate(self.kernel.ir.struct_signature):
+            if pname == name:
+                return k
+        return None
+
+    def record_gradients(self, tape) -> None:
+        """tape.gradients[s] for each struct argument s: the struct of its gradients."""
+        for v in self.values:
+            if isinstance(v, StructInstance):
+                tape.gradients[v] = grad_struct(v)
