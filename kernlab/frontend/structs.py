@@ -17,23 +17,10 @@ and passing s to a func copy the fields (arrays are shared, as arrays are).
 """
 from __future__ import annotations
 
-from ..errors import KernelTypeError
+from ..errors import KernelAttributeError, KernelTypeError
 from ..ir.nodes import Op, Param, Value, Var
 from ..runtime.structs import StructType, is_struct, is_struct_array
 from ..types import is_generic
-
-
-class KernelAttributeError(KernelTypeError, AttributeError):
-    """A struct has no field of that name (an AttributeError too, as in Python). The
-    message comes last, after the user's line, so that it ends the text as Warp's does."""
-
-    def _render(self) -> str:
-        message, self.message = self.message, ""
-        try:
-            where = super()._render().lstrip("\n")
-        finally:
-            self.message = message
-        return f"{where}\n{message}" if where else message
 
 
 class StructVal:

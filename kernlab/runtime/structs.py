@@ -194,6 +194,13 @@ class StructInstance:
             setattr(out, name, value)
         return out
 
+    def __ctype__(self) -> "StructInstance":
+        """The value a launch takes for this struct (Warp hands out its C struct): a copy,
+        so later changes to this instance do not reach a launch it was given to."""
+        out = self._type.cls()
+        out.assign(self)
+        return out
+
     def numpy_value(self) -> np.void:
         """This instance as one record of ``S.np`` (arrays as pointer, shape and strides)."""
         rec = np.zeros((), self._type.np)
