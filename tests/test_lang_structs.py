@@ -1,5 +1,7 @@
 """@kl.struct: Python instances, struct parameters, locals, funcs, arrays of structs and
 gradients through struct fields. Expected values are computed with NumPy by hand."""
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -386,3 +388,55 @@ def test_struct_with_an_array_of_structs_field(backend):
     kl.launch(cloud_kernel, dim=2, inputs=[c, out])
     np.testing.assert_allclose(out.numpy(), [5.0, 8.0])
     kl.launch(cloud_kernel, dim=0, inputs=[Cloud(), out])  # unset: an empty array
+
+
+@kl.struct
+class Params:
+    a: kl.array[int]
+    i: int
+    f: float
+
+
+@kl.kernel
+def params_kernel(p: Params, j: int, out: kl.array[int]):
+    t = kl.tid()
+    out[t] = p.i + j + int(p.f) + p.a.shape[0]
+
+
+def test_recorded_launch_takes_user_indices_and_sees_later_changes():
+    p = Params(None, 1, 2.0)
+    out = kl.zeros(2, dtype=int)
+    cmd = kl.launch(params_kernel, dim=2, inputs=[p, 10], outputs=[out], record_cmd=True)
+    cmd.launch()
+    assert out.numpy().tolist() == [13, 13]
+    p.i = 100  # seen by the next run, as in Warp
+    cmd.launch()
+    assert out.numpy().tolist() == [112, 112]
+    cmd.set_param_at_index(1, 20)
+    cmd.set_param_at_index(0, Params(kl.zeros(5, dtype=int), 0, 0.0))
+    cmd.launch()
+    assert out.numpy().tolist() == [25, 25]
+    other = kl.zeros(2, dtype=int)
+    cmd.set_param_by_name("out", other)
+    cmd.set_param_at_index(0, p.__ctype__())
+    p.i = 0  # a copy was given
+    cmd.launch()
+    assert other.numpy().tolist() == [122, 122]
+
+
+@kl.func
+def generic_sum(s: Any, k: float):
+    return s.mass * k + s.inner.y
+
+
+@kl.kernel
+def generic_func_kernel(out: kl.array[float]):
+    p = Particle(mass=2.0)
+    p.inner = Inner(0.5)
+    out[0] = generic_sum(p, 3.0)
+
+
+def test_struct_kwargs_and_generic_func_parameters(backend):
+    out = kl.zeros(1)
+    kl.launch(generic_func_kernel, dim=1, inputs=[out])
+    assert out.numpy()[0] == 6.5
