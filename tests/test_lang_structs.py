@@ -440,3 +440,47 @@ def test_struct_kwargs_and_generic_func_parameters(backend):
     out = kl.zeros(1)
     kl.launch(generic_func_kernel, dim=1, inputs=[out])
     assert out.numpy()[0] == 6.5
+
+
+@kl.struct
+class Body:
+    mass: float
+    energy: float
+
+
+@kl.kernel
+def body_energy(bs: kl.array[Body]):
+    i = kl.tid()
+    bs[i].energy = bs[i].mass * bs[i].mass
+
+
+@kl.kernel
+def body_loss(bs: kl.array[Body], loss: kl.array[float]):
+    i = kl.tid()
+    kl.atomic_add(loss, 0, bs[i].energy * 3.0)
+
+
+def test_fields_of_one_array_of_structs_are_separate_memory(backend):
+    d = np.zeros(3, dtype=Body.numpy_dtype())
+    d["mass"] = [1.0, 2.0, 3.0]
+    bs = kl.array(d, dtype=Body, requires_grad=True)
+    loss = kl.zeros(1, requires_grad=True)
+    with kl.Tape() as tape:  # reads mass, writes energy of the same records: no aliasing
+        kl.launch(body_energy, dim=3, inputs=[bs])
+        kl.launch(body_loss, dim=3, inputs=[bs, loss])
+    tape.backward(loss)
+    np.testing.assert_allclose(bs.grad.numpy()["mass"], 6.0 * d["mass"])
+    assert loss.numpy()[0] == 3.0 * (1 + 4 + 9)
+
+
+def test_rewriting_a_read_field_is_still_caught():
+    d = np.zeros(3, dtype=Body.numpy_dtype())
+    d["mass"] = [1.0, 2.0, 3.0]
+    bs = kl.array(d, dtype=Body, requires_grad=True)
+    loss = kl.zeros(1, requires_grad=True)
+    with kl.Tape() as tape:
+        kl.launch(body_energy, dim=3, inputs=[bs])
+        kl.launch(body_loss, dim=3, inputs=[bs, loss])
+    bs.fill_(Body(5.0))  # the whole array changes after the tape read its fields
+    with pytest.raises(kl.GradientError, match="bs.mass|bs.energy"):
+        tape.backward(loss)

@@ -379,8 +379,9 @@ def field_views(a, prefix: str):
         label = f"{prefix}.{name}"
         data = _field_of(a._storage(), name)
         grad = _field_of(a.grad._storage(), name) if a.grad is not None else None
+        vbox = _field_version(a._vbox, name)
         if isinstance(t, StructType):
-            sub = array._wrap(data, t, a.device, None, a._vbox)
+            sub = array._wrap(data, t, a.device, None, vbox)
             if grad is not None:
                 sub._grad = array._wrap(grad, t, a.device)
             out += field_views(sub, label)
@@ -388,8 +389,36 @@ def field_views(a, prefix: str):
             out.append((label, None))
         else:
             g = array._wrap(grad, t, a.device) if grad is not None else None
-            out.append((label, array._wrap(data, t, a.device, g, a._vbox)))
+            out.append((label, array._wrap(data, t, a.device, g, vbox)))
     return out
+
+
+class _FieldVersion(list):
+    """The version counter of one field of an array of structs (an array's ``_vbox``):
+    the field's own writes plus those counted for the whole array, so that a kernel
+    writing one field does not make a read of another look stale to the tape."""
+
+    def __init__(self, parent: list):
+        super().__init__([0])
+        self.parent = parent
+
+    def __getitem__(self, k):
+        own = list.__getitem__(self, k)
+        return own + self.parent[0] if k == 0 else own
+
+    def __setitem__(self, k, value):
+        list.__setitem__(self, k, value - self.parent[0] if k == 0 else value)
+
+
+def _field_version(vbox: list, name: str) -> _FieldVersion:
+    """The persistent counter of field ``name``, kept beside the array's own (views of
+    the array share both)."""
+    if len(vbox) < 2:
+        vbox.append({})
+    boxes = vbox[1]
+    if name not in boxes:
+        boxes[name] = _FieldVersion(vbox)
+    return boxes[name]
 
 
 def _field_of(data, name: str):
