@@ -136,7 +136,7 @@ WarpCodegenAttributeError = KernelAttributeError
 WarpCodegenKeyError = KernelKeyError
 
 
-class LaunchError(KernelError):
+class LaunchError(KernelError, RuntimeError):  # Warp raises RuntimeError
     """Wrong arguments to kl.launch: count, dtype, shape, device."""
 
 

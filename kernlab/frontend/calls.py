@@ -19,8 +19,8 @@ from ..errors import KernelSyntaxError, KernelTypeError
 from ..generics import annotated_types, matches
 from ..ir.nodes import Op, Value
 from ..types import ANY, Matrix, Type, Vector, bool_, float32, int32, to_type
-from .exprs import PY_BUILTINS, Lit, PyObj, _hashable
 from . import structs
+from .exprs import PY_BUILTINS, Lit, PyObj, _hashable
 from .grads import GradOf
 from .source import parse_function
 from .views import ArrayRef
@@ -58,16 +58,13 @@ class CallMixin:
                 raise KernelSyntaxError("**-unpacking is not supported in kernel calls",
                                         self.b.loc)
             kwargs[kw.arg] = self.expr(kw.value)
+        if structs.is_struct(obj):  # S(...) makes a struct local
+            return structs.construct(self, obj, args, kwargs)
         from ..kernel import Func  # the decorator module sits above the frontend
         if isinstance(obj, GradOf):
             return self.grad_call(obj.target, args, kwargs)
         if isinstance(obj, Func):
             return self.call_func(obj, args, kwargs)
-        if structs.is_struct(obj):
-            if kwargs:
-                raise KernelTypeError(f"struct '{obj.__name__}' takes no keyword arguments in "
-                                      "a kernel", self.b.loc)
-            return structs.construct(self, obj, args)
         if isinstance(obj, lang.MatrixForm):
             return self.matrix_form(obj, args, kwargs)
         if obj is types.vector or obj is types.matrix:
@@ -283,7 +280,7 @@ class CallMixin:
         return self.inline_call(func, pyfunc, raw)
 
     def describe_arg(self, x) -> str:
-        if isinstance(x, Value):
+        if isinstance(x, Value) or structs.is_structish(x):
             return str(x.type)
         if isinstance(x, Lit):
             return type(x.value).__name__ + " literal"
@@ -340,7 +337,8 @@ class CallMixin:
             if isinstance(x.value, int):
                 return t.is_int or (not strict and t.is_float)
             return t.is_float
-        if isinstance(x, (Value, ArrayRef)):
+        if isinstance(x, (Value, ArrayRef)) or structs.is_structish(x):  # a struct: its own
+            return t is ANY or matches(t, x.type)
             return t is ANY or matches(t, x.type)
         return False
 

@@ -251,7 +251,8 @@ class ExprMixin:
 
     def load_element(self, arr: Value, indices, node):
         if len(indices) != arr.type.ndim:
-            raise KernelTypeError(f"array '{self.array_name(arr)}' has {arr.type.ndim} "
+            raise KernelTypeError(f"Incorrect number of indices specified for array indexing: "
+                                  f"array '{self.array_name(arr)}' has {arr.type.ndim} "
                                   f"dimension(s) but {len(indices)} index(es) were given",
                                   self.b.loc)
         return self.b.emit(Op.LOAD, [arr, *indices], arr.type.dtype, site=self.site(arr))

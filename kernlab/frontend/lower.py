@@ -413,26 +413,26 @@ class Lowerer(CallMixin, GradMixin, ViewMixin, ControlMixin, ExprMixin):
             value = self.expr(node.value) if node.value is not None else None
             if value is None:
                 raise KernelTypeError("a func must return a value", self.b.loc)
+            if structs.is_structish(value):
+                structs.store_return(self, scope, value)
+                self.b.store(scope.ret_flag, self.b.const(True, bool_))
+                return
             if isinstance(value, tuple) or isinstance(scope.ret_var, list):
                 self.return_tuple(scope, value)
                 self.b.store(scope.ret_flag, self.b.const(True, bool_))
                 return
-            if structs.is_structish(value):
-                structs.store_return(self, scope, value)
-            elif scope.ret_var is None:
+            if scope.ret_var is None:
                 v = self.value(value)
                 scope.ret_var = self.b.new_var(v.type, f"{self.scope.src.name}_ret")
-            if not structs.is_structish(value):
-                if isinstance(scope.ret_var, structs.StructVal):
-                    raise KernelTypeError(f"this return gives a {_describe_value(value)}, an "
-                                          f"earlier one a {scope.ret_var.type}", self.b.loc)
-                v = self.value(value, scope.ret_var.type)
-                if v.type != scope.ret_var.type:
-                    raise KernelTypeError(f"this return gives a {v.type}, an earlier one a "
-                                          f"{scope.ret_var.type}", self.b.loc)
-                self.b.store(scope.ret_var, v)
+            if isinstance(scope.ret_var, structs.StructVal):
+                raise KernelTypeError(f"this return gives a {_describe_value(value)}, an "
+                                      f"earlier one a {scope.ret_var.type}", self.b.loc)
+            v = self.value(value, scope.ret_var.type)
+            if v.type != scope.ret_var.type:
+                raise KernelTypeError(f"this return gives a {v.type}, an earlier one a "
+                                      f"{scope.ret_var.type}", self.b.loc)
+            self.b.store(scope.ret_var, v)
         self.b.store(scope.ret_flag, self.b.const(True, bool_))
-
 
     def return_tuple(self, scope, value):
         """``return a, b``: one return variable per element; each return gives as many."""
