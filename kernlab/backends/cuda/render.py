@@ -24,7 +24,7 @@ import numpy as np
 
 from ...errors import KernelError
 from ...ir.nodes import Block, Function, Instr, Op, Value
-from ...types import ArrayType, Type
+from ...types import ArrayType, Matrix, Type, Vector
 from .header import HEADER_NAME, STATUS_NOT_FINITE
 
 INDENT = "    "
@@ -64,7 +64,7 @@ def ctype(t: Type) -> str:
         return f"array_t<{ctype(t.dtype)}>"
     if t.is_scalar:
         return "bool" if t.kind == "b" else t.name
-    short = repr(t)
+    short = repr(t) if type(t) in (Vector, Matrix) else "vector"  # quat, transform: vec<>
     if not short.startswith(("vector", "matrix")):
         return short  # vec3, mat33d, ...
     if t.is_vector:
