@@ -5,11 +5,14 @@
 from __future__ import annotations
 
 from . import config, types
-from .errors import (GradientError, KernelError, KernelNameError, KernelSyntaxError,
-                     KernelTypeError, LaunchError)
-from .kernel import Func, Kernel, func, func_grad, kernel, source
+from .errors import (GradientError, KernelAttributeError, KernelError, KernelKeyError,
+                     KernelNameError, KernelSyntaxError, KernelTypeError, KernelValueError,
+                     LaunchError, WarpCodegenAttributeError, WarpCodegenError,
+                     WarpCodegenKeyError, WarpCodegenTypeError, WarpCodegenValueError)
+from .kernel import Func, Kernel, func, func_grad, kernel, overload, source
 from .lang import (FUNCTIONS as _FUNCTIONS, adjoint, atomic_add, atomic_max, atomic_min,
-                   atomic_sub, constant, kprint as print, printf, tid)  # noqa: A004
+                   atomic_sub, constant, expect_eq, expect_near, expect_neq, kprint as print,
+                   printf, static, tid)  # noqa: A004
 from .runtime.array import (array, array1d, array2d, array3d, array4d, clone, copy, empty,
                             empty_like, from_numpy, full, full_like, ones, ones_like, zeros,
                             zeros_like)

@@ -66,7 +66,20 @@ atomic_min = SpecialForm("atomic_min", "atomic_min(array, index..., value): retu
 atomic_max = SpecialForm("atomic_max", "atomic_max(array, index..., value): returns the old value")
 printf = SpecialForm("printf", "printf(fmt, *values): C-style formatted debug output")
 kprint = SpecialForm("print", "print(*values): debug output from a kernel")
+expect_eq = SpecialForm("expect_eq", "expect_eq(a, b): print a message if a != b (the kernel "
+                        "goes on)")
+expect_neq = SpecialForm("expect_neq", "expect_neq(a, b): print a message if a == b (the kernel "
+                         "goes on)")
+expect_near = SpecialForm("expect_near", "expect_near(a, b, tolerance=1e-6): print a message "
+                          "if some component differs by more than tolerance")
+EXPECTS = {expect_eq: "eq", expect_neq: "neq", expect_near: "near"}
 ATOMICS = {atomic_add: "add", atomic_sub: "sub", atomic_min: "min", atomic_max: "max"}
+
+
+def static(value):
+    """``kl.static(expr)`` in a kernel: expr is evaluated in Python when the kernel is
+    compiled, and its value used as a constant (Warp's wp.static). In Python: the value."""
+    return value
 
 
 class _Adjoint:

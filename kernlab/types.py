@@ -6,6 +6,7 @@ scalar, ``vec3(1, 2, 3)`` a NumPy array of shape (3,), ``mat22(...)`` one of sha
 from __future__ import annotations
 
 import ctypes
+import typing
 from dataclasses import dataclass
 
 import numpy as np
@@ -272,6 +273,35 @@ class ArrayType(Type):
     __str__ = __repr__
 
 
+class AnyType(Type):
+    """``typing.Any`` in an annotation: a generic func or kernel takes the argument's type
+    (a func at each call, a kernel at each launch); ``array(dtype=Any)`` any element type."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self):
+        return "Any"
+
+    __str__ = __repr__
+
+
+ANY = AnyType()
+
+
+def is_generic(t) -> bool:
+    """Whether a type still has an ``Any`` in it (a generic parameter)."""
+    if t is ANY:
+        return True
+    if isinstance(t, (ArrayType, Vector, Matrix)):
+        return is_generic(t.dtype)
+    return False
+
+
 def _construct(t, args):
     """Python-side value of a vector/matrix type: a NumPy array of its shape and dtype."""
     if len(args) == 0:
@@ -349,6 +379,8 @@ def to_type(t) -> Type:
     """Normalise an annotation or dtype argument to a kernlab Type (float -> float32 ...)."""
     if isinstance(t, Type):
         return t
+    if t is typing.Any:
+        return ANY
     if t in _PY_TYPES:
         return _PY_TYPES[t]
     try:

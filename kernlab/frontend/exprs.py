@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import lang
-from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
+from ..errors import KernelAttributeError, KernelNameError, KernelSyntaxError, KernelTypeError
 from ..ir.nodes import Op, Site, Value
 from ..types import (Matrix, Transformation, Type, Vector, bool_, float32, int32, int64,
                      to_type)
@@ -158,7 +158,7 @@ class ExprMixin:
             try:
                 return self.from_python(getattr(base.obj, node.attr), node.attr)
             except AttributeError:
-                raise KernelNameError(f"'{ast.unparse(node.value)}' has no attribute "
+                raise KernelAttributeError(f"'{ast.unparse(node.value)}' has no attribute "
                                       f"'{node.attr}'", self.b.loc) from None
         if isinstance(base, Value) and base.type.is_array and node.attr == "shape":
             return ShapeOf(base)
@@ -312,52 +312,6 @@ class ExprMixin:
                 self.b.store(out, v)
         return self.b.load(out)
 
-    def expr_Call(self, node):
-        fn = self.expr(node.func)
-        if not isinstance(fn, PyObj):
-            raise KernelTypeError(f"'{ast.unparse(node.func)}' is not callable", self.b.loc)
-        obj = fn.obj
-        dtype = self.dtype_keyword(node, obj)
-        if obj is lang.tid:
-            return self.tid(len(node.args))
-        args = [self.expr(a) for a in node.args]
-        if isinstance(obj, lang.BuiltinFunction):
-            return self.call_builtin(obj.builtin, args, dtype)
-        if _hashable(obj) and obj in PY_BUILTINS:
-            return self.call_builtin(PY_BUILTINS[obj], args)
-        target = lang.python_type(obj) if isinstance(obj, (type, Type)) else None
-        if target is not None:
-            return self.construct(target, args)
-        if _hashable(obj) and obj in lang.ATOMICS:
-            return self.atomic(lang.ATOMICS[obj], args)
-        if obj is lang.kprint or obj is builtins.print or obj is lang.printf:
-            return self.kprint(args, obj is lang.printf)
-        if obj is builtins.len:
-            arr = self.value(args[0]) if len(args) == 1 else None
-            if arr is None or not arr.type.is_array:
-                raise KernelTypeError("len() takes one array", self.b.loc)
-            return self.b.emit(Op.SHAPE, [arr], int32, dim=0)
-        from ..kernel import Func  # the decorator module sits above the frontend
-        if isinstance(obj, Func):
-            return self.inline_call(obj, args, node)
-        raise KernelTypeError(f"'{ast.unparse(node.func)}' ({obj!r}) cannot be called in a "
-                              "kernel", self.b.loc)
-
-    def dtype_keyword(self, node, obj):
-        """The ``dtype=`` of ``quat_identity(dtype=float64)``: builtins that have no
-        argument to take their scalar type from accept it; no other keyword is taken."""
-        if not node.keywords:
-            return None
-        kw = node.keywords[0]
-        if len(node.keywords) == 1 and kw.arg == "dtype" \
-                and isinstance(obj, lang.BuiltinFunction):
-            t = self.expr(kw.value)
-            t = lang.python_type(t.obj) if isinstance(t, PyObj) else None
-            if t is not None:
-                return t
-        raise KernelSyntaxError("keyword arguments are not supported in kernel calls",
-                                self.b.loc)
-
     def construct(self, target: Type, args):
         if target.is_scalar:
             if len(args) != 1:
@@ -407,6 +361,40 @@ class ExprMixin:
         return self.b.emit(Op.ATOMIC, [arr, *idx, val], val.type, kind=kind,
                            site=self.site(arr))
 
+    def expect(self, kind: str, args):
+        """expect_eq / expect_neq / expect_near: compare, and print a message naming the line
+        when the expectation fails; the kernel goes on (as in Warp)."""
+        name = "expect_" + kind
+        n = 3 if kind == "near" else 2
+        if not len(args) in (2, n):
+            raise KernelTypeError(f"{name}() takes {n if kind == 'near' else 2} arguments",
+                                  self.b.loc)
+        a, c = self.values(args[:2])
+        if a.type != c.type and a.type.is_scalar and c.type.is_scalar:
+            a, c = self.values([a, self.b.cast(c, a.type)]) if a.type.is_float or \
+                not c.type.is_float else (self.b.cast(a, c.type), c)
+        if a.type != c.type or a.type.is_array:
+            raise KernelTypeError(f"{name}() compares two values of the same type, not "
+                                  f"{a.type} and {c.type}", self.b.loc)
+        b = self.b
+        mismatch = self.flag("expect_mismatch")
+        if kind == "near":
+            tol = self.value(args[2], a.type.scalar) if len(args) == 3 else \
+                b.const(1e-6, a.type.scalar)
+        for x, y in zip(_components(b, a), _components(b, c)):
+            bad = b.gt(b.abs(b.sub(x, y)), tol) if kind == "near" else b.ne(x, y)
+            with b.at(self.if_block(bad)):
+                b.store(mismatch, b.const(True, bool_))
+        failed = b.load(mismatch)
+        if kind == "neq":
+            failed = b.not_(failed)
+        what = {"eq": "Expected", "neq": "Expected not", "near": "Expected near"}[kind]
+        line = b.loc.line if b.loc is not None else "?"
+        fmt = (f"Error, {name}() failed (line {line}):\n\t {what}: {{}}\n\t Actual: {{}}")
+        with b.at(self.if_block(failed)):
+            b.emit(Op.PRINT, [c, a], fmt=fmt, printf=False)
+        return None
+
     def kprint(self, args, formatted):
         if formatted:
             if not args or not isinstance(args[0], PyObj) or not isinstance(args[0].obj, str):
@@ -420,6 +408,17 @@ class ExprMixin:
             fmt = " ".join(labels + ["{}"] * len(vals))
         self.b.emit(Op.PRINT, vals, fmt=fmt, printf=formatted)
         return None
+
+
+def _components(b, v: Value) -> list:
+    """The scalar components of a scalar, vector or matrix value."""
+    t = v.type
+    if t.is_scalar:
+        return [v]
+    if len(t.shape) == 1:
+        return [b.call("index", [v, b.const(k, int32)]) for k in range(t.shape[0])]
+    return [b.call("index", [v, b.const(i, int32), b.const(j, int32)])
+            for i in range(t.shape[0]) for j in range(t.shape[1])]
 
 
 def _hashable(obj) -> bool:

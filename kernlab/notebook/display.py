@@ -142,7 +142,7 @@ def highlight(text: str, language: str = "text", hl_lines=(), linenostart: int =
         from pygments.formatters import HtmlFormatter
         from pygments.lexers import get_lexer_by_name
     except ImportError:  # pygments is part of kernlab[lab]; plain text without it
-        body = f'<pre style="font-family: {MONOSPACE}">{escape(text)}</pre>'
+        body = f'<pre style="white-space: pre; font-family: {MONOSPACE}">{escape(text)}</pre>'
     else:
         name = _LEXERS.get(language, "text")
         if name == "kernlab-ir":  # ours, found without relying on the installed entry point
@@ -153,7 +153,8 @@ def highlight(text: str, language: str = "text", hl_lines=(), linenostart: int =
         fmt = HtmlFormatter(noclasses=True, hl_lines=list(hl_lines), linenostart=linenostart,
                             linenos="inline" if linenos else False, nobackground=True,
                             style="default",
-                            prestyles=f"margin: 0; line-height: 1.35; font-family: {MONOSPACE}")
+                            prestyles=f"margin: 0; line-height: 1.35; white-space: pre; "
+                                      f"font-family: {MONOSPACE}")
         body = pyg_highlight(text, lexer, fmt).replace("#ffffcc", HIGHLIGHT_COLOR)
     return (f'<div style="max-height: {max_height}; overflow: auto; font-size: 12px; '
             f'border: 1px solid #ddd; padding: 2px 4px;">{body}</div>')

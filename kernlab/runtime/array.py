@@ -122,6 +122,10 @@ class array:
     copied.
     """
 
+    # True: stores into this array leave its gradient in place during backward instead of
+    # consuming it (Warp's retain_grad); set per array, e.g. ``a.retain_grad = True``.
+    retain_grad = False
+
     def __init__(self, data=None, dtype=None, shape=None, device=None, requires_grad=False,
                  ndim=None, copy=True):
         self._grad: array | None = None
