@@ -247,6 +247,10 @@ CASES = [
          ("transform", "vec3"), "transform", lambda t, p: np.concatenate([p, t[3:]])),
     Case("transform_set_rotation_copy", F("transform_set_rotation_copy"),
          ("transform", "quat"), "transform", lambda t, q: np.concatenate([t[:3], q])),
+    Case("transform_set_translation", F("transform_set_translation_copy"),
+         ("transform", "vec3"), "transform", lambda t, p: np.concatenate([p, t[3:]])),
+    Case("transform_set_rotation", F("transform_set_rotation_copy"),
+         ("transform", "quat"), "transform", lambda t, q: np.concatenate([t[:3], q])),
     Case("transform_multiply", F("transform_multiply"), ("transform", "transform"),
          "transform", tmul),
     Case("transform_inverse", F("transform_inverse"), ("transform",), "transform", tinv),
@@ -287,7 +291,7 @@ def _arrays(case, T, rng):
 
 
 def test_every_expansion_has_a_case():
-    covered = {(c.name, tuple(c.ins)) for c in CASES}
+    covered = {(c.name, tuple(c.ins)) for c in CASES}  # (the *_copy kernels cover both)
     alias = {"rot33": "mat33", "rot44": "mat44"}
     covered = {(n, tuple(alias.get(k, k) for k in ins)) for n, ins in covered}
     missing = [f"{name}{ex.params}" for name, exs in EXPANSIONS.items() for ex in exs
@@ -457,3 +461,37 @@ def test_python_scope_values():
     np.testing.assert_array_equal(kl.transform(), [0, 0, 0, 0, 0, 0, 1])
     np.testing.assert_array_equal(kl.quat_identity(), [0, 0, 0, 1])
     assert kl.quat_identity(dtype=kl.float64).dtype == np.float64
+
+
+def test_mutating_builtins_write_their_argument(backend, rng):
+    @kl.kernel
+    def k(t: kl.array(dtype=kl.transformd), p: kl.array(dtype=kl.vec3d),
+          q: kl.array(dtype=kl.quatd), out: kl.array(dtype=kl.transformd),
+          axis: kl.array(dtype=kl.vec3d), angle: kl.array(dtype=kl.float64)):
+        i = kl.tid()
+        a = t[i]
+        kl.transform_set_translation(a, p[i])
+        kl.transform_set_rotation(a, q[i])
+        out[i] = a
+        v = kl.vec3d()
+        s = kl.float64(0.0)
+        kl.quat_to_axis_angle(q[i], v, s)
+        axis[i] = v
+        angle[i] = s
+    t = np.stack([sample("transform", rng) for _ in range(N)])
+    p, q = rng.uniform(-1, 1, (N, 3)), np.stack([unit_quat(rng) for _ in range(N)])
+    out, axis, angle = kl.zeros(N, dtype=kl.transformd), kl.zeros(N, dtype=kl.vec3d), \
+        kl.zeros(N, dtype=kl.float64)
+    kl.launch(k, N, inputs=[kl.array(t, dtype=kl.transformd), kl.array(p, dtype=kl.vec3d),
+                            kl.array(q, dtype=kl.quatd)], outputs=[out, axis, angle])
+    np.testing.assert_allclose(out.numpy(), np.concatenate([p, q], axis=1))
+    for i in range(N):
+        want_axis, want_angle = q_to_axis_angle(q[i])
+        np.testing.assert_allclose(axis.numpy()[i], want_axis, atol=1e-12)
+        np.testing.assert_allclose(angle.numpy()[i], want_angle, atol=1e-12)
+
+
+def test_python_scope_set_translation_writes_in_place():
+    t = kl.transform()
+    kl.transform_set_translation(t, kl.vec3(1.0, 2.0, 3.0))
+    np.testing.assert_array_equal(t, [1, 2, 3, 0, 0, 0, 1])

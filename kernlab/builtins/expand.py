@@ -182,6 +182,8 @@ def call_on_python_values(name: str, args, target=None):
     g = NumpyBuilder()
     vals = [NpValue(python_type_of(a), _as(np.asarray(a), python_type_of(a))) for a in args]
     types = [v.type for v in vals]
+    if find_expansion(name, types) is None and name in REGISTRY:
+        return NotImplemented  # a primitive's own arguments (kl.mul of two matrices)
     if find_expansion(name, types) is None:  # plain arrays standing for quats/transforms
         for ex in EXPANSIONS.get(name, ()):
             if len(ex.params) == len(vals):

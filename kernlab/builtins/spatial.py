@@ -235,12 +235,16 @@ def transform_get_rotation(g, t):
     return _quat(g, *(_c(g, t, 3 + k) for k in range(4)))
 
 
+# transform_set_*(t, x) write the new transform into t (frontend/spatial.py, lang.py);
+# the *_copy forms return it.
 @expansion("transform_set_translation_copy", ("transform", "vec3"), "transform")
+@expansion("transform_set_translation", ("transform", "vec3"), "transform")
 def transform_set_translation_copy(g, t, p):
     return _transform(g, p, transform_get_rotation(g, t))
 
 
 @expansion("transform_set_rotation_copy", ("transform", "quat"), "transform")
+@expansion("transform_set_rotation", ("transform", "quat"), "transform")
 def transform_set_rotation_copy(g, t, q):
     return _transform(g, transform_get_translation(g, t), q)
 
@@ -391,5 +395,6 @@ PUBLIC = ["quat_identity", "quat_from_axis_angle", "quat_to_axis_angle", "quat_r
           "transform_point", "transform_vector", "transform_to_matrix",
           "transform_from_matrix", "transform_compose", "transform_decompose",
           "transform_set_translation_copy", "transform_set_rotation_copy",
+          "transform_set_translation", "transform_set_rotation",
           "spatial_top", "spatial_bottom", "spatial_dot", "spatial_cross",
           "spatial_cross_dual", "spatial_adjoint"]

@@ -54,7 +54,6 @@ CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "g
 PY_BUILTINS = {builtins.min: "min", builtins.max: "max", builtins.abs: "abs",
                builtins.pow: "pow", builtins.round: "round"}
 COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
-TRANSFORM_PARTS = {"p": "transform_get_translation", "q": "transform_get_rotation"}
 
 
 class ExprMixin:
@@ -162,9 +161,9 @@ class ExprMixin:
                                       f"'{node.attr}'", self.b.loc) from None
         if isinstance(base, Value) and base.type.is_array and node.attr == "shape":
             return ShapeOf(base)
-        if isinstance(base, Value) and node.attr in TRANSFORM_PARTS \
+        if isinstance(base, Value) and node.attr in ("p", "q") \
                 and isinstance(base.type, Transformation):
-            return self.b.call(TRANSFORM_PARTS[node.attr], [base])
+            return self.transform_part(base, node.attr)  # frontend/spatial.py
         if isinstance(base, Value) and base.type.is_vector and node.attr in COMPONENTS:
             k = COMPONENTS[node.attr]
             if k >= base.type.length:
