@@ -19,6 +19,7 @@ from ..ir.nodes import Op, Value
 from ..types import ANY, Matrix, Type, Vector, bool_, float32, int32, to_type
 from .exprs import PY_BUILTINS, Lit, PyObj, _hashable
 from .spatial import NOT_SPATIAL
+from . import structs
 from .source import parse_function
 
 
@@ -49,6 +50,11 @@ class CallMixin:
         from ..kernel import Func  # the decorator module sits above the frontend
         if isinstance(obj, Func):
             return self.call_func(obj, args, kwargs)
+        if structs.is_struct(obj):
+            if kwargs:
+                raise KernelTypeError(f"struct '{obj.__name__}' takes no keyword arguments in "
+                                      "a kernel", self.b.loc)
+            return structs.construct(self, obj, args)
         spatial = self.spatial_call(obj, args, kwargs, node)  # frontend/spatial.py
         if spatial is not NOT_SPATIAL:
             return spatial
@@ -287,6 +293,8 @@ class CallMixin:
         return out
 
     def arg_fits(self, t: Type, x, strict: bool) -> bool:
+        if structs.is_structish(x):
+            return t is ANY or x.type == t
         if isinstance(x, Lit):
             if t is ANY:
                 return True
