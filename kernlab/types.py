@@ -218,7 +218,8 @@ class Quaternion(Vector):
     """A quaternion (x, y, z, w): a 4-vector whose ``*`` is the Hamilton product."""
 
     def __call__(self, *args):
-        return _construct(self, _flatten(args))
+        from .spatial_values import quaternion_value
+        return quaternion_value(self, args)
 
     @property
     def __name__(self) -> str:
@@ -235,10 +236,9 @@ class Transformation(Vector):
     """A rigid transform (p, q): translation vec3 then rotation quaternion, 7 components.
     ``*`` composes transforms. In Python, ``transform()`` is the identity (as in Warp)."""
 
-    def __call__(self, *args):
-        if not args:
-            return _construct(self, (0, 0, 0, 0, 0, 0, 1))
-        return _construct(self, _flatten(args))
+    def __call__(self, *args, **kwargs):
+        from .spatial_values import transform_value
+        return transform_value(self, args, kwargs)
 
     @property
     def __name__(self) -> str:
@@ -251,13 +251,6 @@ class Transformation(Vector):
 
 
 _SPATIAL_SUFFIX = {"float32": "", "float64": "d", "float16": "h"}
-
-
-def _flatten(args):
-    """Constructor arguments that mix vectors and scalars, e.g. quat(vec3, w)."""
-    if len(args) <= 1:
-        return args
-    return tuple(x for a in args for x in np.ravel(np.asarray(a)))
 
 
 @dataclass(frozen=True)

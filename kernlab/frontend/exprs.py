@@ -152,7 +152,7 @@ class ExprMixin:
         if isinstance(obj, np.ndarray) and obj.ndim in (1, 2) and obj.dtype.kind in "fiu":
             el = to_type(obj.dtype)
             t = Vector(obj.shape[0], el) if obj.ndim == 1 else Matrix(*obj.shape, el)
-            return self.b.const(obj, t)
+            return self.b.const(obj, getattr(obj, "kl_type", None) or t)  # quat, transform
         return PyObj(obj)
 
     def expr_Attribute(self, node):
