@@ -277,7 +277,8 @@ CASES = [
     Case("spatial_adjoint", F("spatial_adjoint"), ("mat33", "mat33"), "mat66", sadjoint),
 ]
 # covered by kernels of their own below
-SPECIAL = {"quat_identity", "transform_identity", "quat_to_axis_angle", "transform_decompose"}
+SPECIAL = {"quat_identity", "transform_identity", "quat_to_axis_angle", "transform_decompose",
+           "eq", "ne", "matrix_from_cols", "matrix_from_rows"}
 
 
 def _ids(cases):
@@ -495,3 +496,49 @@ def test_python_scope_set_translation_writes_in_place():
     t = kl.transform()
     kl.transform_set_translation(t, kl.vec3(1.0, 2.0, 3.0))
     np.testing.assert_array_equal(t, [1, 2, 3, 0, 0, 0, 1])
+
+
+def test_vector_equality(backend):
+    @kl.kernel
+    def k(a: kl.array(dtype=kl.quat), b: kl.array(dtype=kl.quat), out: kl.array(dtype=int)):
+        i = kl.tid()
+        if a[i] == b[i]:
+            out[i] = out[i] + 1
+        if a[i] != b[i]:
+            out[i] = out[i] + 10
+    a = kl.array(np.array([[1, 2, 3, 4], [1, 2, 3, 4]], np.float32), dtype=kl.quat)
+    b = kl.array(np.array([[1, 2, 3, 4], [1, 2, 3, 5]], np.float32), dtype=kl.quat)
+    out = kl.zeros(2, dtype=int)
+    kl.launch(k, 2, inputs=[a, b], outputs=[out])
+    np.testing.assert_array_equal(out.numpy(), [1, 10])
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_matrix_from_cols_and_rows(backend, rng, n):
+    vt = kl.types.vector(3, kl.float64)
+    mt = kl.types.matrix((3, n), kl.float64)
+    mt_rows = kl.types.matrix((n, 3), kl.float64)
+    fc, fr = F("matrix_from_cols"), F("matrix_from_rows")
+    if n == 2:
+        def k(a: kl.array(dtype=vt), b: kl.array(dtype=vt), c: kl.array(dtype=vt),
+              cols: kl.array(dtype=mt), rows: kl.array(dtype=mt_rows)):
+            i = kl.tid()
+            cols[i] = fc(a[i], b[i])
+            rows[i] = fr(a[i], b[i])
+    else:
+        def k(a: kl.array(dtype=vt), b: kl.array(dtype=vt), c: kl.array(dtype=vt),
+              cols: kl.array(dtype=mt), rows: kl.array(dtype=mt_rows)):
+            i = kl.tid()
+            cols[i] = fc(a[i], b[i], c[i])
+            rows[i] = fr(a[i], b[i], c[i])
+    kernel = _named(k, f"from_cols_{n}")
+    data = [rng.uniform(-1, 1, (N, 3)) for _ in range(3)]
+    ins = [kl.array(d, dtype=vt) for d in data]
+    cols, rows = kl.zeros(N, dtype=mt), kl.zeros(N, dtype=mt_rows)
+    kl.launch(kernel, N, inputs=ins, outputs=[cols, rows])
+    np.testing.assert_array_equal(cols.numpy(), np.stack(data[:n], axis=2))
+    np.testing.assert_array_equal(rows.numpy(), np.stack(data[:n], axis=1))
+    fd = kl.autograd.jacobian_fd(kernel, N, inputs=ins, outputs=[cols, rows], eps=1e-6)
+    ad = kl.autograd.jacobian(kernel, N, inputs=ins, outputs=[cols, rows])
+    for key in fd:
+        np.testing.assert_allclose(ad[key], fd[key], rtol=1e-5, atol=1e-6)

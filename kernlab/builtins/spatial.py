@@ -388,6 +388,39 @@ def spatial_adjoint(g, r, s):
     return _mat(g, rows)
 
 
+# ---- generic vector helpers Warp's spatial tests use -------------------------------------------
+
+@expansion("eq", ("vector", "vector"), "bool")
+def vector_eq(g, a, b):
+    """Every component equal (Warp's == on vectors, quaternions and transforms)."""
+    result = None
+    for k in range(a.type.length):
+        same = g.eq(_c(g, a, k), _c(g, b, k))
+        result = same if result is None else g.and_(result, same)
+    return result
+
+
+@expansion("ne", ("vector", "vector"), "bool")
+def vector_ne(g, a, b):
+    return g.not_(vector_eq(g, a, b))
+
+
+def _matrix_from_cols(g, *cols):
+    t = cols[0].type
+    rows = g.construct(*cols, target=Matrix(len(cols), t.length, t.scalar))
+    return g.transpose(rows)
+
+
+def _matrix_from_rows(g, *rows):
+    t = rows[0].type
+    return g.construct(*rows, target=Matrix(len(rows), t.length, t.scalar))
+
+
+for _n in range(1, 7):
+    expansion("matrix_from_cols", ("vector",) * _n, "matrix")(_matrix_from_cols)
+    expansion("matrix_from_rows", ("vector",) * _n, "matrix")(_matrix_from_rows)
+
+
 PUBLIC = ["quat_identity", "quat_from_axis_angle", "quat_to_axis_angle", "quat_rpy",
           "quat_inverse", "quat_rotate", "quat_rotate_inv", "quat_slerp", "quat_to_matrix",
           "quat_from_matrix", "transform_identity", "transform_get_translation",
@@ -397,4 +430,4 @@ PUBLIC = ["quat_identity", "quat_from_axis_angle", "quat_to_axis_angle", "quat_r
           "transform_set_translation_copy", "transform_set_rotation_copy",
           "transform_set_translation", "transform_set_rotation",
           "spatial_top", "spatial_bottom", "spatial_dot", "spatial_cross",
-          "spatial_cross_dual", "spatial_adjoint"]
+          "spatial_cross_dual", "spatial_adjoint", "matrix_from_cols", "matrix_from_rows"]

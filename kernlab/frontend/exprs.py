@@ -205,6 +205,8 @@ class ExprMixin:
         here; a runtime one is checked when the kernel runs (like an array index)."""
         t = base.type
         extents = (t.length,) if t.is_vector else (t.rows, t.cols)
+        raw = [Lit(x.value + n) if isinstance(x, Lit) and type(x.value) is int
+               and -n <= x.value < 0 else x for x, n in zip(raw, extents)]  # q[-1], as Warp
         for d, (x, n) in enumerate(zip(raw, extents)):
             if isinstance(x, Lit) and isinstance(x.value, int) and not 0 <= x.value < n:
                 raise KernelTypeError(f"index {x.value} is out of range for axis {d} of a {t} "

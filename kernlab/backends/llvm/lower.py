@@ -441,7 +441,9 @@ class _BodyLowering:
         if s.kind == "f":
             return (b.fpext(x, ir.DoubleType()) if s.bits == 32 else x), "%g"
         if s.kind == "b":
-            return b.select(x, self._cstring("True"), self._cstring("False")), "%s"
+            ptr = I8.as_pointer()  # "True" and "False" are arrays of different lengths
+            return b.select(x, b.bitcast(self._cstring("True"), ptr),
+                            b.bitcast(self._cstring("False"), ptr)), "%s"
         return x, {"i": "%d" if s.bits == 32 else "%lld", "u": "%u"}[s.kind]
 
     def _cstring(self, text: str):
