@@ -144,6 +144,7 @@ class Vector(Type):
     _type_ = property(lambda self: self.dtype)
     _shape_ = property(lambda self: self.shape)
     _length_ = property(lambda self: self.length)
+    _wp_scalar_type_ = property(lambda self: self.dtype)
 
     @property
     def __name__(self) -> str:
@@ -194,6 +195,7 @@ class Matrix(Type):
     _type_ = property(lambda self: self.dtype)
     _shape_ = property(lambda self: self.shape)
     _length_ = property(lambda self: self.length)
+    _wp_scalar_type_ = property(lambda self: self.dtype)
 
     @property
     def __name__(self) -> str:
