@@ -170,6 +170,7 @@ class Vector(Type):
     _wp_scalar_type_ = property(lambda self: self.dtype)
     _shape_ = property(lambda self: self.shape)
     _length_ = property(lambda self: self.length)
+    _wp_scalar_type_ = property(lambda self: self.dtype)
 
     @property
     def __name__(self) -> str:
@@ -221,6 +222,7 @@ class Matrix(Type):
     _wp_scalar_type_ = property(lambda self: self.dtype)
     _shape_ = property(lambda self: self.shape)
     _length_ = property(lambda self: self.length)
+    _wp_scalar_type_ = property(lambda self: self.dtype)
 
     @property
     def __name__(self) -> str:
@@ -245,7 +247,8 @@ class Quaternion(Vector):
     """A quaternion (x, y, z, w): a 4-vector whose ``*`` is the Hamilton product."""
 
     def __call__(self, *args):
-        return _construct(self, _flatten(args))
+        from .spatial_values import quaternion_value
+        return quaternion_value(self, args)
 
     @property
     def __name__(self) -> str:
@@ -262,10 +265,9 @@ class Transformation(Vector):
     """A rigid transform (p, q): translation vec3 then rotation quaternion, 7 components.
     ``*`` composes transforms. In Python, ``transform()`` is the identity (as in Warp)."""
 
-    def __call__(self, *args):
-        if not args:
-            return _construct(self, (0, 0, 0, 0, 0, 0, 1))
-        return _construct(self, _flatten(args))
+    def __call__(self, *args, **kwargs):
+        from .spatial_values import transform_value
+        return transform_value(self, args, kwargs)
 
     @property
     def __name__(self) -> str:
@@ -278,13 +280,6 @@ class Transformation(Vector):
 
 
 _SPATIAL_SUFFIX = {"float32": "", "float64": "d", "float16": "h"}
-
-
-def _flatten(args):
-    """Constructor arguments that mix vectors and scalars, e.g. quat(vec3, w)."""
-    if len(args) <= 1:
-        return args
-    return tuple(x for a in args for x in np.ravel(np.asarray(a)))
 
 
 @dataclass(frozen=True)

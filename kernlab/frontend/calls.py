@@ -19,6 +19,7 @@ from ..errors import KernelSyntaxError, KernelTypeError
 from ..generics import annotated_types, matches
 from ..ir.nodes import Op, Value
 from ..types import ANY, Matrix, Type, Vector, bool_, float32, int32, to_type
+from .spatial import NOT_SPATIAL
 from . import structs
 from .exprs import PY_BUILTINS, Lit, PyObj, _hashable
 from .grads import GradOf
@@ -67,6 +68,9 @@ class CallMixin:
             return self.call_func(obj, args, kwargs)
         if isinstance(obj, lang.MatrixForm):
             return self.matrix_form(obj, args, kwargs)
+        spatial = self.spatial_call(obj, args, kwargs, node)  # frontend/spatial.py
+        if spatial is not NOT_SPATIAL:
+            return spatial
         if obj is types.vector or obj is types.matrix:
             return self.construct_generic(obj is types.vector, args, kwargs)
         if isinstance(obj, lang.BuiltinFunction):
@@ -76,6 +80,8 @@ class CallMixin:
         if target is not None:
             self.check_shape_kwargs(target, kwargs)
             return self.construct(target, args)
+        if _hashable(obj) and obj in lang.EXPECTS and set(kwargs) <= {"tolerance"}:
+            return self.expect(lang.EXPECTS[obj], args + list(kwargs.values()))
         if kwargs:
             raise KernelTypeError(f"'{ast.unparse(node.func)}' takes no keyword arguments "
                                   "in a kernel", self.b.loc)

@@ -72,7 +72,6 @@ CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "g
 PY_BUILTINS = {builtins.min: "min", builtins.max: "max", builtins.abs: "abs",
                builtins.pow: "pow", builtins.round: "round"}
 COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
-TRANSFORM_PARTS = {"p": "transform_get_translation", "q": "transform_get_rotation"}
 
 
 class ExprMixin:
@@ -172,7 +171,7 @@ class ExprMixin:
         if isinstance(obj, np.ndarray) and obj.ndim in (1, 2) and obj.dtype.kind in "fiu":
             el = to_type(obj.dtype)
             t = Vector(obj.shape[0], el) if obj.ndim == 1 else Matrix(*obj.shape, el)
-            return self.b.const(obj, t)
+            return self.b.const(obj, getattr(obj, "kl_type", None) or t)  # quat, transform
         return PyObj(obj)
 
     def expr_Attribute(self, node):
@@ -189,9 +188,9 @@ class ExprMixin:
                                       f"'{node.attr}'", self.b.loc) from None
         if isinstance(base, Value) and base.type.is_array and node.attr == "shape":
             return ShapeOf(base)
-        if isinstance(base, Value) and node.attr in TRANSFORM_PARTS \
+        if isinstance(base, Value) and node.attr in ("p", "q") \
                 and isinstance(base.type, Transformation):
-            return self.b.call(TRANSFORM_PARTS[node.attr], [base])
+            return self.transform_part(base, node.attr)  # frontend/spatial.py
         if isinstance(base, Value) and base.type.is_vector and node.attr in COMPONENTS:
             k = COMPONENTS[node.attr]
             if k >= base.type.length:
@@ -236,6 +235,8 @@ class ExprMixin:
         here; a runtime one is checked when the kernel runs (like an array index)."""
         t = base.type
         extents = (t.length,) if t.is_vector else (t.rows, t.cols)
+        raw = [Lit(x.value + n) if isinstance(x, Lit) and type(x.value) is int
+               and -n <= x.value < 0 else x for x, n in zip(raw, extents)]  # q[-1], as Warp
         for d, (x, n) in enumerate(zip(raw, extents)):
             if isinstance(x, Lit) and isinstance(x.value, int) and not 0 <= x.value < n:
                 raise KernelTypeError(f"index {x.value} is out of range for axis {d} of a {t} "

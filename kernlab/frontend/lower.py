@@ -21,6 +21,7 @@ from .control import ControlMixin
 from .grads import GradMixin
 from .views import ArrayRef, ViewMixin
 from .exprs import ExprMixin, Lit, PyObj, _describe, _Tid
+from .spatial import SpatialMixin
 from .source import ParsedSource, annotation_type, parse_function
 from . import structs
 
@@ -47,7 +48,7 @@ def source_to_ir(pyfunc, name: str | None = None, extra_globals: dict | None = N
                    param_types).build_kernel(name)
 
 
-class Lowerer(CallMixin, GradMixin, ViewMixin, ControlMixin, ExprMixin):
+class Lowerer(CallMixin, GradMixin, SpatialMixin, ViewMixin, ControlMixin, ExprMixin):
     def __init__(self, pyfunc, extra_globals=None, funcs_in_progress=(), param_types=None):
         self.kernel_src = parse_function(pyfunc)
         self.extra_globals = extra_globals
@@ -262,17 +263,6 @@ class Lowerer(CallMixin, GradMixin, ViewMixin, ControlMixin, ExprMixin):
             node = node.value
         return isinstance(node, ast.Name) and structs.is_structish(
             self.scope.names.get(node.id))
-
-    def assign_transform_part(self, target, value):
-        """t.p = v / t.q = r on a transform: t = transform_set_*(t, value)."""
-        from ..types import Transformation
-        load = ast.copy_location(_as_load(target.value), target)
-        t = self.value(self.expr(load))
-        if not isinstance(t.type, Transformation):
-            raise KernelSyntaxError(f"cannot assign to attribute '.{target.attr}'", self.b.loc)
-        part = "translation" if target.attr == "p" else "rotation"
-        new = self.b.call(f"transform_set_{part}_copy", [t, self.value(value, t.type.scalar)])
-        self.assign(target.value, new)
 
     def assign_name(self, name, value, declared=None):
         if structs.is_structish(value):

@@ -24,7 +24,7 @@ import numpy as np
 
 from ...errors import KernelError
 from ...ir.nodes import Block, Function, Instr, Op, Value
-from ...types import ArrayType, Type, float32, float64
+from ...types import ArrayType, Matrix, Type, Vector, float32, float64
 from .header import HEADER_NAME, STATUS_NOT_FINITE
 
 INDENT = "    "
