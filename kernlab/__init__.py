@@ -7,7 +7,8 @@ from __future__ import annotations
 from . import config, types
 from .errors import (GradientError, KernelError, KernelNameError, KernelSyntaxError,
                      KernelTypeError, LaunchError)
-from .kernel import Func, Kernel, Module, func, func_grad, get_module, kernel, source
+from .kernel import (Func, Kernel, Module, func, func_grad, func_native, func_replay,
+                     get_module, kernel, source)
 from .lang import (FUNCTIONS as _FUNCTIONS, adjoint, atomic_add, atomic_max, atomic_min,
                    atomic_sub, constant, expect_eq, expect_near, expect_neq, kprint as print,
                    printf, tid)  # noqa: A004

@@ -191,6 +191,9 @@ class _Reverse:
             with g.located(ins.loc):
                 if ins.op in (Op.STORE, Op.ATOMIC, Op.PRINT):
                     continue
+                if ins.op is Op.CUSTOM and ins.attrs.get("replay"):
+                    self.forward(ins.regions[1], record)  # the replay, not the func
+                    continue
                 if ins.op in STRUCTURED and record:
                     self.forward_recorded(ins)
                     continue
@@ -341,6 +344,9 @@ class _Reverse:
     rev_FOR = rev_WHILE = rev_loop
 
     def rev_CUSTOM(self, ins):
+        if ins.attrs.get("replay"):  # the replay is what was recomputed: reverse it
+            self.reverse(ins.regions[1])
+            return
         g = self.g
         out, adj_ret = ins.attrs["out"], ins.attrs["adj_ret"]
         adj = self.take(out)

@@ -125,9 +125,45 @@ class ControlMixin:
                 raise KernelTypeError(f"argument '{p.arg}' of func '{func.__name__}' must be a "
                                       f"{t}, not a {v.type}", self.b.loc)
             vals.append(v)
-        if func.grad is None:
+        if getattr(func, "native", None) is not None:
+            raise KernelTypeError(f"func '{func.__name__}' is a native (C++) snippet, which "
+                                  "kernlab cannot compile", self.b.loc)
+        if func.replay is not None:
+            return self.replay_call(func, src, vals)
+        if func.grad is None or func.grad in self.inlining:  # f called from its own grad
             return self.inline_body(func, src, vals)
         return self.custom_call(func, src, vals)
+
+    def replay_call(self, func, src, vals):
+        """A func with @kl.func_replay: a CUSTOM region whose second region (the replay,
+        inlined on the same arguments) is what the adjoint recomputes and differentiates."""
+        if func.grad is not None:
+            raise KernelTypeError(f"func '{func.__name__}' has both a custom gradient and a "
+                                  "replay function; kernlab supports one or the other",
+                                  self.b.loc)
+        forward, replay = Block(), Block()
+        with self.b.at(forward):
+            result = self.inline_body(func, src, vals)
+        out = None if result is None else self.b.new_var(result.type, f"{func.__name__}_out")
+        if out is not None:
+            with self.b.at(forward):
+                self.b.store(out, result)
+        rsrc = parse_function(func.replay.pyfunc)
+        if len(rsrc.tree.args.args) != len(vals):
+            raise KernelTypeError(f"replay function '{func.replay.__name__}' must take the "
+                                  f"{len(vals)} parameter(s) of '{func.__name__}'",
+                                  rsrc.loc(rsrc.tree))
+        with self.b.at(replay):
+            r = self.inline_body(func.replay, rsrc, vals)
+            if out is not None:
+                if r is None or r.type != out.type:
+                    raise KernelTypeError(f"replay function '{func.replay.__name__}' must "
+                                          f"return a {out.type}, as '{func.__name__}' does",
+                                          rsrc.loc(rsrc.tree))
+                self.b.store(out, r)
+        self.b.emit(Op.CUSTOM, list(vals), regions=[forward, replay], func=func, out=out,
+                    replay=True)
+        return self.b.load(out) if out is not None else None
 
     def inline_body(self, func, src, vals, adjoints=None):
         from .lower import Scope, _has_return
