@@ -15,9 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import lang
-from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
+from ..errors import KernelAttributeError, KernelNameError, KernelSyntaxError, KernelTypeError
 from ..ir.nodes import Op, Site, Value
-from ..types import Matrix, Type, Vector, bool_, float32, int32, int64, to_type
+from ..types import (Matrix, Transformation, Type, Vector, bool_, float32, int32, int64,
+                     to_type)
+from . import structs
 from .source import is_missing, resolve_global
 
 
@@ -53,6 +55,7 @@ CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "g
 PY_BUILTINS = {builtins.min: "min", builtins.max: "max", builtins.abs: "abs",
                builtins.pow: "pow", builtins.round: "round"}
 COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
+TRANSFORM_PARTS = {"p": "transform_get_translation", "q": "transform_get_rotation"}
 
 
 class ExprMixin:
@@ -85,6 +88,9 @@ class ExprMixin:
             return self.b.emit(Op.TID, (), int32, dim=0)
         if isinstance(x, PyObj):
             raise KernelTypeError(f"{x.obj!r} cannot be used as a value in a kernel", self.b.loc)
+        if structs.is_structish(x):
+            raise KernelTypeError(f"'{x.name}' is a struct {x.type}, not a single value; "
+                                  "use one of its fields", self.b.loc)
         raise KernelTypeError("a tuple cannot be used as a single value here", self.b.loc)
 
     def values(self, xs) -> list[Value]:
@@ -152,14 +158,19 @@ class ExprMixin:
 
     def expr_Attribute(self, node):
         base = self.expr(node.value)
+        if structs.is_structish(base):
+            return structs.get_field(self, base, node.attr)
         if isinstance(base, PyObj):
             try:
                 return self.from_python(getattr(base.obj, node.attr), node.attr)
             except AttributeError:
-                raise KernelNameError(f"'{ast.unparse(node.value)}' has no attribute "
+                raise KernelAttributeError(f"'{ast.unparse(node.value)}' has no attribute "
                                       f"'{node.attr}'", self.b.loc) from None
         if isinstance(base, Value) and base.type.is_array and node.attr == "shape":
             return ShapeOf(base)
+        if isinstance(base, Value) and node.attr in TRANSFORM_PARTS \
+                and isinstance(base.type, Transformation):
+            return self.b.call(TRANSFORM_PARTS[node.attr], [base])
         if isinstance(base, Value) and base.type.is_vector and node.attr in COMPONENTS:
             k = COMPONENTS[node.attr]
             if k >= base.type.length:
@@ -180,6 +191,8 @@ class ExprMixin:
                                       f"0..{base.array.type.ndim - 1}", self.b.loc)
             return self.b.emit(Op.SHAPE, [base.array], int32, dim=d.value)
         raw = [self.expr(i) for i in idx]
+        if isinstance(base, structs.StructArray):
+            return structs.index(self, base, [self.int_index(i) for i in raw])
         base = self.value(base)
         if base.type.is_vector or base.type.is_matrix:
             return self.component_call("index", base, raw)
@@ -307,41 +320,6 @@ class ExprMixin:
                 self.b.store(out, v)
         return self.b.load(out)
 
-    def expr_Call(self, node):
-        if node.keywords:
-            raise KernelSyntaxError("keyword arguments are not supported in kernel calls",
-                                    self.b.loc)
-        fn = self.expr(node.func)
-        if not isinstance(fn, PyObj):
-            raise KernelTypeError(f"'{ast.unparse(node.func)}' is not callable", self.b.loc)
-        obj = fn.obj
-        if obj is lang.tid:
-            return self.tid(len(node.args))
-        args = [self.expr(a) for a in node.args]
-        if isinstance(obj, lang.BuiltinFunction):
-            return self.call_builtin(obj.builtin, args)
-        if _hashable(obj) and obj in PY_BUILTINS:
-            return self.call_builtin(PY_BUILTINS[obj], args)
-        target = lang.python_type(obj) if isinstance(obj, (type, Type)) else None
-        if target is not None:
-            return self.construct(target, args)
-        if _hashable(obj) and obj in lang.ATOMICS:
-            return self.atomic(lang.ATOMICS[obj], args)
-        if obj is lang.kprint or obj is builtins.print or obj is lang.printf:
-            return self.kprint(args, obj is lang.printf)
-        if _hashable(obj) and obj in lang.EXPECTS:
-            return self.expect(lang.EXPECTS[obj], args)
-        if obj is builtins.len:
-            arr = self.value(args[0]) if len(args) == 1 else None
-            if arr is None or not arr.type.is_array:
-                raise KernelTypeError("len() takes one array", self.b.loc)
-            return self.b.emit(Op.SHAPE, [arr], int32, dim=0)
-        from ..kernel import Func  # the decorator module sits above the frontend
-        if isinstance(obj, Func):
-            return self.inline_call(obj, args, node)
-        raise KernelTypeError(f"'{ast.unparse(node.func)}' ({obj!r}) cannot be called in a "
-                              "kernel", self.b.loc)
-
     def construct(self, target: Type, args):
         if target.is_scalar:
             if len(args) != 1:
@@ -351,9 +329,19 @@ class ExprMixin:
                 return self.b.const(_literal_cast(x.value, target), target)
             return self.b.cast(self.value(x), target)
         vals = [self.value(a, target.scalar) for a in args]
+        if target.is_vector and any(not v.type.is_scalar for v in vals):
+            vals = self.components(vals)  # quat(v, w), transform(p, q), vec6(a, b)
         vals = [self.b.cast(v, target.scalar) if v.type.is_scalar and v.type.is_float
                 and target.is_float else v for v in vals]
         return self.b.call("construct", vals, target)
+
+    def components(self, vals):
+        """Vector arguments spread into their scalar components."""
+        out = []
+        for v in vals:
+            n = v.type.length if v.type.is_vector else 0
+            out += [self.b.index(v, self.b.const(k, int32)) for k in range(n)] or [v]
+        return out
 
     def tid(self, nargs):
         if nargs:

@@ -85,6 +85,8 @@ def _value_dtype(value) -> Type:
     sequence of n numbers a vector of length n, an r x c nested sequence a matrix."""
     if isinstance(value, (bool, np.bool_)):
         return bool_
+    if hasattr(value, "_type") and getattr(value._type, "is_struct", False):
+        return value._type  # an instance of a @kl.struct
     if isinstance(value, np.generic):
         return _numpy_dtype(np.asarray(value))
     values = np.asarray(value)
@@ -102,6 +104,9 @@ def _value_dtype(value) -> Type:
 def _element_value(value, dtype: Type) -> np.ndarray:
     """value as one element of dtype (a scalar, or the vector/matrix shape), ready to
     broadcast over an array's storage."""
+    if getattr(dtype, "is_struct", False):
+        from .structs import element_record
+        return element_record(value, dtype)
     values = np.asarray(value, dtype=dtype.scalar.np)
     inner = dtype.shape
     if values.ndim == 0 or values.shape == inner:
@@ -272,6 +277,9 @@ class array:
         """The elements in flat (C) order: Python numbers, or NumPy arrays for vector and
         matrix elements."""
         flat = self.numpy().reshape((self.size,) + self.dtype.shape)
+        if getattr(self.dtype, "is_struct", False):
+            from .structs import record_to_instance
+            return [record_to_instance(self.dtype, rec) for rec in flat]
         if self.dtype.is_scalar:
             return flat.tolist()
         return [np.array(element) for element in flat]
@@ -430,6 +438,9 @@ Array = array
 def _convert(data, dtype, shape, copy: bool) -> tuple[np.ndarray, Type]:
     """data as storage for an array: (NumPy values of shape ``shape + element shape``,
     element type). Shares data's memory when copy is False and nothing needs converting."""
+    if dtype is not None and getattr(to_type(dtype), "is_struct", False):
+        from .structs import struct_storage  # records of a @kl.struct
+        return struct_storage(data, to_type(dtype), shape), to_type(dtype)
     if isinstance(data, array):
         source, inferred = data.numpy(), data.dtype
     elif isinstance(data, np.ndarray):
