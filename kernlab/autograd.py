@@ -70,7 +70,7 @@ class _Problem:
             if dim is None:
                 raise ValueError("a kernel's Jacobian needs dim")
             self.outputs = list(outputs or [])
-            names = [p.name for p in function.params]
+            names = list(inspect.signature(function.pyfunc).parameters)
             self.in_names = names[:len(self.inputs)]
             self.out_names = names[len(self.inputs):]
             self.name = function.key
@@ -178,7 +178,10 @@ def jacobian(function, dim=None, inputs=None, outputs=None, input_output_mask=No
                             g = prob.inputs[i].grad.numpy().astype(np.float64).reshape(-1)
                             cols = _limit(g.size, max_inputs_per_var)
                             result[(i, o)][j, :cols] = g[:cols]
-    return _as_arrays(result, prob)
+    out = _as_arrays(result, prob)
+    if plot_jacobians:
+        jacobian_plot(out, function, _names=_names_of(prob))
+    return out
 
 
 def jacobian_fd(function, dim=None, inputs=None, outputs=None, input_output_mask=None,
@@ -231,7 +234,14 @@ def jacobian_fd(function, dim=None, inputs=None, outputs=None, input_output_mask
                             rows = _limit(plus[o].size, max_outputs_per_var)
                             result[(i, o)][:rows, k] = \
                                 ((plus[o] - minus[o]) / (2 * eps))[:rows]
-    return _as_arrays(result, prob)
+    out = _as_arrays(result, prob)
+    if plot_jacobians:
+        jacobian_plot(out, function, _names=_names_of(prob))
+    return out
+
+
+def _names_of(prob):
+    return prob.in_names, prob.out_names, prob.name
 
 
 def _as_arrays(result, prob) -> dict:
@@ -262,6 +272,20 @@ def gradcheck(function, dim=None, inputs=None, outputs=None, *, eps: float = 1e-
                   max_inputs_per_var=max_inputs_per_var,
                   max_outputs_per_var=max_outputs_per_var, restore_inputs=restore_inputs)
     name = getattr(function, "key", getattr(function, "__name__", "function"))
+    if plot_relative_error or plot_absolute_error:
+        prob = _Problem(function, dim, inputs, outputs, device)
+        if prob.outputs is None:
+            prob.out_names = [f"output_{k}" for k in range(max(o for _, o in fd) + 1)] \
+                if fd else []
+        names = (prob.in_names, prob.out_names, name)
+        absolute = {k: np.abs(ad[k].numpy().astype(np.float64) - fd[k].numpy()) for k in fd}
+        if plot_relative_error:
+            rel = {k: absolute[k] / np.maximum(np.abs(fd[k].numpy()), 1e-12) for k in fd}
+            jacobian_plot(rel, function, _names=names,
+                          title=f"{name} kernel Jacobian relative error")
+        if plot_absolute_error:
+            jacobian_plot(absolute, function, _names=names,
+                          title=f"{name} kernel Jacobian absolute error")
     return _compare(name, ad, fd, atol, rtol, raise_exception, show_summary)
 
 
@@ -339,21 +363,61 @@ def _reordered_kernel(k, order):
 
 def jacobian_plot(jacobians, kernel, inputs=None, outputs=None, show_plot=True,
                   show_colorbar=True, scale_colors_per_submatrix=False, title=None,
-                  colormap="coolwarm", log_scale=False):
-    """Plot Jacobians with Matplotlib (needs matplotlib)."""
-    if inputs is None and isinstance(kernel, Kernel):
-        raise ValueError("jacobian_plot: inputs must be provided")
-    import matplotlib.pyplot as plt
+                  colormap="coolwarm", log_scale=False, _names=None):
+    """Plot Jacobians with Matplotlib: one panel per (input, output) pair in a grid of
+    outputs (rows) by inputs (columns), sized by the components; pairs not computed are
+    blank. Returns the figure (None when there is nothing to plot)."""
+    if _names is None:
+        if inputs is None:
+            raise ValueError("jacobian_plot: inputs must be provided")
+        try:
+            params = list(inspect.signature(getattr(kernel, "pyfunc", kernel)).parameters)
+        except (TypeError, ValueError):
+            params = []
+        n_in = len(inputs)
+        name = getattr(kernel, "key", getattr(kernel, "__name__", "unknown"))
+        if isinstance(kernel, Kernel):
+            in_names = params[:n_in]
+            out_names = params[n_in:]
+        else:
+            in_names = params[:n_in] if callable(kernel) else []
+            out_names = []
+        in_names += [f"input_{k}" for k in range(len(in_names), n_in)]
+        _names = (in_names, out_names, name)
+    in_names, out_names, name = _names
     if not jacobians:
         return None
-    keys = sorted(jacobians)
-    fig, axes = plt.subplots(1, len(keys), squeeze=False)
-    name = getattr(kernel, "key", getattr(kernel, "__name__", "unknown"))
+    import matplotlib.pyplot as plt
+    mats = {k: (J.numpy() if isinstance(J, array) else np.asarray(J)).astype(np.float64)
+            for k, J in jacobians.items()}
+    cols = sorted({i for i, _ in mats})
+    rows = sorted({o for _, o in mats})
+    width = [next(m.shape[1] for (i, _), m in mats.items() if i == c) for c in cols]
+    height = [next(m.shape[0] for (_, o), m in mats.items() if o == r) for r in rows]
+    fig = plt.figure()
+    grid = fig.add_gridspec(len(rows), len(cols), width_ratios=width, height_ratios=height)
+    finite = [m[np.isfinite(m)] for m in mats.values()]
+    finite = np.concatenate(finite) if finite else np.zeros(1)
+    limit = float(np.max(np.abs(finite))) if finite.size else 1.0
+    image, shown = None, []
+    for r, o in enumerate(rows):
+        for c, i in enumerate(cols):
+            ax = fig.add_subplot(grid[r, c])
+            m = mats.get((i, o))
+            if m is None:
+                ax.axis("off")
+                continue
+            lim = float(np.nanmax(np.abs(m))) if scale_colors_per_submatrix and m.size \
+                else limit
+            lim = lim if np.isfinite(lim) and lim > 0 else 1.0
+            image = ax.imshow(m, cmap=colormap, vmin=-lim, vmax=lim, aspect="auto",
+                              interpolation="nearest")
+            ax.set_xlabel(in_names[i] if i < len(in_names) else f"input_{i}")
+            ax.set_ylabel(out_names[o] if o < len(out_names) else f"output_{o}")
+            shown.append(ax)
     fig.suptitle(title or f"{name} kernel Jacobian")
-    for ax, key in zip(axes[0], keys):
-        J = jacobians[key]
-        ax.imshow(J.numpy() if isinstance(J, array) else np.asarray(J), cmap=colormap)
-        ax.set_title(f"{key}")
+    if show_colorbar and image is not None:
+        fig.colorbar(image, ax=shown)
     if show_plot:
         plt.show()
     return fig
