@@ -269,3 +269,58 @@ def test_func_replay_makes_an_atomic_index_differentiable():
     tape.backward(grads={y: kl.ones(n)})
     np.testing.assert_array_equal(x.grad.numpy(), 2.0 * np.arange(n))
     assert counter.numpy()[0] == n  # the atomic ran once per thread, not again on replay
+
+
+@kl.func
+def two_outputs(x: float, y: float):
+    return x * 3.0 + y / 3.0, y * y
+
+
+@kl.func_grad(two_outputs)
+def adj_two_outputs(x: float, y: float, adj_ret0: float, adj_ret1: float):
+    kl.adjoint[x] += 3.0 * adj_ret0
+    kl.adjoint[y] += adj_ret0 / 3.0 + 2.0 * y * adj_ret1
+
+
+@kl.kernel
+def run_two(xs: kl.array(dtype=float), ys: kl.array(dtype=float), a: kl.array(dtype=float),
+            b: kl.array(dtype=float)):
+    i = kl.tid()
+    p, q = two_outputs(xs[i], ys[i])
+    a[i] = p
+    b[i] = q
+
+
+def test_custom_gradient_of_a_func_returning_a_tuple():
+    xs, ys = f32([1.0, 2.0]), f32([3.0, 4.0])
+    a, b = kl.zeros(2, requires_grad=True), kl.zeros(2, requires_grad=True)
+    with kl.Tape() as tape:
+        kl.launch(run_two, 2, inputs=[xs, ys], outputs=[a, b])
+    tape.backward(grads={a: kl.ones(2), b: kl.full(2, 2.0)})
+    np.testing.assert_allclose(xs.grad.numpy(), [3.0, 3.0])
+    np.testing.assert_allclose(ys.grad.numpy(), 1.0 / 3.0 + 2.0 * 2.0 * np.array([3.0, 4.0]),
+                               rtol=1e-6)
+
+
+@kl.func
+def write_cube(i: int, xs: kl.array(dtype=float), ys: kl.array(dtype=float)):
+    ys[i] = xs[i] * xs[i] * xs[i]
+
+
+@kl.func_grad(write_cube)
+def adj_write_cube(i: int, xs: kl.array(dtype=float), ys: kl.array(dtype=float)):
+    kl.adjoint[xs][i] += 3.0 * xs[i] * xs[i] * kl.adjoint[ys][i]
+
+
+@kl.kernel
+def run_cube(xs: kl.array(dtype=float), ys: kl.array(dtype=float)):
+    i = kl.tid()
+    write_cube(i, xs, ys)
+
+
+def test_custom_gradient_writing_array_adjoints():
+    xs, ys = f32([1.0, 2.0, 3.0]), kl.zeros(3, requires_grad=True)
+    with kl.Tape() as tape:
+        kl.launch(run_cube, 3, inputs=[xs], outputs=[ys])
+    tape.backward(grads={ys: kl.full(3, 2.0)})
+    np.testing.assert_allclose(xs.grad.numpy(), 2.0 * 3.0 * np.array([1.0, 4.0, 9.0]))

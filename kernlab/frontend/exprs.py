@@ -180,6 +180,8 @@ class ExprMixin:
 
     def expr_Subscript(self, node):
         base = self.expr(node.value)
+        if isinstance(base, PyObj) and base.obj is lang.adjoint:
+            return self.adjoint_value(node)
         idx = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if any(isinstance(i, ast.Slice) for i in idx):
             raise KernelSyntaxError("slices are not supported in kernels", self.b.loc)
