@@ -183,6 +183,11 @@ class Launch:
                       convert_arg(kernel.key, p, None, self.device, allow_none=True)
                       for p in func.params]
         self.params = list(params)
+        # a kernel with struct parameters, forward: the arguments as the user gave them
+        # (struct instances whole), flattened into params at each launch()
+        sig = None if params is not None or (kernel.param_types is None and kernel.is_generic) \
+            else getattr(kernel.ir, "struct_signature", None)
+        self._user_args = None if sig is None or self.adjoint else [None] * len(sig)
 
     def _func(self):
         return self.kernel.adjoint_ir if self.adjoint else self.kernel.ir
@@ -191,7 +196,15 @@ class Launch:
         kind = "adjoint " if self.adjoint else ""
         return f"<kernlab {kind}Launch of {self.kernel.key} dim={self.dim}>"
 
+    def _flatten_user_args(self):
+        from .structs import flatten_launch_args
+        flat_in, flat_out = flatten_launch_args(self.kernel, self._user_args, [], self.device)
+        self.params = [convert_arg(self.kernel.key, p, v, self.device)
+                       for p, v in zip(self.kernel.params, list(flat_in) + list(flat_out))]
+
     def launch(self, stream=None):
+        if self._user_args is not None:
+            self._flatten_user_args()
         n = len(self.kernel.params)
         args = list(self.params)
         for k, p in enumerate(self.kernel.params):
@@ -209,6 +222,12 @@ class Launch:
 
     def set_param_at_index(self, index: int, value, adjoint: bool = False):
         """Set argument ``index`` (its adjoint with adjoint=True, on an adjoint launch)."""
+        if self._user_args is not None and not adjoint:  # struct kernel: as the user gave it
+            if not 0 <= index < len(self._user_args):
+                raise LaunchError(f"kernel '{self.kernel.key}' has no parameter at index "
+                                  f"{index}")
+            self._user_args[index] = value
+            return
         n = len(self.kernel.params)
         if adjoint:
             if not self.adjoint:
@@ -223,8 +242,11 @@ class Launch:
                                          allow_none=index >= n or param.type.is_array)
 
     def set_param_by_name(self, name: str, value, adjoint: bool = False):
-        for k, p in enumerate(self.kernel.params):
-            if p.name == name:
+        names = [n for n, _ in self.kernel.ir.struct_signature] \
+            if self._user_args is not None and not adjoint else \
+            [p.name for p in self.kernel.params]
+        for k, p in enumerate(names):
+            if p == name:
                 self.set_param_at_index(k, value, adjoint=adjoint)
                 return
         raise LaunchError(f"kernel '{self.kernel.key}' has no parameter named '{name}'")
@@ -255,6 +277,11 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
     inputs, outputs = inputs or (), outputs or ()
     if kernel.param_types is None and kernel.is_generic:  # Any parameters: this launch's
         kernel = kernel.for_arguments(list(inputs) + list(outputs))
+    if record_cmd and not adjoint and getattr(kernel.ir, "struct_signature", None) is not None:
+        cmd = Launch(kernel, _launch_device(device, list(inputs) + list(outputs)), dim=dims,
+                     max_blocks=max_blocks, block_dim=block_dim)
+        cmd._user_args = list(inputs) + list(outputs)
+        return cmd
     if getattr(kernel.ir, "struct_signature", None) is not None:  # one value per leaf field
         from .structs import flatten_launch
         inputs, outputs, adj_inputs, adj_outputs = flatten_launch(
@@ -280,6 +307,7 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
                        for p, v in zip(kernel.adjoint_ir.params[len(params):], adj)]
     cmd = Launch(kernel, dev, params=args, adjoint=adjoint, dim=dims, max_blocks=max_blocks,
                  block_dim=block_dim)
+    cmd._user_args = None  # params are already flat
     if record_cmd:
         return cmd
     cmd.launch()
