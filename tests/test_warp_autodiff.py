@@ -324,3 +324,16 @@ def test_custom_gradient_writing_array_adjoints():
         kl.launch(run_cube, 3, inputs=[xs], outputs=[ys])
     tape.backward(grads={ys: kl.full(3, 2.0)})
     np.testing.assert_allclose(xs.grad.numpy(), 2.0 * 3.0 * np.array([1.0, 4.0, 9.0]))
+
+
+def test_overlapping_copies_get_the_chain_rules_gradient():
+    # Warp 1.19 leaves the incoming gradient in place here (a documented limitation,
+    # [1, 1, 1, 1]); y_new = [y0, y0, y1, y2], so d sum(y_new) / dy = [2, 1, 1, 0]
+    y = kl.array(np.arange(1.0, 5.0, dtype=np.float32), dtype=float, requires_grad=True)
+    loss = kl.zeros(1, requires_grad=True)
+    with kl.Tape() as tape:
+        kl.copy(y, y, dest_offset=1, src_offset=0, count=3)
+        kl.launch(total, 4, inputs=[y], outputs=[loss])
+    tape.backward(loss)
+    np.testing.assert_array_equal(y.numpy(), [1.0, 1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(y.grad.numpy(), [2.0, 1.0, 1.0, 0.0])
