@@ -136,8 +136,13 @@ WarpCodegenAttributeError = KernelAttributeError
 WarpCodegenKeyError = KernelKeyError
 
 
-class LaunchError(KernelError, RuntimeError):  # Warp raises RuntimeError
-    """Wrong arguments to kl.launch: count, dtype, shape, device."""
+class LaunchError(KernelError, RuntimeError):
+    """Wrong arguments to kl.launch: count, dtype, shape, device (a RuntimeError, as
+    Warp's launch errors are)."""
+
+
+class LaunchValueError(LaunchError, ValueError):
+    """A launch argument that cannot be converted to its parameter's type."""
 
 
 class GradientError(KernelError):

@@ -30,6 +30,7 @@ class Func:
         self.module = module
         self.overloads: list = [pyfunc]
         self.grad: Func | None = None
+        self.replay: Func | None = None  # @kl.func_replay: what the adjoint recomputes
         functools.update_wrapper(self, pyfunc)
 
     def add_overload(self, pyfunc) -> "Func":
@@ -316,6 +317,30 @@ def func_grad(forward: Func):
     def wrap(pyfunc):
         forward.grad = Func(pyfunc)
         return forward.grad
+    return wrap
+
+
+def func_replay(forward: Func):
+    """Decorator: what the adjoint runs instead of ``forward`` when it recomputes the forward
+    pass (``forward`` itself runs once, in the forward launch). Use it for a func with side
+    effects whose result must not change on replay, e.g. one that returns an atomic's result:
+    record the value in an array in ``forward`` and read it back in the replay."""
+    if not isinstance(forward, Func):
+        raise TypeError("@kl.func_replay(f) needs f to be a @kl.func")
+
+    def wrap(pyfunc):
+        forward.replay = Func(pyfunc)
+        return forward.replay
+    return wrap
+
+
+def func_native(snippet=None, adj_snippet=None, replay_snippet=None):
+    """Warp's C++ snippet functions: kernlab compiles no C++, so such a func exists (a
+    module that defines one still imports) but calling it from a kernel is an error."""
+    def wrap(pyfunc):
+        f = Func(pyfunc)
+        f.native = snippet
+        return f
     return wrap
 
 

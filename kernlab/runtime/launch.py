@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from .. import config
-from ..errors import LaunchError
+from ..errors import LaunchError, LaunchValueError
 from ..ir.nodes import Op
 from ..kernel import Kernel
 from . import tape as _tape
@@ -71,6 +71,15 @@ def convert_arg(kernel_name: str, param, value, device, allow_none=False):
         return np.zeros(t.shape, t.scalar.np)
     if isinstance(value, (int, float)) and value == 0 and allow_none:
         return np.zeros(t.shape, t.scalar.np)
+    tname = getattr(t, "__name__", str(t))
+    if value is None:
+        raise LaunchValueError(f"kernel '{kernel_name}': parameter '{name}' ({t}) got None: "
+                               f"Failed to convert argument for param {name} to {tname}")
+    if isinstance(value, (bool, int, float, np.generic)) or \
+            (isinstance(value, np.ndarray) and value.ndim == 0):
+        raise LaunchError(f"kernel '{kernel_name}': parameter '{name}' ({t}): argument "
+                          f"'{name}' expects {tname} but got a single value ({value!r}); pass "
+                          f"all {math.prod(t.shape)} components")
     try:
         arr = np.asarray(value)
     except (TypeError, ValueError):
