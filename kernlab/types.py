@@ -209,6 +209,17 @@ def to_type(t) -> Type:
         raise TypeError(f"{t!r} is not a kernlab type") from None
 
 
+def strides_from_shape(shape, dtype) -> tuple:
+    """Byte strides of a C-ordered array of this shape and element type (Warp's helper)."""
+    t = to_type(dtype)
+    step = t.scalar.np.itemsize * int(np.prod(t.shape, dtype=np.int64))
+    strides = []
+    for n in reversed(tuple(shape)):
+        strides.append(step)
+        step *= int(n)
+    return tuple(reversed(strides))
+
+
 def type_of_numpy(a: np.ndarray, dtype: Type | None = None) -> tuple[Type, tuple]:
     """The element type and array shape that a NumPy array maps to (for vector dtypes the
     trailing axes are the element's)."""

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ArrayError
-from ..types import Type, bool_, float32, int32, int64, matrix, to_type, vector
+from ..types import Type, strides_from_shape, bool_, float32, int32, int64, matrix, to_type, vector
 from . import storage
 
 MAX_DIMS = 4  # kernels index arrays of 1 to 4 dimensions, as in Warp
@@ -54,11 +54,7 @@ def element_bytes(dtype: Type) -> int:
 def contiguous_strides(shape: tuple, dtype: Type) -> tuple:
     """Byte strides of the C layout of shape (for an empty shape too, as Warp computes
     them: the stride of an axis is the product of the later axes' lengths)."""
-    strides, step = [], element_bytes(dtype)
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    return tuple(reversed(strides))
+    return strides_from_shape(shape, dtype)
 
 
 def infer_dtype(values: np.ndarray) -> Type:

@@ -19,6 +19,7 @@ from . import array_convert as convert
 from . import storage
 from .array import _allocate_storage, _record, array
 from .device import get_device
+from .indexed import indexedarray
 
 
 def empty(shape=None, dtype=float32, device=None, requires_grad=False, pinned=False,
@@ -143,7 +144,8 @@ def _write_flat(a: array, start: int, values) -> None:
 
 
 def _check_copy_args(dest, src, dest_offset, src_offset, count) -> tuple:
-    if not isinstance(dest, array) or not isinstance(src, array):
+    kinds = (array, indexedarray)
+    if not isinstance(dest, kinds) or not isinstance(src, kinds):
         raise ArrayError("Copy source and destination must be arrays (kl.copy takes two "
                          "kernlab arrays)")
     try:
@@ -200,8 +202,25 @@ def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0,
                              f"source shape={src.shape}")
     _check_range(count, src_offset, src.size, "source")
     _check_range(count, dest_offset, dest.size, "destination")
+    if isinstance(src, indexedarray) or isinstance(dest, indexedarray):
+        _copy_indexed(dest, src)
+        return
     k = math.prod(dest.dtype.shape)  # scalars per element
-    storage.copy_flat(dest._storage(), dest_offset * k, src._storage(), src_offset * k,
-                      count * k)
+    if count == src.size == dest.size and src.shape == dest.shape:  # whole, any strides
+        storage.copy_all(dest._storage(), src._storage())
+    else:
+        storage.copy_flat(dest._storage(), dest_offset * k, src._storage(), src_offset * k,
+                          count * k)
     dest._bump_version()
     _record("copy", dest, src, dest_offset=dest_offset, src_offset=src_offset, count=count)
+
+
+def _copy_indexed(dest, src) -> None:
+    """A whole copy where either side is an indexedarray (through the host). Not recorded on
+    a tape: Warp's indexed arrays have no gradients either."""
+    values = src.numpy()
+    if isinstance(dest, indexedarray):
+        dest._scatter(values)
+    else:
+        dest._storage()[...] = values
+        dest._bump_version()

@@ -52,6 +52,9 @@ def convert_arg(kernel_name: str, param, value, device, allow_none=False):
             if allow_none:
                 return None
             raise fail("got None; pass an array")
+        if isinstance(value, np.ndarray) and device.is_cpu \
+                and value.dtype == t.dtype.scalar.np:  # Warp passes NumPy memory as it is
+            value = array(value, dtype=t.dtype, copy=False)
         if not isinstance(value, array) or getattr(value, "is_annotation", False):
             hint = " — wrap it with kl.from_numpy(...)" if isinstance(value, np.ndarray) else ""
             raise fail(f"needs a kernlab array, got {type(value).__name__}{hint}")
