@@ -5,11 +5,14 @@
 from __future__ import annotations
 
 from . import config, types
-from .errors import (GradientError, KernelError, KernelNameError, KernelSyntaxError,
-                     KernelTypeError, LaunchError)
-from .kernel import Func, Kernel, func, func_grad, kernel, source
+from .errors import (GradientError, KernelAttributeError, KernelError, KernelKeyError,
+                     KernelNameError, KernelSyntaxError, KernelTypeError, KernelValueError,
+                     LaunchError, WarpCodegenAttributeError, WarpCodegenError,
+                     WarpCodegenKeyError, WarpCodegenTypeError, WarpCodegenValueError)
+from .kernel import Func, Kernel, func, func_grad, kernel, overload, source
 from .lang import (FUNCTIONS as _FUNCTIONS, adjoint, atomic_add, atomic_max, atomic_min,
-                   atomic_sub, constant, kprint as print, printf, tid)  # noqa: A004
+                   atomic_sub, constant, expect_eq, expect_near, expect_neq, kprint as print,
+                   printf, static, tid)  # noqa: A004
 from .runtime.array import (array, array1d, array2d, array3d, array4d, clone, copy, empty,
                             empty_like, from_numpy, full, full_like, ones, ones_like, zeros,
                             zeros_like)
@@ -20,9 +23,17 @@ from .runtime.launch import Launch, launch
 from .runtime.tape import Tape
 from .types import (bool_ as bool, float32, float64, int32, int64, mat22, mat22d, mat33,
                     mat33d, mat44, mat44d, uint32, vec2, vec2d, vec3, vec3d, vec4, vec4d)
+from .types import (quat, quatd, quatf, quath, spatial_matrix, spatial_matrixd,
+                    spatial_matrixf, spatial_matrixh, spatial_vector, spatial_vectord,
+                    spatial_vectorf, spatial_vectorh, transform, transformd, transformf,
+                    transformh)
+from .types import (NAMED as _NAMED, dtype_from_numpy, dtype_to_numpy, float16,  # noqa: E402
+                    int8, int16, uint8, uint16, uint64)
+from . import _src  # noqa: E402,F401  (wp._src.types, for code that reaches into Warp's)
 from . import autograd  # noqa: E402
 from .interop import from_dlpack, from_torch, to_torch, to_torch_function  # torch: lazily
 
+globals().update(_NAMED)  # vec2i, vec3ub, mat33h ... (every named vector/matrix type)
 globals().update(_FUNCTIONS)  # kl.sin, kl.dot, ... (also callable on NumPy values)
 
 from .runtime import cache as _cache  # noqa: E402,F401 — before the preload thread needs it

@@ -1,8 +1,14 @@
 """Source locations and the KernelError family.
 
 Every error a user sees names the kernel, shows the user's line with a caret under the
-offending columns, and keeps compiler internals (LLVM verifier output, NVRTC logs) below
-that, under "while compiling ...".
+offending columns, and keeps compiler internals (LLVM verifier output, NVRTC logs) under
+"while compiling ...". The message itself comes last, so ``str(err)`` ends with it (Warp's
+tests match messages with ``$``-anchored patterns); ``err.message`` is the message alone.
+
+Warp's names for these classes are aliases: WarpCodegenError is KernelError,
+WarpCodegenTypeError KernelTypeError (also a TypeError), WarpCodegenValueError
+KernelValueError (a ValueError), WarpCodegenAttributeError KernelAttributeError (an
+AttributeError) and WarpCodegenKeyError KernelKeyError (a KeyError).
 """
 from __future__ import annotations
 
@@ -58,7 +64,7 @@ class KernelError(Exception):
         super().__init__(self._render())
 
     def _render(self) -> str:
-        parts = [self.message]
+        parts = []
         if self.loc is not None:
             where = f"  --> {_pretty_file(self.loc.file)}, line {self.loc.line}"
             if self.kernel:
@@ -72,7 +78,11 @@ class KernelError(Exception):
         if self.details:
             stage = self.stage or f"compiling kernel '{self.kernel}'"
             parts.append(f"while {stage}:\n{self.details}")
+        parts.append(self.message)
         return "\n".join(parts)
+
+    def __str__(self):  # KeyError would show repr(); every KernelError shows its text
+        return self._render()
 
     @property
     def lineno(self) -> int | None:
@@ -83,12 +93,31 @@ class KernelSyntaxError(KernelError):
     """A Python construct the kernel language does not support."""
 
 
-class KernelTypeError(KernelError):
+class KernelTypeError(KernelError, TypeError):
     """No overload or no implicit conversion fits the types involved."""
+
+
+class KernelValueError(KernelError, ValueError):
+    """A value the kernel language needs at compile time is wrong (a slice bound, ...)."""
 
 
 class KernelNameError(KernelError):
     """A name that is neither a local, a parameter, a builtin nor a resolvable global."""
+
+
+class KernelAttributeError(KernelNameError, AttributeError):
+    """An attribute a value or module does not have."""
+
+
+class KernelKeyError(KernelError, KeyError):
+    """A key (a struct field, a dictionary entry) that does not exist."""
+
+
+WarpCodegenError = KernelError
+WarpCodegenTypeError = KernelTypeError
+WarpCodegenValueError = KernelValueError
+WarpCodegenAttributeError = KernelAttributeError
+WarpCodegenKeyError = KernelKeyError
 
 
 class LaunchError(KernelError):

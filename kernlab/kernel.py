@@ -6,6 +6,7 @@ for, and machine code per (backend, adjoint, bounds_check) variant.
 from __future__ import annotations
 
 import functools
+import sys
 
 from . import config
 from .errors import KernelError
@@ -14,15 +15,35 @@ from .ir.printer import print_function
 
 
 class Func:
-    """A @kl.func: inlined into the kernels that call it."""
+    """A @kl.func: inlined into the kernels that call it.
 
-    def __init__(self, pyfunc):
+    Several @kl.func definitions of one name are overloads of one Func (a later definition
+    with the same parameter types replaces the earlier one); ``typing.Any`` parameters make
+    it generic (specialised at each call). Called from Python it runs its Python body on
+    Python/NumPy values, after choosing the overload the arguments fit."""
+
+    def __init__(self, pyfunc, module=None):
         self.pyfunc = pyfunc
+        self.key = pyfunc.__name__
+        self.module = module
+        self.overloads: list = [pyfunc]
         self.grad: Func | None = None
         functools.update_wrapper(self, pyfunc)
 
-    def __call__(self, *args):
-        raise TypeError(f"func '{self.__name__}' can only be called from a kernel or func")
+    def add_overload(self, pyfunc) -> "Func":
+        key = _signature_key(pyfunc)
+        for k, f in enumerate(self.overloads):
+            if _signature_key(f) == key:
+                self.overloads[k] = pyfunc
+                break
+        else:
+            self.overloads.append(pyfunc)
+        self.pyfunc = pyfunc
+        return self
+
+    def __call__(self, *args, **kwargs):
+        from .pycall import call_func
+        return call_func(self, args, kwargs)
 
     def __repr__(self):
         return f"<kernlab func {self.__name__}>"
@@ -31,24 +52,74 @@ class Func:
 
 
 class Kernel:
-    """A @kl.kernel. ``kernel.ir`` and ``kernel.adjoint_ir`` are its typed IR."""
+    """A @kl.kernel. ``kernel.ir`` and ``kernel.adjoint_ir`` are its typed IR.
 
-    def __init__(self, pyfunc, extra_globals: dict | None = None, options: dict | None = None):
+    ``Kernel(func=f, key="name")`` makes one from a plain function, as Warp's does. A kernel
+    with ``typing.Any`` in its parameter annotations is generic: each launch runs the
+    specialisation for its arguments' types (``kl.overload`` declares one ahead)."""
+
+    def __init__(self, func=None, extra_globals: dict | None = None,
+                 options: dict | None = None, *, key: str | None = None, module=None,
+                 param_types: list | None = None, pyfunc=None, **_ignored):
+        pyfunc = func if func is not None else pyfunc
+        if pyfunc is None or not callable(pyfunc):
+            raise TypeError("Kernel(func=...) needs a Python function")
         self.pyfunc = pyfunc
-        self.key = pyfunc.__name__
+        self.func = pyfunc
+        self.key = key or pyfunc.__name__
         self.extra_globals = extra_globals
         self.options = dict(options or {})
+        self.module = module if isinstance(module, Module) else get_module(
+            module if module is not None else getattr(pyfunc, "__module__", None))
+        self.param_types = param_types  # a generic kernel's specialisation: concrete types
         self._ir: Function | None = None
         self._adjoint: Function | None = None
+        self._adjoint_retain: dict = {}  # retained param indices -> adjoint IR
         self._compiled: dict = {}
         self._launch_plan: list | None = None  # argument checkers (runtime/launch.py)
+        self._generic: bool | None = None
+        self._specialisations: dict = {}
         functools.update_wrapper(self, pyfunc)
+        self.key = key or pyfunc.__name__
+
+    @property
+    def is_generic(self) -> bool:
+        """Whether a parameter is annotated with ``Any`` (and this is not a specialisation)."""
+        if self._generic is None:
+            from .generics import annotated_types
+            from .types import is_generic
+            self._generic = self.param_types is None and any(
+                is_generic(t) for t in _user_facing(annotated_types, self.pyfunc))
+        return self._generic
+
+    def specialise(self, types) -> "Kernel":
+        """The variant of this generic kernel for concrete parameter ``types``."""
+        types = tuple(types)
+        found = self._specialisations.get(types)
+        if found is None:
+            from .generics import specialisation_key
+            found = type(self)(self.pyfunc, self.extra_globals, self.options,
+                               key=specialisation_key(self.key, types), module=self.module,
+                               param_types=list(types))
+            self._specialisations[types] = found
+        return found
+
+    def for_arguments(self, values) -> "Kernel":
+        """The kernel a launch with these argument values runs (self unless generic)."""
+        if not self.is_generic:
+            return self
+        from .generics import launch_types
+        return self.specialise(_user_facing(launch_types, self, values))
 
     @property
     def ir(self) -> Function:
         if self._ir is None:
             from .frontend import source_to_ir
-            self._ir = _user_facing(source_to_ir, self.pyfunc, self.key, self.extra_globals)
+            if self.is_generic:
+                raise KernelError(f"kernel '{self.key}' is generic (it has Any parameters): "
+                                  "launch it, or pick a variant with kl.overload", kernel=self.key)
+            self._ir = _user_facing(source_to_ir, self.pyfunc, self.key, self.extra_globals,
+                                    self.param_types)
         return self._ir
 
     @property
@@ -58,6 +129,25 @@ class Kernel:
             self._adjoint = _user_facing(reverse_mode, self.ir)
         return self._adjoint
 
+    def adjoint_variant(self, retain: frozenset = frozenset()) -> Function:
+        """The adjoint IR in which stores into the parameters ``retain`` (indices of arrays
+        made with retain_grad=True) leave their gradients in place."""
+        if not retain:
+            return self.adjoint_ir
+        func = self._adjoint_retain.get(retain)
+        if func is None:
+            from .autodiff import reverse_mode
+            func = self._adjoint_retain[retain] = _user_facing(reverse_mode, self.ir, retain)
+        return func
+
+    @property
+    def enable_backward(self) -> bool:
+        """The kernel's enable_backward option, else its module's (default True)."""
+        value = self.options.get("enable_backward")
+        if value is None:
+            value = self.module.options.get("enable_backward")
+        return value is not False
+
     @property
     def params(self):
         return self.ir.params
@@ -65,12 +155,13 @@ class Kernel:
     def bounds_check(self) -> bool:
         return self.options.get("bounds_check", config.bounds_check)
 
-    def compiled(self, backend: str, adjoint: bool = False):
+    def compiled(self, backend: str, adjoint: bool = False, retain: frozenset = frozenset()):
         """The runnable variant for ``backend`` ("interp", "llvm" or "cuda"), compiled once."""
-        key = (backend, adjoint, self.bounds_check(), bool(config.verify_fp))
+        retain = frozenset(retain) if adjoint else frozenset()
+        key = (backend, adjoint, self.bounds_check(), bool(config.verify_fp), retain)
         runner = self._compiled.get(key)
         if runner is None:
-            func = self.adjoint_ir if adjoint else self.ir
+            func = self.adjoint_variant(retain) if adjoint else self.ir
             if backend == "interp":
                 from .backends.interp import Interpreter
                 runner = Interpreter(func)
@@ -111,16 +202,96 @@ def _user_facing(stage, *args):
     raise error
 
 
-def kernel(f=None, *, enable_backward: bool = True, module=None, **options):
-    """Decorator: compile a Python function as a kernel (``@kl.kernel`` or ``@kl.kernel()``)."""
+class Module:
+    """A named group of kernels (Warp's module) holding options such as enable_backward.
+    kernlab compiles each kernel on its own; a module only carries the shared options."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.options: dict = {"enable_backward": True}
+
+    def __repr__(self):
+        return f"<kernlab module {self.name}>"
+
+
+_MODULES: dict = {}
+
+
+def get_module(name=None) -> Module:
+    """The module called name (made on first use); a Python module object counts by name."""
+    name = getattr(name, "__name__", name) or "__main__"
+    if name not in _MODULES:
+        _MODULES[name] = Module(name)
+    return _MODULES[name]
+
+
+def kernel(f=None, *, enable_backward: bool | None = None, module=None, **options):
+    """Decorator: compile a Python function as a kernel (``@kl.kernel`` or ``@kl.kernel()``).
+    enable_backward=False marks a kernel whose adjoint must not be used (a tape skips it
+    with a warning); None takes the module's option."""
     def wrap(pyfunc):
-        return Kernel(pyfunc, options=options)
+        opts = dict(options)
+        if enable_backward is not None:
+            opts["enable_backward"] = bool(enable_backward)
+        return Kernel(pyfunc, options=opts, module=module)
     return wrap(f) if f is not None else wrap
 
 
-def func(f):
-    """Decorator: a function kernels can call; inlined at each call."""
-    return Func(f)
+def func(f=None, *, module=None, name=None, **_ignored):
+    """Decorator: a function kernels can call; inlined at each call (``@kl.func`` or
+    ``@kl.func(...)``). A second @kl.func of the same name in the same scope adds an
+    overload to the first."""
+    def wrap(pyfunc):
+        existing = _bound_in_caller(pyfunc.__name__)
+        if isinstance(existing, Func) and existing.key == pyfunc.__name__ \
+                and existing.pyfunc.__qualname__ == pyfunc.__qualname__:
+            return existing.add_overload(pyfunc)
+        return Func(pyfunc, module)
+    return wrap(f) if f is not None else wrap
+
+
+def overload(target, arg_types=None):
+    """Warp's ``wp.overload``: ``overload(kernel, [types])`` or ``overload(kernel, {name:
+    type})`` declares the variant of a generic kernel for those types and returns it; as a
+    decorator on a function of the same name, its annotations give the types."""
+    if isinstance(target, Kernel):
+        from .generics import declared_types
+        return target.specialise(_user_facing(declared_types, target, arg_types))
+    if callable(target) and arg_types is None:
+        existing = _bound_in_caller(target.__name__)
+        if isinstance(existing, Kernel):
+            from .generics import annotated_types
+            return existing.specialise(_user_facing(annotated_types, target))
+        if isinstance(existing, Func):
+            return existing.add_overload(target)
+        raise TypeError(f"@kl.overload: no generic kernel or func named "
+                        f"'{target.__name__}' is defined before it")
+    raise TypeError(f"kl.overload takes a kernel and its argument types, not {target!r}")
+
+
+def _bound_in_caller(name: str):
+    """What ``name`` means where the decorator is applied (the first frame outside this
+    module); the frame is not kept."""
+    frame = sys._getframe(1)
+    try:
+        while frame is not None and frame.f_globals.get("__name__") == __name__:
+            frame = frame.f_back
+        if frame is None:
+            return None
+        found = frame.f_locals.get(name)
+        if found is None:
+            found = frame.f_globals.get(name)
+        return found
+    finally:
+        del frame
+
+
+def _signature_key(pyfunc) -> tuple:
+    from .generics import annotated_types
+    try:
+        return tuple(annotated_types(pyfunc))
+    except Exception:  # noqa: BLE001 — an unreadable annotation: never equal to another
+        return (object(),)
 
 
 def func_grad(forward: Func):

@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from .builtins import REGISTRY
+from .builtins.expand import EXPANSIONS, call_on_python_values
+from .builtins.spatial import PUBLIC as SPATIAL_BUILTINS
 from .types import Type, to_type
 
 
@@ -18,7 +20,10 @@ class BuiltinFunction:
         self.__name__ = name
         self.builtin = builtin or name
 
-    def __call__(self, *args):
+    def __call__(self, *args, dtype=None):
+        if self.builtin in EXPANSIONS:  # quaternion/transform math: run its expansion
+            target = to_type(dtype) if dtype is not None else None
+            return call_on_python_values(self.builtin, args, target)
         record = REGISTRY[self.builtin]
         vals = [a if isinstance(a, np.ndarray) else np.asarray(a)[()] for a in args]
         vals = [v.astype(np.float32) if isinstance(v, np.floating) and v.dtype == np.float64
@@ -50,7 +55,8 @@ PUBLIC_BUILTINS = [
     "max", "clamp", "lerp", "smoothstep", "where", "dot", "cross", "length", "length_sq",
     "normalize", "outer", "transpose", "determinant", "mul", "trunc",
 ]
-FUNCTIONS = {name: BuiltinFunction(name) for name in PUBLIC_BUILTINS}
+FUNCTIONS = {name: BuiltinFunction(name) for name in PUBLIC_BUILTINS + SPATIAL_BUILTINS}
+FUNCTIONS["transformation"] = BuiltinFunction("transformation")
 FUNCTIONS["select"] = BuiltinFunction("select", "where")
 
 tid = SpecialForm("tid", "This thread's index: i = tid(), or i, j = tid() for a 2-D launch.")
@@ -60,7 +66,20 @@ atomic_min = SpecialForm("atomic_min", "atomic_min(array, index..., value): retu
 atomic_max = SpecialForm("atomic_max", "atomic_max(array, index..., value): returns the old value")
 printf = SpecialForm("printf", "printf(fmt, *values): C-style formatted debug output")
 kprint = SpecialForm("print", "print(*values): debug output from a kernel")
+expect_eq = SpecialForm("expect_eq", "expect_eq(a, b): print a message if a != b (the kernel "
+                        "goes on)")
+expect_neq = SpecialForm("expect_neq", "expect_neq(a, b): print a message if a == b (the kernel "
+                         "goes on)")
+expect_near = SpecialForm("expect_near", "expect_near(a, b, tolerance=1e-6): print a message "
+                          "if some component differs by more than tolerance")
+EXPECTS = {expect_eq: "eq", expect_neq: "neq", expect_near: "near"}
 ATOMICS = {atomic_add: "add", atomic_sub: "sub", atomic_min: "min", atomic_max: "max"}
+
+
+def static(value):
+    """``kl.static(expr)`` in a kernel: expr is evaluated in Python when the kernel is
+    compiled, and its value used as a constant (Warp's wp.static). In Python: the value."""
+    return value
 
 
 class _Adjoint:

@@ -5,6 +5,8 @@ scalar, ``vec3(1, 2, 3)`` a NumPy array of shape (3,), ``mat22(...)`` one of sha
 """
 from __future__ import annotations
 
+import ctypes
+import typing
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +25,10 @@ class Type:
     def scalar(self) -> "Scalar":
         """The element scalar type (the type itself for scalars)."""
         raise TypeError(f"{self} has no scalar element type")
+
+    @property
+    def __name__(self) -> str:  # Warp's type objects are classes: wp.vec3.__name__
+        return repr(self)
 
 
 @dataclass(frozen=True)
@@ -58,8 +64,22 @@ class Scalar(Type):
     def shape(self) -> tuple:
         return ()
 
+    @property
+    def _type_(self):
+        """The ctypes type of one value (Warp's ``wp.int8._type_``; float16 is its bits)."""
+        if self.kind == "f":
+            return {16: ctypes.c_uint16, 32: ctypes.c_float, 64: ctypes.c_double}[self.bits]
+        if self.kind == "b":
+            return ctypes.c_bool
+        return getattr(ctypes, f"c_{'u' if self.kind == 'u' else ''}int{self.bits}")
+
+    _length_ = 1
+
     def __call__(self, x=0):
-        return self.np.type(x)
+        if self.kind in "iu" and not isinstance(x, (np.ndarray, np.generic)):
+            x = _wrap(int(x), self)  # wp.uint8(-1) == 255, as in C
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self.np.type(x)
 
     def __repr__(self):
         return self.name
@@ -67,15 +87,34 @@ class Scalar(Type):
     __str__ = __repr__
 
 
+def _wrap(value: int, s: Scalar) -> int:
+    value &= (1 << s.bits) - 1
+    return value - (1 << s.bits) if s.kind == "i" and value >> (s.bits - 1) else value
+
+
+float16 = Scalar("float16", "f", 16)  # stored as half; arithmetic rounds to half per op
 float32 = Scalar("float32", "f", 32)
 float64 = Scalar("float64", "f", 64)
+int8 = Scalar("int8", "i", 8)
+uint8 = Scalar("uint8", "u", 8)
+int16 = Scalar("int16", "i", 16)
+uint16 = Scalar("uint16", "u", 16)
 int32 = Scalar("int32", "i", 32)
-int64 = Scalar("int64", "i", 64)
 uint32 = Scalar("uint32", "u", 32)
+int64 = Scalar("int64", "i", 64)
+uint64 = Scalar("uint64", "u", 64)
 bool_ = Scalar("bool", "b", 8)
-SCALARS = (float32, float64, int32, int64, uint32, bool_)
-FLOATS = (float32, float64)
-INTS = (int32, int64, uint32)
+FLOATS = (float16, float32, float64)
+INTS = (int8, uint8, int16, uint16, int32, uint32, int64, uint64)
+SCALARS = FLOATS + INTS + (bool_,)
+# Warp's names for the same tuples
+float_types, int_types = FLOATS, INTS
+scalar_types = INTS + FLOATS
+scalar_and_bool_types = scalar_types + (bool_,)
+non_atomic_types = (int8, uint8, int16, uint16)
+# the suffix of the named vector/matrix types: vec3ub is a vector of 3 uint8
+SUFFIX = {int8: "b", uint8: "ub", int16: "s", uint16: "us", int32: "i", uint32: "ui",
+          int64: "l", uint64: "ul", float16: "h", float32: "f", float64: "d"}
 
 
 @dataclass(frozen=True)
@@ -101,6 +140,15 @@ class Vector(Type):
     def nbytes(self) -> int:
         return self.length * self.dtype.nbytes
 
+    # Warp's class attributes: element type, shape, number of components
+    _type_ = property(lambda self: self.dtype)
+    _shape_ = property(lambda self: self.shape)
+    _length_ = property(lambda self: self.length)
+
+    @property
+    def __name__(self) -> str:
+        return f"vec{self.length}{SUFFIX.get(self.dtype, self.dtype.name)}"
+
     def __call__(self, *args):
         return _construct(self, args)
 
@@ -108,6 +156,8 @@ class Vector(Type):
         suffix = {float32: "", float64: "d"}.get(self.dtype)
         if suffix is not None and 2 <= self.length <= 4:
             return f"vec{self.length}{suffix}"
+        if self.dtype in SUFFIX and 2 <= self.length <= 4:
+            return self.__name__
         return f"vector({self.length}, {self.dtype})"
 
     __str__ = __repr__
@@ -141,6 +191,14 @@ class Matrix(Type):
     def nbytes(self) -> int:
         return self.length * self.dtype.nbytes
 
+    _type_ = property(lambda self: self.dtype)
+    _shape_ = property(lambda self: self.shape)
+    _length_ = property(lambda self: self.length)
+
+    @property
+    def __name__(self) -> str:
+        return f"mat{self.rows}{self.cols}{SUFFIX.get(self.dtype, self.dtype.name)}"
+
     def __call__(self, *args):
         return _construct(self, args)
 
@@ -148,9 +206,58 @@ class Matrix(Type):
         suffix = {float32: "", float64: "d"}.get(self.dtype)
         if suffix is not None and self.rows == self.cols and 2 <= self.rows <= 4:
             return f"mat{self.rows}{self.cols}{suffix}"
+        if self.dtype in SUFFIX and self.rows == self.cols and 2 <= self.rows <= 4:
+            return self.__name__
         return f"matrix(({self.rows}, {self.cols}), {self.dtype})"
 
     __str__ = __repr__
+
+
+@dataclass(frozen=True)
+class Quaternion(Vector):
+    """A quaternion (x, y, z, w): a 4-vector whose ``*`` is the Hamilton product."""
+
+    def __call__(self, *args):
+        return _construct(self, _flatten(args))
+
+    @property
+    def __name__(self) -> str:
+        return f"quat{SUFFIX.get(self.dtype, self.dtype.name)}"
+
+    def __repr__(self):
+        return "quat" + _SPATIAL_SUFFIX.get(self.dtype.name, f"[{self.dtype}]")
+
+    __str__ = __repr__
+
+
+@dataclass(frozen=True)
+class Transformation(Vector):
+    """A rigid transform (p, q): translation vec3 then rotation quaternion, 7 components.
+    ``*`` composes transforms. In Python, ``transform()`` is the identity (as in Warp)."""
+
+    def __call__(self, *args):
+        if not args:
+            return _construct(self, (0, 0, 0, 0, 0, 0, 1))
+        return _construct(self, _flatten(args))
+
+    @property
+    def __name__(self) -> str:
+        return f"transform{SUFFIX.get(self.dtype, self.dtype.name)}"
+
+    def __repr__(self):
+        return "transform" + _SPATIAL_SUFFIX.get(self.dtype.name, f"[{self.dtype}]")
+
+    __str__ = __repr__
+
+
+_SPATIAL_SUFFIX = {"float32": "", "float64": "d", "float16": "h"}
+
+
+def _flatten(args):
+    """Constructor arguments that mix vectors and scalars, e.g. quat(vec3, w)."""
+    if len(args) <= 1:
+        return args
+    return tuple(x for a in args for x in np.ravel(np.asarray(a)))
 
 
 @dataclass(frozen=True)
@@ -164,6 +271,35 @@ class ArrayType(Type):
         return f"array({self.dtype}, ndim={self.ndim})"
 
     __str__ = __repr__
+
+
+class AnyType(Type):
+    """``typing.Any`` in an annotation: a generic func or kernel takes the argument's type
+    (a func at each call, a kernel at each launch); ``array(dtype=Any)`` any element type."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self):
+        return "Any"
+
+    __str__ = __repr__
+
+
+ANY = AnyType()
+
+
+def is_generic(t) -> bool:
+    """Whether a type still has an ``Any`` in it (a generic parameter)."""
+    if t is ANY:
+        return True
+    if isinstance(t, (ArrayType, Vector, Matrix)):
+        return is_generic(t.dtype)
+    return False
 
 
 def _construct(t, args):
@@ -187,10 +323,52 @@ def matrix(shape, dtype=float32) -> Matrix:
     return Matrix(int(rows), int(cols), to_type(dtype))
 
 
-vec2, vec3, vec4 = (Vector(n, float32) for n in (2, 3, 4))
-vec2d, vec3d, vec4d = (Vector(n, float64) for n in (2, 3, 4))
-mat22, mat33, mat44 = (Matrix(n, n, float32) for n in (2, 3, 4))
-mat22d, mat33d, mat44d = (Matrix(n, n, float64) for n in (2, 3, 4))
+# The named types: vec2b .. vec4ul for every scalar, mat22h .. mat44d for every float.
+NAMED: dict = {}
+for _s, _suffix in SUFFIX.items():
+    for _n in (2, 3, 4):
+        NAMED[f"vec{_n}{_suffix}"] = Vector(_n, _s)
+        if _s.is_float:
+            NAMED[f"mat{_n}{_n}{_suffix}"] = Matrix(_n, _n, _s)
+globals().update(NAMED)
+vec2, vec3, vec4 = vec2f, vec3f, vec4f  # noqa: F821 (defined just above)
+mat22, mat33, mat44 = mat22f, mat33f, mat44f  # noqa: F821
+NAMED.update(vec2=vec2, vec3=vec3, vec4=vec4, mat22=mat22, mat33=mat33, mat44=mat44)
+vector_types = tuple(NAMED.values())
+
+
+def quaternion(*args, dtype=None):
+    """``quaternion(dtype)`` is the type; ``quaternion(x, y, z, w, dtype=...)`` a value."""
+    if len(args) == 1 and dtype is None and _is_type(args[0]):
+        return Quaternion(4, to_type(args[0]))
+    t = Quaternion(4, to_type(dtype) if dtype is not None else float32)
+    return t(*args) if args else t
+
+
+def transformation(*args, dtype=None):
+    """``transformation(dtype)`` is the type; ``transformation(p, q, dtype=...)`` a value."""
+    if len(args) == 1 and dtype is None and _is_type(args[0]):
+        return Transformation(7, to_type(args[0]))
+    t = Transformation(7, to_type(dtype) if dtype is not None else float32)
+    return t(*args) if args else t
+
+
+def _is_type(x) -> bool:
+    try:
+        to_type(x)
+    except (TypeError, ValueError, KeyError):
+        return False
+    return True
+
+
+quat = quatf = Quaternion(4, float32)
+quath, quatd = Quaternion(4, float16), Quaternion(4, float64)
+transform = transformf = Transformation(7, float32)
+transformh, transformd = Transformation(7, float16), Transformation(7, float64)
+spatial_vector = spatial_vectorf = Vector(6, float32)
+spatial_vectorh, spatial_vectord = Vector(6, float16), Vector(6, float64)
+spatial_matrix = spatial_matrixf = Matrix(6, 6, float32)
+spatial_matrixh, spatial_matrixd = Matrix(6, 6, float16), Matrix(6, 6, float64)
 
 
 _PY_TYPES = {float: float32, int: int32, bool: bool_}
@@ -201,6 +379,8 @@ def to_type(t) -> Type:
     """Normalise an annotation or dtype argument to a kernlab Type (float -> float32 ...)."""
     if isinstance(t, Type):
         return t
+    if t is typing.Any:
+        return ANY
     if t in _PY_TYPES:
         return _PY_TYPES[t]
     try:
@@ -229,3 +409,76 @@ def type_of_numpy(a: np.ndarray, dtype: Type | None = None) -> tuple[Type, tuple
     if inner and a.shape[a.ndim - len(inner):] != inner:
         raise ValueError(f"data of shape {a.shape} does not end in {inner} for dtype {dtype}")
     return dtype, a.shape[: a.ndim - len(inner)]
+
+
+# ---- Warp's type helpers (wp.types.*) ------------------------------------------------------
+
+np_dtype_to_warp_type = {s.np.type: s for s in SCALARS}
+np_dtype_to_warp_type.update({s.np: s for s in SCALARS})
+warp_type_to_np_dtype = {s: s.np.type for s in SCALARS}
+
+
+def dtype_from_numpy(numpy_dtype) -> Scalar:
+    """The kernlab scalar type of a NumPy dtype (``np.float16`` -> float16)."""
+    try:
+        return _NP_TYPES[np.dtype(numpy_dtype)]
+    except (TypeError, KeyError):
+        raise TypeError(f"cannot convert {numpy_dtype!r} to a kernlab type") from None
+
+
+def dtype_to_numpy(t) -> np.dtype:
+    """The NumPy dtype of a kernlab scalar type (``float16`` -> dtype('float16'))."""
+    try:
+        return to_type(t).scalar.np if to_type(t).is_scalar else None
+    except TypeError:
+        pass
+    raise TypeError(f"cannot convert {t!r} to a NumPy dtype")
+
+
+def type_is_vector(t) -> bool:
+    return isinstance(t, Vector)
+
+
+def type_is_matrix(t) -> bool:
+    return isinstance(t, Matrix)
+
+
+def type_is_int(t) -> bool:
+    return t is int or (isinstance(t, Scalar) and t.is_int)
+
+
+def type_is_float(t) -> bool:
+    return t is float or (isinstance(t, Scalar) and t.is_float)
+
+
+def type_scalar_type(t):
+    """The scalar of a vector/matrix type; a scalar type itself (float -> float32)."""
+    if isinstance(t, Type) and not t.is_array:
+        return t.scalar
+    return to_type(t)
+
+
+def type_length(t) -> int:
+    return getattr(t, "length", 1) if isinstance(t, Type) else 1
+
+
+def type_size(t) -> int:
+    """Number of components: 1 for scalars, the length of a vector or matrix."""
+    return t.length if isinstance(t, (Vector, Matrix)) else 1
+
+
+def type_size_in_bytes(t) -> int:
+    if t in (int, float):
+        return 4
+    if t is bool:
+        return 1
+    t = to_type(t)
+    return t.nbytes
+
+
+def types_equal(a, b) -> bool:
+    """Whether two type annotations name the same kernlab type (float == float32)."""
+    try:
+        return to_type(a) == to_type(b)
+    except TypeError:
+        return a == b

@@ -21,6 +21,18 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 
+def pytest_addoption(parser):
+    """pyproject.toml's ``addopts`` name the test suite's options; a run of the notebooks alone
+    (``python -m pytest notebooks/01_first_kernel.ipynb``) never loads tests/conftest.py, so
+    accept them here too. They change nothing for the notebooks."""
+    for name in ("--cuda-emulated", "--long-fuzz"):
+        try:
+            parser.addoption(name, action="store_true", default=False,
+                             help="see tests/conftest.py")
+        except ValueError:  # tests/conftest.py registered it already
+            pass
+
+
 def pytest_configure(config):
     option = config.option
     if getattr(option, "nbval_sanitize_with", "") is None:  # nbval present, no file given

@@ -56,6 +56,12 @@ def cube(v: float):
 
 
 @kl.kernel
+def in_place(x: kl.array(dtype=float)):
+    i = kl.tid()
+    x[i] = x[i] + 1.0
+
+
+@kl.kernel
 def apply_cube(x: kl.array(dtype=float), y: kl.array(dtype=float)):
     i = kl.tid()
     y[i] = cube(x[i])
@@ -137,8 +143,7 @@ def assert_deterministic_repr(view, again, pattern):
 def test_inspect_lays_out_source_tabs_and_controls():
     view = kl.lab.inspect(power)
     top, body = view.children
-    assert isinstance(top.children[0], widgets.Dropdown)
-    assert isinstance(top.children[1], widgets.ToggleButtons)
+    assert isinstance(top, widgets.Dropdown)
     assert isinstance(body.children[0], widgets.HTML)
     tabs = body.children[1]
     assert isinstance(tabs, widgets.Tab)
@@ -153,11 +158,26 @@ def test_selecting_a_user_line_highlights_the_lines_generated_from_it():
     expected = ir_lines_from(power, line)
     assert expected and view.highlighted("ir") == expected
     assert kl_display.HIGHLIGHT_COLOR in view.panes["ir"].value
-    view.direction.value = True  # the adjoint listing
-    assert view.highlighted("ir") == ir_lines_from(power, line, adjoint=True)
+    assert view.highlighted("ir", adjoint=True) == ir_lines_from(power, line, adjoint=True)
     view.select(None)
     assert view.highlighted("ir") == []
     assert kl_display.HIGHLIGHT_COLOR not in view.panes["ir"].value
+
+
+def test_inspect_shows_forward_and_adjoint_side_by_side():
+    view = kl.lab.inspect(power)
+    pane = text_of(view.panes["ir"].value)
+    assert pane.index("forward") < pane.index("kernel power(") < pane.index("adjoint") \
+        < pane.index("adjoint kernel power(")
+    assert "white-space: pre;" in view.panes["ir"].value  # comments never wrap
+
+
+def test_inspect_of_a_kernel_without_adjoint_shows_forward_and_the_reason():
+    view = kl.lab.inspect(in_place)
+    pane = text_of(view.panes["ir"].value)
+    assert "kernel in_place(" in pane
+    assert "GradientError" in pane and "x[i] = x[i] + 1.0" in pane  # the reason at its line
+    assert "adjoint kernel" not in pane
 
 
 def test_line_dropdown_offers_the_kernel_lines_that_generate_code():
@@ -303,9 +323,9 @@ def test_selecting_a_record_shows_its_adjoint_listing():
     x, y, loss = arrays()
     view = kl.lab.tape(record(x, y, loss), loss=loss)
     view.selected = 0
-    assert "adjoint kernel power(" in view.record_view.value
+    assert "adjoint kernel power(" in text_of(view.record_view.value)
     view.selected = 1
-    assert "adjoint kernel square_sum(" in view.record_view.value
+    assert "adjoint kernel square_sum(" in text_of(view.record_view.value)
 
 
 def test_stepping_backward_shows_gradients_record_by_record():
@@ -520,3 +540,12 @@ def test_inspecting_a_kernel_from_a_kernel_cell_shows_the_cell():
     view.select(4)
     assert "x[i] = x[i] + 1.0" in text_of(view.source_view.value)
     assert view.highlighted("ir")
+
+
+def test_tape_graph_fits_its_output_and_labels_versions_without_primes():
+    x, y, loss = arrays()
+    svg = kl.lab.tape(record(x, y, loss), loss=loss).graph.value
+    width = int(re.search(r'width="(\d+)"', svg).group(1))
+    assert f'viewBox="0 0 {width} ' in svg and "max-width: 100%" in svg
+    assert "′" not in svg
+    assert ">y@1<" in svg  # y written once by the first launch

@@ -376,3 +376,37 @@ def test_failed_cell_leaves_earlier_definitions_alone(shell):
     before = shell.user_ns["saxpy"]
     run(shell, BAD.replace("broken", "saxpy"))
     assert shell.user_ns["saxpy"] is before
+
+
+def test_launch_errors_from_a_plain_cell_show_the_message_and_user_lines_only(shell):
+    ok(shell, "import kernlab as kl\nimport numpy as np\n"
+              "@kl.kernel\n"
+              "def past_end(a: kl.array(dtype=float)):\n"
+              "    i = kl.tid()\n"
+              "    a[i + 1] = 1.0\n")
+    ok(shell, "def step(a):\n    kl.launch(past_end, dim=4, inputs=[a])\n")
+    result, cap = run(shell, "a = kl.zeros(4, dtype=float)\nstep(a)\n")
+    assert isinstance(result.error_in_exec, IndexError)
+    out = cap.stdout
+    assert "KernelIndexError" in out and "past_end" in out and "a[i + 1] = 1.0" in out
+    assert "step(a)" in out and "kl.launch(past_end" in out  # the user's own lines
+    assert "kernlab/runtime" not in out and "interactiveshell.py" not in out
+
+
+def test_python_syntax_error_in_a_kernel_cell_names_this_cell_without_frames(shell):
+    result, cap = run(shell, "%%kernel\ndef oops(x: array(dtype=float32)):\n"
+                             "    x[tid()] = 1.0 +* 2.0\n")
+    err = result.error_in_exec
+    assert isinstance(err, SyntaxError) and err.lineno == 3
+    shown = cap.stdout + cap.stderr
+    assert f"cell [{shell.execution_count}], line 3" in shown  # counted after the cell
+    assert "x[tid()] = 1.0 +* 2.0" in shown and "^" in shown
+    assert "magic.py" not in shown and "Traceback" not in shown
+
+
+def test_error_names_the_cell_number_of_a_cell_that_stores_history(shell):
+    number = shell.execution_count  # the number this cell gets; it is counted up as it starts
+    with capture_output() as cap:
+        result = shell.run_cell(BAD, store_history=True)
+    assert not result.success and result.execution_count == number
+    assert f"--> cell [{number}], line 7" in cap.stdout + cap.stderr

@@ -48,27 +48,6 @@ def _check_overwrites(func, block: Block, seen_loads: set, loop_loads):
                 _check_overwrites(func, r, seen_loads, loop_loads)
 
 
-def overwriting_stores(func: Function) -> set:
-    """Stores that may overwrite an element this kernel already wrote: those after another
-    write to the same array, and those inside a loop (a later iteration may write the same
-    element again). Their adjoint takes the element's gradient and leaves zero behind, so
-    the overwritten value gets none; a kernel's only store leaves the gradient in place,
-    as Warp does (seeded outputs keep their seed)."""
-    found, written = set(), set()
-
-    def visit(block: Block, in_loop: bool):
-        for ins in block.instrs:
-            if ins.op is Op.STORE and (in_loop or ins.args[0] in written):
-                found.add(ins)
-            if ins.op in WRITES:
-                written.add(ins.args[0])
-            for region in ins.regions:
-                visit(region, in_loop or ins.op in (Op.FOR, Op.WHILE))
-
-    visit(func.body, False)
-    return found
-
-
 def own_element_arrays(func: Function) -> set:
     """Array params whose every load, store and atomic is indexed by (tid 0, tid 1, ...)."""
     tid_vars = _tid_vars(func)

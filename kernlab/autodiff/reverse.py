@@ -29,18 +29,22 @@ from ..ir.builder import Builder
 from ..ir.nodes import Block, Function, Instr, Op, Param, Value, Var
 from ..ir.verify import verify
 from ..types import int32
-from .checks import check_differentiable, overwriting_stores, own_element_arrays
+from .checks import check_differentiable, own_element_arrays
 
 STRUCTURED = (Op.IF, Op.FOR, Op.WHILE)
 
 
-def reverse_mode(func: Function) -> Function:
+def reverse_mode(func: Function, retain: frozenset = frozenset()) -> Function:
+    """The adjoint of func. An array store consumes the element's gradient (reads it, then
+    zeroes it: the overwritten value gets none), as Warp 1.19 does, except for the array
+    parameters whose indices are in ``retain`` (arrays made with retain_grad=True)."""
     check_differentiable(func)
     adj_params = [Param(f"adj_{p.name}", p.type, Value(p.type, f"adj_{p.name}"))
                   for p in func.params]
     out = Function(func.name, func.params + adj_params, Block(), func.loc,
                    vars=list(func.vars), sites=func.sites, ndim=func.ndim, is_adjoint=True)
-    ad = _Reverse(func, out, {p.value: a.value for p, a in zip(func.params, adj_params)})
+    ad = _Reverse(func, out, {p.value: a.value for p, a in zip(func.params, adj_params)},
+                  {func.params[k].value for k in retain})
     ad.forward(func.body, record=True)
     out.reverse_start = len(out.body.instrs)
     ad.reverse(func.body)
@@ -131,13 +135,13 @@ def _defs_deep(block: Block) -> set:
 
 
 class _Reverse:
-    def __init__(self, func: Function, out: Function, adj_arrays: dict):
+    def __init__(self, func: Function, out: Function, adj_arrays: dict, retained: set):
         self.func = func
         self.g = Builder(out, func.loc)
         self.map = {p.value: p.value for p in func.params}
         self.adj_arrays = adj_arrays
         self.own = own_element_arrays(func)
-        self.overwriting = overwriting_stores(func)
+        self.retained = retained
         self.adj_vars: dict = {}
         self.local = _block_local_values(func.body)
         self.snapshots = snapshot_plan(func.body)
@@ -293,7 +297,7 @@ class _Reverse:
         adj_arr, idx = self._adj_access(ins, len(ins.args) - 2)
         adj = self.g.emit(Op.LOAD, [adj_arr, *idx], value.type, nullable=True,
                           site=ins.attrs["site"])
-        if ins in self.overwriting:  # what this store overwrote must get no gradient
+        if ins.args[0] not in self.retained:  # what this store overwrote gets no gradient
             self.g.emit(Op.STORE, [adj_arr, *idx, self.g.zeros(value.type)], nullable=True,
                         site=ins.attrs["site"])
         self.accumulate(value, adj)

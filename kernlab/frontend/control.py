@@ -13,6 +13,8 @@ import ast
 from .. import lang
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir.nodes import Block, Op, Value
+from ..generics import matches
+from ..types import int32, is_generic
 from .exprs import Lit, PyObj
 from .source import annotation_type, parse_function
 
@@ -23,15 +25,26 @@ class ControlMixin:
     def stmt_For(self, node):
         if node.orelse:
             raise KernelSyntaxError("'for ... else' is not supported in kernels", self.b.loc)
-        it = node.iter
-        fn = self.expr(it.func) if isinstance(it, ast.Call) else None
-        if not (isinstance(fn, PyObj) and fn.obj is range) or it.keywords:
-            raise KernelSyntaxError("kernels loop only over range(stop) or "
-                                    "range(start, stop[, step])", self.b.loc)
-        if not 1 <= len(it.args) <= 3:
-            raise KernelTypeError("range() takes 1 to 3 arguments", self.b.loc)
         if not isinstance(node.target, ast.Name):
             raise KernelSyntaxError("the loop variable must be a single name", self.b.loc)
+        it = node.iter
+        fn = self.expr(it.func) if isinstance(it, ast.Call) else None
+        if isinstance(fn, PyObj) and fn.obj is reversed and len(it.args) == 1 \
+                and not it.keywords and isinstance(it.args[0], ast.Call) \
+                and _is_range(self.expr(it.args[0].func)):
+            return self.for_range(node, it.args[0], backwards=True)
+        if _is_range(fn):
+            return self.for_range(node, it)
+        if fn is None:
+            seq = self.expr(it)
+            if isinstance(seq, Value) and (seq.type.is_vector or seq.type.is_matrix):
+                return self.for_each(node, seq)
+        raise KernelSyntaxError("kernels loop over range(...), reversed(range(...)), or the "
+                                "components of a vector (rows of a matrix)", self.b.loc)
+
+    def for_range(self, node, it, backwards=False):
+        if it.keywords or not 1 <= len(it.args) <= 3:
+            raise KernelTypeError("range() takes 1 to 3 arguments", self.b.loc)
         raw = [self.expr(a) for a in it.args]
         if len(raw) == 1:
             raw = [Lit(0), raw[0]]
@@ -43,11 +56,46 @@ class ControlMixin:
         if isinstance(raw[2], Lit) and raw[2].value == 0:
             raise KernelTypeError("range() step must not be zero", self.b.loc)
         var = self.loop_var(node.target.id, start.type)
+        if not backwards:
+            return self.run_loop(node, start, stop, step, raw[2], var)
+        # reversed(range(start, stop, step)): n = the range's length; i = start + (n-1-k)*step
+        b, t = self.b, start.type
+        zero, one = b.zeros(t), b.const(1, t)
+        up = b.gt(step, zero)
+        span = b.where(up, b.sub(stop, start), b.sub(start, stop))
+        size = b.where(up, step, b.neg(step)) if t.kind != "u" else step
+        n = b.where(b.gt(span, zero), b.div(b.sub(b.add(span, size), one), size), zero)
+        k = b.new_var(t, f"{node.target.id}_k")
+        last = b.sub(n, one)
+
+        def set_var():
+            b.store(var, b.add(start, b.mul(b.sub(last, b.load(k)), step)))
+        return self.run_loop(node, zero, n, one, Lit(1), k, set_var)
+
+    def for_each(self, node, seq):
+        """``for x in v``: the components of a vector (the rows of a matrix), in order."""
+        t = seq.type
+        n = t.length if t.is_vector else t.rows
+        first = self.b.call("index", [seq, self.b.const(0, int32)])
+        elem = first.type
+        var = self.loop_var(node.target.id, elem)
+        k = self.b.new_var(int32, f"{node.target.id}_k")
+
+        def set_var():
+            self.b.store(var, self.b.call("index", [seq, self.b.load(k)]))
+        return self.run_loop(node, self.b.const(0, int32), self.b.const(n, int32),
+                             self.b.const(1, int32), Lit(1), k, set_var)
+
+    def run_loop(self, node, start, stop, step, raw_step, var, set_var=None):
+        """A counted loop of ``var`` over [start, stop) by step; ``set_var`` first in each
+        iteration (it derives the user's variable from a hidden counter)."""
         brk = self.flag("break") if _direct(node.body, ast.Break) else None
         if brk is None and not any(isinstance(n, ast.Return) for n in ast.walk(node)):
             body = Block()
             self.b.emit(Op.FOR, [start, stop, step], regions=[body], var=var)
             with self.b.at(body):
+                if set_var is not None:
+                    set_var()
                 self.loop_body(node.body, None)
             return
         counter = self.b.new_var(start.type, f"{node.target.id}_next")
@@ -56,11 +104,13 @@ class ControlMixin:
         self.b.emit(Op.WHILE, regions=[cond_block, body])
         with self.b.at(cond_block):
             cond_block.result = self.loop_test(
-                self.range_test(self.b.load(counter), stop, step, raw[2]), brk)
+                self.range_test(self.b.load(counter), stop, step, raw_step), brk)
         with self.b.at(body):
             i = self.b.load(counter)
             self.b.store(var, i)
             self.b.store(counter, self.b.add(i, step))
+            if set_var is not None:
+                set_var()
             self.loop_body(node.body, brk)
 
     def range_test(self, i, stop, step, raw_step):
@@ -108,32 +158,33 @@ class ControlMixin:
 
     # ---- funcs -------------------------------------------------------------------------------
 
-    def inline_call(self, func, args, node):
-        if func in self.inlining:
+    def inline_call(self, func, pyfunc, args):
+        """Inline the overload ``pyfunc`` of ``func`` with its (bound, defaulted) arguments;
+        a generic parameter takes the type of its argument."""
+        if pyfunc in self.inlining:
             raise KernelTypeError(f"func '{func.__name__}' calls itself; recursion is not "
                                   "supported in kernels", self.b.loc)
-        src = parse_function(func.pyfunc)
-        params = src.tree.args.args
-        if len(args) != len(params):
-            raise KernelTypeError(f"func '{func.__name__}' takes {len(params)} argument(s) "
-                                  f"but {len(args)} were given", self.b.loc)
+        src = parse_function(pyfunc)
         vals = []
-        for p, a in zip(params, args):
-            t = annotation_type(func.pyfunc, p, src)
-            v = self.value(a, t.scalar if not t.is_array else None)
-            if v.type != t:
+        for p, a in zip(src.tree.args.args, args):
+            t = annotation_type(pyfunc, p, src)
+            want = t.scalar if (t.is_scalar or t.is_vector or t.is_matrix) \
+                and not is_generic(t) else None
+            v = self.value(a, want)
+            if not matches(t, v.type):
                 raise KernelTypeError(f"argument '{p.arg}' of func '{func.__name__}' must be a "
                                       f"{t}, not a {v.type}", self.b.loc)
             vals.append(v)
         if func.grad is None:
-            return self.inline_body(func, src, vals)
-        return self.custom_call(func, src, vals)
+            return self.inline_body(func, src, vals, pyfunc=pyfunc)
+        return self.custom_call(func, src, vals, pyfunc)
 
-    def inline_body(self, func, src, vals, adjoints=None):
+    def inline_body(self, func, src, vals, adjoints=None, pyfunc=None):
         from .lower import Scope, _has_return
-        scope = Scope(func.pyfunc, src, is_kernel=False, adjoints=adjoints)
+        pyfunc = pyfunc or func.pyfunc
+        scope = Scope(pyfunc, src, is_kernel=False, adjoints=adjoints)
         self.stack.append(scope)
-        self.inlining.append(func)
+        self.inlining.append(pyfunc)
         try:
             for p, v in zip(src.tree.args.args, vals):
                 self.bind_param(p.arg, v)
@@ -143,13 +194,15 @@ class ControlMixin:
         finally:
             self.stack.pop()
             self.inlining.pop()
+        if isinstance(scope.ret_var, list):
+            return tuple(self.b.load(v) for v in scope.ret_var)
         return self.b.load(scope.ret_var) if scope.ret_var is not None else None
 
-    def custom_call(self, func, src, vals):
+    def custom_call(self, func, src, vals, pyfunc=None):
         forward, backward = Block(), Block()
         ins_args = list(vals)
         with self.b.at(forward):
-            result = self.inline_body(func, src, vals)
+            result = self.inline_body(func, src, vals, pyfunc=pyfunc)
         if result is None:
             raise KernelTypeError(f"func '{func.__name__}' with a custom gradient must return "
                                   "a value", self.b.loc)
@@ -186,6 +239,10 @@ class ControlMixin:
             raise KernelTypeError("kl.adjoint[x] needs x to be a scalar or vector parameter "
                                   "of the function this custom gradient is for", self.b.loc)
         return adjoints[name]
+
+
+def _is_range(fn) -> bool:
+    return isinstance(fn, PyObj) and fn.obj is range
 
 
 def _direct(stmts, kind) -> bool:

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import lang
-from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
+from ..errors import KernelAttributeError, KernelNameError, KernelSyntaxError, KernelTypeError
 from ..ir.nodes import Op, Site, Value
-from ..types import Matrix, Type, Vector, bool_, float32, int32, int64, to_type
+from ..types import (Matrix, Transformation, Type, Vector, bool_, float32, int32, int64,
+                     to_type)
 from .source import is_missing, resolve_global
 
 
@@ -53,6 +54,7 @@ CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "g
 PY_BUILTINS = {builtins.min: "min", builtins.max: "max", builtins.abs: "abs",
                builtins.pow: "pow", builtins.round: "round"}
 COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
+TRANSFORM_PARTS = {"p": "transform_get_translation", "q": "transform_get_rotation"}
 
 
 class ExprMixin:
@@ -156,10 +158,13 @@ class ExprMixin:
             try:
                 return self.from_python(getattr(base.obj, node.attr), node.attr)
             except AttributeError:
-                raise KernelNameError(f"'{ast.unparse(node.value)}' has no attribute "
+                raise KernelAttributeError(f"'{ast.unparse(node.value)}' has no attribute "
                                       f"'{node.attr}'", self.b.loc) from None
         if isinstance(base, Value) and base.type.is_array and node.attr == "shape":
             return ShapeOf(base)
+        if isinstance(base, Value) and node.attr in TRANSFORM_PARTS \
+                and isinstance(base.type, Transformation):
+            return self.b.call(TRANSFORM_PARTS[node.attr], [base])
         if isinstance(base, Value) and base.type.is_vector and node.attr in COMPONENTS:
             k = COMPONENTS[node.attr]
             if k >= base.type.length:
@@ -307,39 +312,6 @@ class ExprMixin:
                 self.b.store(out, v)
         return self.b.load(out)
 
-    def expr_Call(self, node):
-        if node.keywords:
-            raise KernelSyntaxError("keyword arguments are not supported in kernel calls",
-                                    self.b.loc)
-        fn = self.expr(node.func)
-        if not isinstance(fn, PyObj):
-            raise KernelTypeError(f"'{ast.unparse(node.func)}' is not callable", self.b.loc)
-        obj = fn.obj
-        if obj is lang.tid:
-            return self.tid(len(node.args))
-        args = [self.expr(a) for a in node.args]
-        if isinstance(obj, lang.BuiltinFunction):
-            return self.call_builtin(obj.builtin, args)
-        if _hashable(obj) and obj in PY_BUILTINS:
-            return self.call_builtin(PY_BUILTINS[obj], args)
-        target = lang.python_type(obj) if isinstance(obj, (type, Type)) else None
-        if target is not None:
-            return self.construct(target, args)
-        if _hashable(obj) and obj in lang.ATOMICS:
-            return self.atomic(lang.ATOMICS[obj], args)
-        if obj is lang.kprint or obj is builtins.print or obj is lang.printf:
-            return self.kprint(args, obj is lang.printf)
-        if obj is builtins.len:
-            arr = self.value(args[0]) if len(args) == 1 else None
-            if arr is None or not arr.type.is_array:
-                raise KernelTypeError("len() takes one array", self.b.loc)
-            return self.b.emit(Op.SHAPE, [arr], int32, dim=0)
-        from ..kernel import Func  # the decorator module sits above the frontend
-        if isinstance(obj, Func):
-            return self.inline_call(obj, args, node)
-        raise KernelTypeError(f"'{ast.unparse(node.func)}' ({obj!r}) cannot be called in a "
-                              "kernel", self.b.loc)
-
     def construct(self, target: Type, args):
         if target.is_scalar:
             if len(args) != 1:
@@ -349,9 +321,19 @@ class ExprMixin:
                 return self.b.const(_literal_cast(x.value, target), target)
             return self.b.cast(self.value(x), target)
         vals = [self.value(a, target.scalar) for a in args]
+        if target.is_vector and any(not v.type.is_scalar for v in vals):
+            vals = self.components(vals)  # quat(v, w), transform(p, q), vec6(a, b)
         vals = [self.b.cast(v, target.scalar) if v.type.is_scalar and v.type.is_float
                 and target.is_float else v for v in vals]
         return self.b.call("construct", vals, target)
+
+    def components(self, vals):
+        """Vector arguments spread into their scalar components."""
+        out = []
+        for v in vals:
+            n = v.type.length if v.type.is_vector else 0
+            out += [self.b.index(v, self.b.const(k, int32)) for k in range(n)] or [v]
+        return out
 
     def tid(self, nargs):
         if nargs:
@@ -379,6 +361,40 @@ class ExprMixin:
         return self.b.emit(Op.ATOMIC, [arr, *idx, val], val.type, kind=kind,
                            site=self.site(arr))
 
+    def expect(self, kind: str, args):
+        """expect_eq / expect_neq / expect_near: compare, and print a message naming the line
+        when the expectation fails; the kernel goes on (as in Warp)."""
+        name = "expect_" + kind
+        n = 3 if kind == "near" else 2
+        if not len(args) in (2, n):
+            raise KernelTypeError(f"{name}() takes {n if kind == 'near' else 2} arguments",
+                                  self.b.loc)
+        a, c = self.values(args[:2])
+        if a.type != c.type and a.type.is_scalar and c.type.is_scalar:
+            a, c = self.values([a, self.b.cast(c, a.type)]) if a.type.is_float or \
+                not c.type.is_float else (self.b.cast(a, c.type), c)
+        if a.type != c.type or a.type.is_array:
+            raise KernelTypeError(f"{name}() compares two values of the same type, not "
+                                  f"{a.type} and {c.type}", self.b.loc)
+        b = self.b
+        mismatch = self.flag("expect_mismatch")
+        if kind == "near":
+            tol = self.value(args[2], a.type.scalar) if len(args) == 3 else \
+                b.const(1e-6, a.type.scalar)
+        for x, y in zip(_components(b, a), _components(b, c)):
+            bad = b.gt(b.abs(b.sub(x, y)), tol) if kind == "near" else b.ne(x, y)
+            with b.at(self.if_block(bad)):
+                b.store(mismatch, b.const(True, bool_))
+        failed = b.load(mismatch)
+        if kind == "neq":
+            failed = b.not_(failed)
+        what = {"eq": "Expected", "neq": "Expected not", "near": "Expected near"}[kind]
+        line = b.loc.line if b.loc is not None else "?"
+        fmt = (f"Error, {name}() failed (line {line}):\n\t {what}: {{}}\n\t Actual: {{}}")
+        with b.at(self.if_block(failed)):
+            b.emit(Op.PRINT, [c, a], fmt=fmt, printf=False)
+        return None
+
     def kprint(self, args, formatted):
         if formatted:
             if not args or not isinstance(args[0], PyObj) or not isinstance(args[0].obj, str):
@@ -392,6 +408,17 @@ class ExprMixin:
             fmt = " ".join(labels + ["{}"] * len(vals))
         self.b.emit(Op.PRINT, vals, fmt=fmt, printf=formatted)
         return None
+
+
+def _components(b, v: Value) -> list:
+    """The scalar components of a scalar, vector or matrix value."""
+    t = v.type
+    if t.is_scalar:
+        return [v]
+    if len(t.shape) == 1:
+        return [b.call("index", [v, b.const(k, int32)]) for k in range(t.shape[0])]
+    return [b.call("index", [v, b.const(i, int32), b.const(j, int32)])
+            for i in range(t.shape[0]) for j in range(t.shape[1])]
 
 
 def _hashable(obj) -> bool:

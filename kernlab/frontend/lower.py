@@ -15,7 +15,10 @@ from ..ir.builder import Builder
 from ..ir.nodes import Block, Function, Op, Param, Site, Value, Var
 from ..ir.verify import verify
 from ..types import bool_, int32
+from ..types import is_generic
+from .calls import CallMixin
 from .control import ControlMixin
+from .views import ViewMixin
 from .exprs import ExprMixin, Lit, _describe, _Tid
 from .source import ParsedSource, annotation_type, parse_function
 
@@ -35,14 +38,18 @@ class Scope:
 
 
 def source_to_ir(pyfunc, name: str | None = None, extra_globals: dict | None = None,
-                 funcs_in_progress: tuple = ()) -> Function:
-    return Lowerer(pyfunc, extra_globals, funcs_in_progress).build_kernel(name)
+                 param_types: list | None = None, funcs_in_progress: tuple = ()) -> Function:
+    """The typed IR of a kernel; ``param_types`` replaces the annotations' types (the
+    specialisation of a generic kernel)."""
+    return Lowerer(pyfunc, extra_globals, funcs_in_progress,
+                   param_types).build_kernel(name)
 
 
-class Lowerer(ControlMixin, ExprMixin):
-    def __init__(self, pyfunc, extra_globals=None, funcs_in_progress=()):
+class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
+    def __init__(self, pyfunc, extra_globals=None, funcs_in_progress=(), param_types=None):
         self.kernel_src = parse_function(pyfunc)
         self.extra_globals = extra_globals
+        self.param_types = param_types
         self.stack = [Scope(pyfunc, self.kernel_src)]
         self.inlining = list(funcs_in_progress)
 
@@ -96,8 +103,12 @@ class Lowerer(ControlMixin, ExprMixin):
         self.b = Builder(self.func, loc)
         if tree.args.vararg or tree.args.kwarg or tree.args.kwonlyargs or tree.args.defaults:
             raise KernelSyntaxError("kernel parameters must be plain annotated names", loc)
-        for arg in tree.args.args:
-            t = annotation_type(self.pyfunc, arg, src)
+        for k, arg in enumerate(tree.args.args):
+            t = annotation_type(self.pyfunc, arg, src) if self.param_types is None \
+                else self.param_types[k]
+            if is_generic(t):
+                raise KernelTypeError(f"parameter '{arg.arg}' is generic ({t}); a generic "
+                                      "kernel is compiled per launch", src.loc(arg))
             value = Value(t, arg.arg)
             params.append(Param(arg.arg, t, value))
             self.bind_param(arg.arg, value)
@@ -211,12 +222,25 @@ class Lowerer(ControlMixin, ExprMixin):
             if adj is not None:
                 return self.b.store(adj, self.value(value, adj.type.scalar))
             return self.assign_subscript(target, value)
+        if isinstance(target, ast.Attribute) and target.attr in ("p", "q"):
+            return self.assign_transform_part(target, value)
         if isinstance(target, ast.Attribute):
             base = target.value
             index = ast.copy_location(ast.Constant(_component(target, self.b.loc)), target)
             sub = ast.copy_location(ast.Subscript(base, index, ast.Store()), target)
             return self.assign_subscript(sub, value)
         raise KernelSyntaxError(f"cannot assign to {_describe(target)}", self.b.loc)
+
+    def assign_transform_part(self, target, value):
+        """t.p = v / t.q = r on a transform: t = transform_set_*(t, value)."""
+        from ..types import Transformation
+        load = ast.copy_location(_as_load(target.value), target)
+        t = self.value(self.expr(load))
+        if not isinstance(t.type, Transformation):
+            raise KernelSyntaxError(f"cannot assign to attribute '.{target.attr}'", self.b.loc)
+        part = "translation" if target.attr == "p" else "rotation"
+        new = self.b.call(f"transform_set_{part}_copy", [t, self.value(value, t.type.scalar)])
+        self.assign(target.value, new)
 
     def assign_name(self, name, value, declared=None):
         current = self.scope.names.get(name)
@@ -332,6 +356,10 @@ class Lowerer(ControlMixin, ExprMixin):
             value = self.expr(node.value) if node.value is not None else None
             if value is None:
                 raise KernelTypeError("a func must return a value", self.b.loc)
+            if isinstance(value, tuple) or isinstance(scope.ret_var, list):
+                self.return_tuple(scope, value)
+                self.b.store(scope.ret_flag, self.b.const(True, bool_))
+                return
             if scope.ret_var is None:
                 v = self.value(value)
                 scope.ret_var = self.b.new_var(v.type, f"{self.scope.src.name}_ret")
@@ -341,6 +369,24 @@ class Lowerer(ControlMixin, ExprMixin):
                                       f"{scope.ret_var.type}", self.b.loc)
             self.b.store(scope.ret_var, v)
         self.b.store(scope.ret_flag, self.b.const(True, bool_))
+
+
+    def return_tuple(self, scope, value):
+        """``return a, b``: one return variable per element; each return gives as many."""
+        items = value if isinstance(value, tuple) else (value,)
+        if scope.ret_var is None:
+            vals = [self.value(v) for v in items]
+            scope.ret_var = [self.b.new_var(v.type, f"{scope.src.name}_ret{k}")
+                             for k, v in enumerate(vals)]
+        if not isinstance(scope.ret_var, list) or len(items) != len(scope.ret_var):
+            raise KernelTypeError("every return of a func must give the same number of "
+                                  "values", self.b.loc)
+        for var, x in zip(scope.ret_var, items):
+            v = self.value(x, var.type.scalar if not var.type.is_array else None)
+            if v.type != var.type:
+                raise KernelTypeError(f"this return gives a {v.type}, an earlier one a "
+                                      f"{var.type}", self.b.loc)
+            self.b.store(var, v)
 
 
 def _has_return(node) -> bool:

@@ -11,6 +11,8 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..builtins import REGISTRY
+from ..builtins.expand import (EXPANSIONS, expansion_candidates, find_expansion,
+                               run_expansion)
 from ..errors import KernelTypeError, SourceLoc
 from ..types import Type, bool_, float32, int32, to_type
 from .nodes import Block, Function, Instr, Op, Value, Var
@@ -81,21 +83,26 @@ class Builder:
     # ---- builtin calls --------------------------------------------------------------
 
     def call(self, name: str, args, target: Type | None = None, hint: str = "") -> Value:
-        bi = REGISTRY[name]
         types = [a.type for a in args]
-        ret = bi.resolve(types, target)
+        ex = find_expansion(name, types)
+        if ex is not None:  # written as IR over other builtins (builtins/expand.py)
+            return run_expansion(ex, self, args, target)
+        bi = REGISTRY.get(name)
+        ret = bi.resolve(types, target) if bi is not None else None
         if ret is None:
             shown = ", ".join(map(str, types))
             what = f"({shown})" + (f" -> {target}" if target is not None else "")
+            options = " | ".join(c for c in (bi.candidates() if bi else "",
+                                            expansion_candidates(name)) if c)
             raise KernelTypeError(f"no overload of {name}() accepts {what}\n  candidates: "
-                                  f"{bi.candidates()}", self.loc)
+                                  f"{options}", self.loc)
         attrs = {"builtin": bi}
         if bi.targeted:
             attrs["target"] = target
         return self.emit(Op.CALL, args, ret, hint, **attrs)
 
     def __getattr__(self, name):
-        if name in REGISTRY:
+        if name in REGISTRY or name in EXPANSIONS:
             return lambda *args, target=None: self.call(name, list(args), target)
         raise AttributeError(name)
 

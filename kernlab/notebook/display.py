@@ -16,13 +16,16 @@ import numpy as np
 
 TARGETS = ("ir", "llvm", "cuda", "ptx")
 TARGET_TITLES = {"ir": "IR", "llvm": "LLVM IR", "cuda": "CUDA C", "ptx": "PTX"}
-_LEXERS = {"python": "python", "ir": "python", "llvm": "llvm", "cuda": "cuda", "ptx": "text",
+_LEXERS = {"python": "python", "ir": "kernlab-ir", "llvm": "llvm", "cuda": "cuda", "ptx": "text",
            "text": "text"}
 # A generated line's origin: a trailing '# file:line' (the IR) marks that line; a comment
 # line '// file:line: source' (CUDA C) or '; file:line: source' marks the lines below it.
 _ORIGIN = re.compile(r"(?:#|;|//)\s*(cell \[\d+\]|\S+):(\d+)\s*$")
 _ORIGIN_ABOVE = re.compile(r"^\s*(?://|;|#)\s*(cell \[\d+\]|\S+?):(\d+):")
 HIGHLIGHT_COLOR = "#fff3b0"
+# Listings are monospace in every front end, also where a stylesheet sets <pre> otherwise.
+MONOSPACE = ("var(--jp-code-font-family, ui-monospace, SFMono-Regular, Menlo, Consolas, "
+             "monospace)")
 
 
 def escape(text) -> str:
@@ -139,12 +142,19 @@ def highlight(text: str, language: str = "text", hl_lines=(), linenostart: int =
         from pygments.formatters import HtmlFormatter
         from pygments.lexers import get_lexer_by_name
     except ImportError:  # pygments is part of kernlab[lab]; plain text without it
-        body = f"<pre>{escape(text)}</pre>"
+        body = f'<pre style="white-space: pre; font-family: {MONOSPACE}">{escape(text)}</pre>'
     else:
-        lexer = get_lexer_by_name(_LEXERS.get(language, "text"), stripnl=False)
+        name = _LEXERS.get(language, "text")
+        if name == "kernlab-ir":  # ours, found without relying on the installed entry point
+            from .irlexer import KernlabIRLexer
+            lexer = KernlabIRLexer(stripnl=False)
+        else:
+            lexer = get_lexer_by_name(name, stripnl=False)
         fmt = HtmlFormatter(noclasses=True, hl_lines=list(hl_lines), linenostart=linenostart,
                             linenos="inline" if linenos else False, nobackground=True,
-                            style="default", prestyles="margin: 0; line-height: 1.35;")
+                            style="default",
+                            prestyles=f"margin: 0; line-height: 1.35; white-space: pre; "
+                                      f"font-family: {MONOSPACE}")
         body = pyg_highlight(text, lexer, fmt).replace("#ffffcc", HIGHLIGHT_COLOR)
     return (f'<div style="max-height: {max_height}; overflow: auto; font-size: 12px; '
             f'border: 1px solid #ddd; padding: 2px 4px;">{body}</div>')

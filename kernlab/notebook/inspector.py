@@ -1,7 +1,8 @@
 """``kl.lab.inspect``: a kernel's source next to its listings, linked line by line.
 
-Tabs hold the forward or adjoint listing (toggle) of each target: the typed IR, LLVM IR,
-CUDA C and PTX; a listing that cannot be produced shows why. Choosing one of the user's
+Tabs hold each target's forward and adjoint listings side by side: the typed IR, LLVM IR,
+CUDA C and PTX; a listing that cannot be produced shows why (a kernel without an adjoint
+shows the reason and its line in place of the adjoint). Choosing one of the user's
 lines in the dropdown re-renders the source and every listing with that line, and the
 generated lines that came from it, highlighted. The link comes from the ``file:line``
 comments the listings carry (the IR's ``# cell:line``); a listing without them (today's
@@ -33,17 +34,13 @@ class InspectView(RichRepr, widgets.VBox):
         self.line_select = widgets.Dropdown(options=self._line_options(), value=NO_LINE,
                                             description="user line",
                                             layout={"width": "40em"})
-        self.direction = widgets.ToggleButtons(options=[("forward", False),
-                                                        ("adjoint", True)], value=False)
-        self.source_view = widgets.HTML(layout={"width": "45%"})
+        self.source_view = widgets.HTML(layout={"width": "34%"})
         self.panes = {t: widgets.HTML() for t in self.targets}
         self.tabs = widgets.Tab(children=[self.panes[t] for t in self.targets],
                                 titles=[TARGET_TITLES[t] for t in self.targets],
-                                layout={"width": "55%"})
+                                layout={"width": "66%"})
         self.line_select.observe(lambda _: self._render(), names="value")
-        self.direction.observe(lambda _: self._render(), names="value")
-        super().__init__([widgets.HBox([self.line_select, self.direction]),
-                          widgets.HBox([self.source_view, self.tabs])])
+        super().__init__([self.line_select, widgets.HBox([self.source_view, self.tabs])])
         self._render()
 
     # ---- state -------------------------------------------------------------------------
@@ -60,9 +57,8 @@ class InspectView(RichRepr, widgets.VBox):
             return
         self.line_select.value = (file_key(file or self._source[2]), int(line))
 
-    def highlighted(self, target: str, adjoint: bool | None = None) -> list[int]:
+    def highlighted(self, target: str, adjoint: bool = False) -> list[int]:
         """The 1-based lines of a listing that came from the selected user line."""
-        adjoint = self.direction.value if adjoint is None else adjoint
         if self.selected is None:
             return []
         return [k + 1 for k, o in enumerate(self._maps[(target, adjoint)])
@@ -99,17 +95,19 @@ class InspectView(RichRepr, widgets.VBox):
         hl = [sel[1] - first + 1] if sel is not None and sel[0] == file_key(file) else []
         self.source_view.value = highlight("\n".join(lines), "python", hl_lines=hl,
                                            linenostart=first, linenos=True)
-        adjoint = self.direction.value
         for t in self.targets:
-            listing = self.listings[(t, adjoint)]
-            if not listing.ok:
-                self.panes[t].value = f"<pre>{escape(listing.error)}</pre>"
-                continue
-            marks = self.highlighted(t, adjoint)
-            note = ""
-            if sel is not None and not any(self._maps[(t, adjoint)]):
-                note = "<div><i>this listing carries no source-line comments</i></div>"
-            self.panes[t].value = note + highlight(listing.text, t, hl_lines=marks)
+            self.panes[t].value = side_by_side(
+                [self._pane_body(t, adjoint) for adjoint in (False, True)])
+
+    def _pane_body(self, target: str, adjoint: bool) -> str:
+        listing = self.listings[(target, adjoint)]
+        if not listing.ok:
+            return f"<pre style='white-space: pre-wrap'>{escape(listing.error)}</pre>"
+        note = ""
+        if self.selected is not None and not any(self._maps[(target, adjoint)]):
+            note = "<div><i>this listing carries no source-line comments</i></div>"
+        return note + highlight(listing.text, target,
+                                hl_lines=self.highlighted(target, adjoint))
 
     # ---- repr and static fallback -----------------------------------------------------
 
@@ -121,18 +119,30 @@ class InspectView(RichRepr, widgets.VBox):
         lines, first, _ = self._source
         parts = [f"<div><b>{escape(self._text())}</b></div>",
                  highlight("\n".join(lines), "python", linenostart=first, linenos=True)]
-        for (t, adjoint), listing in self.listings.items():
-            title = TARGET_TITLES[t] + (" (adjoint)" if adjoint else "")
-            if not listing.ok:
-                body = f"<pre>{escape(listing.error)}</pre>"
-            elif t == "ir" or len(listing.text) <= STATIC_LIMIT:
-                body = highlight(listing.text, t)
-            else:  # keep saved notebooks small: long listings live in the widget only
-                n = listing.text.count("\n")
-                body = (f"<div>{n} lines: see the live widget or <code>kl.source(kernel, "
-                        f"{t!r}, adjoint={adjoint})</code></div>")
-            parts.append(f"<details><summary>{escape(title)}</summary>{body}</details>")
+        for t in self.targets:
+            bodies = [self._static_body(t, adjoint) for adjoint in (False, True)]
+            parts.append(f"<details><summary>{escape(TARGET_TITLES[t])}</summary>"
+                         f"{side_by_side(bodies)}</details>")
         return "".join(parts)
+
+
+    def _static_body(self, target: str, adjoint: bool) -> str:
+        listing = self.listings[(target, adjoint)]
+        if not listing.ok:
+            return f"<pre style='white-space: pre-wrap'>{escape(listing.error)}</pre>"
+        if target == "ir" or len(listing.text) <= STATIC_LIMIT:
+            return highlight(listing.text, target)
+        n = listing.text.count("\n")  # keep saved notebooks small: long ones live in the widget
+        return (f"<div>{n} lines: see the live widget or <code>kl.source(kernel, "
+                f"{target!r}, adjoint={adjoint})</code></div>")
+
+
+def side_by_side(bodies) -> str:
+    """Forward and adjoint listings in two columns, each scrolling on its own."""
+    cols = "".join(
+        f"<div style='flex: 1 1 0; min-width: 0'><div><b>{title}</b></div>{body}</div>"
+        for title, body in zip(("forward", "adjoint"), bodies))
+    return f"<div style='display: flex; gap: 8px; align-items: flex-start'>{cols}</div>"
 
 
 def _line_text(origin) -> str:

@@ -31,6 +31,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from .. import config
 from ..errors import KernelError
 from ..kernel import Func, Kernel
+from . import cellerrors
 from .display import RichRepr, escape, get_listing, html_table
 
 SHOW_CHOICES = ("ir", "adjoint", "llvm", "cuda", "ptx")
@@ -41,16 +42,17 @@ def load_ipython_extension(ipython):
     """``%load_ext kernlab``: registers ``%%kernel``. Imports nothing heavy (no LLVM, no
     widgets): those load when a cell first needs them."""
     ipython.register_magics(KernelMagics)
+    cellerrors.install(ipython)  # kernlab's errors without internal frames, from any cell
 
 
 class CellKernel(Kernel):
     """A kernel defined in a ``%%kernel`` cell; ``--backend`` pins how it runs on the CPU."""
 
-    def compiled(self, backend: str, adjoint: bool = False):
+    def compiled(self, backend: str, adjoint: bool = False, retain: frozenset = frozenset()):
         pinned = self.options.get("backend")
         if pinned and backend in ("llvm", "interp"):
             backend = pinned
-        return super().compiled(backend, adjoint)
+        return super().compiled(backend, adjoint, retain)
 
 
 @magics_class
@@ -108,9 +110,12 @@ def run_kernel_cell(shell, line: str, cell: str, args):
     if args.backend:
         options["backend"] = args.backend
     text = f"%%kernel {line}".rstrip() + "\n" + cell
-    filename = shell.compile.cache(text, shell.execution_count, raw_code=text)
+    filename = shell.compile.cache(text, _cell_number(shell), raw_code=text)
     # The magic's line is blank in the parsed text, so the AST's line numbers are the cell's.
-    tree = ast.parse("\n" + cell, filename=filename)
+    try:
+        tree = ast.parse("\n" + cell, filename=filename)
+    except SyntaxError as exc:
+        raise cellerrors.CellSyntaxError.from_syntax_error(exc, filename) from None
     defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
     for node in defs:
         if not node.decorator_list:
@@ -152,6 +157,13 @@ def run_kernel_cell(shell, line: str, cell: str, args):
                 display(get_listing(namespace[entry.name], "ir" if adjoint else target,
                                     adjoint))
     return None if args.quiet else summary
+
+
+def _cell_number(shell) -> int:
+    """The number IPython gave the cell running now: the last one it cached. (While a cell
+    that stores history runs, ``shell.execution_count`` already holds the next number.)"""
+    numbers = list(getattr(shell.compile, "_filename_map", {}).values())
+    return numbers[-1] if numbers else shell.execution_count
 
 
 def layered_namespace(user_ns: dict) -> tuple[dict, dict]:
@@ -257,13 +269,9 @@ def _llvm_stats():
 
 def _user_facing(shell, err: KernelError):
     """Show a KernelError as its message alone (it already holds the user's line and a
-    caret), without the magic's and the compiler's frames; name the cell like IPython."""
-    text = f"{type(err).__name__}: {err}"
-    loc = err.loc
-    number = getattr(shell.compile, "_filename_map", {}).get(loc.file) if loc else None
-    if number is not None and not loc.file.startswith("<ipython-input-"):
-        text = text.replace(loc.file, f"cell [{number}]")  # ipykernel's temp-file names
-    err._render_traceback_ = lambda: text.splitlines()
+    caret), without the magic's and the compiler's frames; name the cell like IPython.
+    (IPython uses this where the handler ``cellerrors.install`` sets is not in place.)"""
+    err._render_traceback_ = lambda: cellerrors.render(shell, err)
 
 
 # ---- the summary -----------------------------------------------------------------------------

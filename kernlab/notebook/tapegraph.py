@@ -218,7 +218,9 @@ def tape_svg(model: TapeModel, norms: dict | None = None, selected: int | None =
         pos[key] = (20 + c * 170, 24 + (rows[c] - 1) * 58)
     width = 20 + (max(col.values(), default=0) + 1) * 170
     height = 24 + max(rows.values(), default=1) * 58
+    # viewBox + max-width: a long tape shrinks to its output's width instead of being cut off
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" style="max-width: 100%; height: auto" '
            'font-family="monospace" font-size="11">',
            '<defs><marker id="kl-arrow" viewBox="0 0 10 10" refX="10" refY="5" '
            'markerWidth="6" markerHeight="6" orient="auto-start-reverse">'
@@ -244,7 +246,7 @@ def tape_svg(model: TapeModel, norms: dict | None = None, selected: int | None =
             _, name, v = key
             out.append(f'<ellipse cx="{x + 65}" cy="{y + 14}" rx="65" ry="14" fill="#fff" '
                        'stroke="#555"/>')
-            label = name + ("′" * min(v, 3) if v <= 3 else f"@{v}")
+            label = f"{name}@{v}" if v else name  # not y′: in a course that reads as dy
             out.append(f'<text x="{x + 65}" y="{y + 18}" text-anchor="middle">'
                        f'{escape(label[:18])}</text>')
             if last_node.get(name) == key and norms.get(name) is not None:

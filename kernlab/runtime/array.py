@@ -119,7 +119,7 @@ class array:
     def _init_annotation(self, dtype, ndim) -> None:
         self.is_annotation = True
         # typing.Any marks a generic parameter (its type comes from each launch/overload)
-        self.dtype = Any if dtype is Any else convert.as_dtype(dtype) or float32
+        self.dtype = float32 if dtype is None else to_type(dtype)  # Any: generic
         self.ndim = 1 if ndim is None else int(ndim)
         if not 1 <= self.ndim <= MAX_DIMS:
             raise ValueError(f"arrays have 1 to {MAX_DIMS} dimensions, not ndim={ndim}")

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import ArrayError
-from ..types import Type, strides_from_shape, bool_, float32, int32, int64, matrix, to_type, vector
+from ..types import (ANY, Type, bool_, float32, int32, int64, matrix, strides_from_shape,
+                     to_type, vector)
 from . import storage
 
 MAX_DIMS = 4  # kernels index arrays of 1 to 4 dimensions, as in Warp
@@ -44,7 +45,8 @@ def as_dtype(dtype) -> Type | None:
     """A dtype argument as a kernlab type; None for "infer it" (None or typing.Any)."""
     if dtype is None or dtype is Any:
         return None
-    return to_type(dtype)
+    t = to_type(dtype)
+    return None if t is ANY else t
 
 
 def element_bytes(dtype: Type) -> int:

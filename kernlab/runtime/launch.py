@@ -7,8 +7,6 @@ conversion that loses data.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-
 import numpy as np
 
 from .. import config
@@ -153,36 +151,106 @@ def _show(values: np.ndarray) -> str:
     return repr(values[()].item()) if values.ndim == 0 else repr(values.tolist())
 
 
-@dataclass(eq=False)
 class Launch:
-    """A launch recorded with record_cmd=True: ``.launch()`` runs it as it was recorded."""
+    """A launch to run later: made by ``kl.launch(..., record_cmd=True)`` (checked once,
+    forward or adjoint as asked) or built as ``kl.Launch(kernel, device, adjoint=False)``
+    and filled in with set_param_* and set_dim. ``.launch()`` runs it; every call runs it
+    again with the parameters it holds then.
 
-    kernel: Kernel
-    dim: tuple
-    params: list
-    device: object
-    adjoint: bool = False
+    ``params`` holds the kernel's arguments, followed for an adjoint launch by one adjoint
+    per parameter; an array's adjoint left as None means that array's own ``.grad``.
+    """
 
-    def launch(self):
-        _run(self.kernel, self.dim, self.params, self.device, self.adjoint)
+    def __init__(self, kernel, device=None, hooks=None, params=None, params_addr=None,
+                 bounds=None, max_blocks=0, block_dim=256, adjoint=False, *, dim=None):
+        if not isinstance(kernel, Kernel):
+            raise LaunchError(f"kl.Launch needs a @kl.kernel, got {kernel!r}")
+        self.kernel = kernel
+        self.device = get_device(device)
+        self.adjoint = bool(adjoint)
+        self.max_blocks, self.block_dim = max_blocks, block_dim
+        dim = bounds if dim is None else dim
+        self.dim = _dims(dim) if dim is not None else (0,)
+        if params is None:
+            func = self._func()
+            params = [None if p.type.is_array else
+                      convert_arg(kernel.key, p, None, self.device, allow_none=True)
+                      for p in func.params]
+        self.params = list(params)
 
-    def set_param_at_index(self, index: int, value):
-        func = self.kernel.adjoint_ir if self.adjoint else self.kernel.ir
-        self.params[index] = convert_arg(self.kernel.key, func.params[index], value,
-                                         self.device, allow_none=self.adjoint)
+    def _func(self):
+        return self.kernel.adjoint_ir if self.adjoint else self.kernel.ir
+
+    def __repr__(self):
+        kind = "adjoint " if self.adjoint else ""
+        return f"<kernlab {kind}Launch of {self.kernel.key} dim={self.dim}>"
+
+    def launch(self, stream=None):
+        n = len(self.kernel.params)
+        args = list(self.params)
+        for k, p in enumerate(self.kernel.params):
+            if p.type.is_array and args[k] is None:
+                raise LaunchError(f"kernel '{self.kernel.key}': parameter '{p.name}' has no "
+                                  "array; set it with set_param_by_name or set_param_at_index")
+        if self.adjoint:  # an array's adjoint left as None: its own gradient
+            for k, p in enumerate(self.kernel.params):
+                if p.type.is_array and args[n + k] is None:
+                    args[n + k] = args[k].grad
+        _run(self.kernel, self.dim, args, self.device, self.adjoint)
 
     def set_dim(self, dim):
         self.dim = _dims(dim)
 
+    def set_param_at_index(self, index: int, value, adjoint: bool = False):
+        """Set argument ``index`` (its adjoint with adjoint=True, on an adjoint launch)."""
+        n = len(self.kernel.params)
+        if adjoint:
+            if not self.adjoint:
+                raise LaunchError(f"kernel '{self.kernel.key}': this launch is not an adjoint "
+                                  "launch, so it has no adjoint parameters")
+            index += n
+        if not 0 <= index < len(self.params):
+            raise LaunchError(f"kernel '{self.kernel.key}' has no parameter at index "
+                              f"{index - n if adjoint else index}")
+        param = self._func().params[index]
+        self.params[index] = convert_arg(self.kernel.key, param, value, self.device,
+                                         allow_none=index >= n or param.type.is_array)
 
-def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None,
-           device=None, adjoint=False, record_tape=True, record_cmd=False, **_ignored):
+    def set_param_by_name(self, name: str, value, adjoint: bool = False):
+        for k, p in enumerate(self.kernel.params):
+            if p.name == name:
+                self.set_param_at_index(k, value, adjoint=adjoint)
+                return
+        raise LaunchError(f"kernel '{self.kernel.key}' has no parameter named '{name}'")
+
+    def set_params(self, values):
+        """Set the leading arguments, in order."""
+        for k, v in enumerate(values):
+            self.set_param_at_index(k, v)
+
+    def set_param_at_index_from_ctype(self, index: int, value):
+        self.set_param_at_index(index, value)
+
+    def set_param_by_name_from_ctype(self, name: str, value):
+        self.set_param_by_name(name, value)
+
+
+def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None,
+           device=None, stream=None, adjoint=False, record_tape=True, record_cmd=False,
+           max_blocks=0, block_dim=256, **_ignored):
+    """Run kernel over dim threads with inputs then outputs as its arguments (see API.md).
+    adjoint=True runs its adjoint with adj_inputs/adj_outputs; record_cmd=True returns a
+    kl.Launch instead of running."""
     if not isinstance(kernel, Kernel):
         raise LaunchError(f"kl.launch needs a @kl.kernel, got {kernel!r}")
+    if dim is None:
+        raise LaunchError(f"kl.launch({kernel.key}): give dim, the number of threads")
     dims = (dim,) if type(dim) is int and 0 <= dim <= MAX_THREADS else _dims(dim)
     inputs, outputs = inputs or (), outputs or ()
     n_in = len(inputs)
     primal = list(inputs) + list(outputs) if outputs else list(inputs)
+    if kernel.param_types is None and kernel.is_generic:  # Any parameters: this launch's
+        kernel = kernel.for_arguments(primal)
     plan = _plan(kernel)
     if len(primal) != len(plan):
         params = kernel.params
@@ -190,13 +258,18 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None
                           f"({', '.join(p.name for p in params)}), but {len(primal)} were "
                           "given in inputs and outputs")
     dev = _launch_device(device, primal)
-    args = [check(v, dev) for check, v in zip(plan, primal)]
+    if record_cmd:  # arrays may be filled in later
+        args = [None if v is None and p.type.is_array else check(v, dev)
+                for check, p, v in zip(plan, kernel.params, primal)]
+    else:
+        args = [check(v, dev) for check, v in zip(plan, primal)]
     if adjoint:
         params = kernel.params
         adj = _adjoint_args(kernel, params, args, adj_inputs, adj_outputs, n_in)
         args = args + [convert_arg(kernel.key, p, v, dev, allow_none=True)
                        for p, v in zip(kernel.adjoint_ir.params[len(params):], adj)]
-    cmd = Launch(kernel, dims, args, dev, adjoint)
+    cmd = Launch(kernel, dev, params=args, adjoint=adjoint, dim=dims, max_blocks=max_blocks,
+                 block_dim=block_dim)
     if record_cmd:
         return cmd
     cmd.launch()
@@ -278,16 +351,20 @@ def _adjoint_args(kernel, params, args, adj_inputs, adj_outputs, n_in):
             if not (np.isscalar(g) and g == 0):
                 raise LaunchError(f"kernel '{kernel.key}': the adjoint of array '{p.name}' "
                                   "must be an array or None")
-    return [None if (p.type.is_array and not isinstance(g, array)) else g
-            for p, g in zip(params, adj)]
+    # an array's adjoint given as None (or 0) is its own gradient, as in Warp
+    return [(a.grad if isinstance(a, array) else None)
+            if (p.type.is_array and not isinstance(g, array)) else g
+            for p, a, g in zip(params, args, adj)]
 
 
 def _run(kernel: Kernel, dims, args, device, adjoint):
     if math.prod(dims) == 0:
         return
-    func = kernel.adjoint_ir if adjoint else kernel.ir
+    retain = frozenset(k for k, a in enumerate(args[:len(kernel.params)])
+                       if isinstance(a, array) and a.retain_grad) if adjoint else frozenset()
+    func = kernel.adjoint_variant(retain) if adjoint else kernel.ir
     backend = config.cpu_backend if device.is_cpu else "cuda"
-    runner = kernel.compiled(backend, adjoint)
+    runner = kernel.compiled(backend, adjoint, retain)
     written = written_params(func)
     try:
         if device.is_cpu:

@@ -1,19 +1,32 @@
 """kl.Tape: records launches and differentiable array ops, and runs them backwards.
 
-Semantics follow Warp: ``backward(loss)`` sets loss.grad to 1 and runs each record's
-adjoint in reverse order; gradients accumulate across calls; ``zero()`` zeroes every
-gradient the tape touched (seeded outputs included). Unlike Warp, an array that a recorded
-kernel reads and that is modified afterwards (before backward) is an error, not a silently
-wrong gradient: each array carries a version counter and each record remembers it.
+Semantics follow Warp 1.19:
+
+* ``backward(loss)`` sets loss.grad to 1 (``grads={a: g}`` seeds several outputs) and runs
+  each record's adjoint in reverse order. Input gradients accumulate across calls.
+* A store consumes the gradient of the element it writes: the adjoint reads it, then zeroes
+  it, so a value that was overwritten (by a later kernel, a copy, or the same kernel) gets
+  no gradient — the chain rule for overwrites. Seeded outputs therefore read zero after
+  backward, unless the array has ``retain_grad = True`` (then nothing is consumed).
+* ``tape.gradients`` maps each array the tape used to its gradient; ``zero()`` zeroes them
+  all (seeded outputs included); ``reset()`` forgets the recording and zeroes.
+* ``record_func(backward, arrays)`` adds a Python callback to the backward pass;
+  ``record_scope_begin/end`` group records for ``visualize()`` (GraphViz DOT).
+* Only one tape records at a time: entering a second is a RuntimeError.
+
+Unlike Warp, an array that a recorded kernel reads and that is modified afterwards (before
+backward) is an error, not a silently wrong gradient: each array carries a version counter
+and each record remembers it.
 """
 from __future__ import annotations
 
 import math
+import types
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import config
 from ..errors import GradientError
 from ..ir.nodes import Op
 from . import array as array_mod
@@ -38,7 +51,6 @@ class RecordedLaunch:
     launch: object            # the kl.Launch that ran
     versions: dict            # id(array) -> (array, param name, version after the launch)
     aliased: tuple | None = None  # (read param, written param) bound to overlapping memory
-    overwrites: tuple | None = None  # (param, earlier kernel) whose output this one replaced
 
 
 @dataclass(eq=False)
@@ -49,32 +61,65 @@ class RecordedArrayOp:
     info: dict = field(default_factory=dict)
 
 
+def arrays_in(value):
+    """The arrays a launch argument holds: itself, or the array fields of a struct value
+    (recursively)."""
+    if isinstance(value, array):
+        yield value
+        return
+    fields = _struct_fields(value)
+    for v in fields.values():
+        yield from arrays_in(v)
+
+
+def _struct_fields(value) -> dict:
+    if value is None or isinstance(value, (int, float, bool, str, np.ndarray, np.generic,
+                                           tuple, list)):
+        return {}
+    try:
+        return {k: v for k, v in vars(value).items() if not k.startswith("_")}
+    except TypeError:
+        return {}
+
+
 class Tape:
     def __init__(self):
-        self.records: list = []
-        self._touched: dict = {}
-        self._written: dict = {}  # id(array) -> name of the kernel or op that last wrote it
+        self.gradients: dict = {}
+        self.launches: list = []  # kl.Launch, RecordedArrayOp, or a callable (record_func)
+        self.scopes: list = []    # (record index, name, metadata); name None ends a scope
+        self.loss = None
+        self._info: dict = {}     # id(kl.Launch) -> RecordedLaunch
 
     # ---- recording ---------------------------------------------------------------------
 
     def __enter__(self):
+        if _ACTIVE:
+            raise RuntimeError("kernlab: a tape is already recording; tapes do not nest")
         _ACTIVE.append(self)
         array_mod._TAPE_HOOK[0] = self._record_array_op
         return self
 
     def __exit__(self, *exc):
-        _ACTIVE.remove(self)
-        array_mod._TAPE_HOOK[0] = active_tape()._record_array_op if _ACTIVE else None
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
+        array_mod._TAPE_HOOK[0] = None
         return False
 
     @property
-    def launches(self) -> list:
-        return [r.launch for r in self.records if isinstance(r, RecordedLaunch)]
+    def records(self) -> list:
+        """Launch and array-op records in order (RecordedLaunch / RecordedArrayOp)."""
+        out = []
+        for r in self.launches:
+            if isinstance(r, RecordedArrayOp):
+                out.append(r)
+            elif id(r) in self._info:
+                out.append(self._info[id(r)])
+        return out
 
-    def _touch(self, *arrays):
-        for a in arrays:
-            if isinstance(a, array):
-                self._touched[id(a)] = a
+    def _track(self, value):
+        for a in arrays_in(value):
+            if a.grad is not None:
+                self.gradients[a] = a.grad
 
     def record_launch(self, cmd, n_inputs: int = 0):
         """Called by kl.launch after a forward launch ran inside this tape."""
@@ -83,68 +128,184 @@ class Tape:
         read = {ins.args[0] for ins in func.body.walk() if ins.op is Op.LOAD}
         versions = {}
         for p, a in zip(func.params, cmd.params):
-            if isinstance(a, array):
-                self._touch(a)
-                if p.value in read:
-                    versions[id(a)] = (a, p.name, a._version)
-        record = RecordedLaunch(cmd, versions, _aliased(func, cmd.params, read,
-                                                         written_params(func)))
-        stored = {ins.args[0] for ins in func.body.walk() if ins.op is Op.STORE}
-        for p, a in zip(func.params, cmd.params):
-            if isinstance(a, array) and p.value in stored and id(a) in self._written:
-                record.overwrites = (p.name, self._written[id(a)])
-        for k in written_params(func):
-            self._written[id(cmd.params[k])] = f"kernel '{cmd.kernel.key}'"
-        self.records.append(record)
+            self._track(a)
+            if isinstance(a, array) and p.value in read:
+                versions[id(a)] = (a, p.name, a._version)
+        self._info[id(cmd)] = RecordedLaunch(cmd, versions, _aliased(
+            func, cmd.params, read, written_params(func)))
+        self.launches.append(cmd)
 
     def _record_array_op(self, kind, dest, src, **info):
-        self._touch(dest, src)
-        self._written[id(dest)] = f"kl.{kind}"
-        self.records.append(RecordedArrayOp(kind, dest, src, info))
+        self._track(dest)
+        self._track(src)
+        self.launches.append(RecordedArrayOp(kind, dest, src, info))
+
+    def record_func(self, backward, arrays):
+        """Run ``backward()`` (a Python callable) at this point of the backward pass; the
+        tape zeroes the gradients of ``arrays`` in zero()."""
+        if not callable(backward):
+            raise TypeError("Tape.record_func needs a callable")
+        for a in arrays:
+            if not isinstance(a, array) or a.grad is None:
+                raise RuntimeError(f"Tape.record_func: {a!r} is not a kernlab array with a "
+                                   "gradient; create it with requires_grad=True")
+        self.launches.append(backward)
+        for a in arrays:
+            self.gradients[a] = a.grad
+
+    def record_scope_begin(self, scope_name, metadata=None):
+        """Open a named group of records (used by visualize())."""
+        self.scopes.append((len(self.launches), scope_name, dict(metadata or {})))
+
+    def record_scope_end(self, remove_scope_if_empty=True):
+        """Close the innermost open scope; an empty one is dropped when remove_scope_if_empty.
+        """
+        depth = sum(1 if name is not None else -1 for _, name, _ in self.scopes)
+        if depth <= 0:
+            raise RuntimeError("kernlab: ended tape scope, but scope not present")
+        last = self.scopes[-1]
+        if remove_scope_if_empty and last[1] is not None and last[0] == len(self.launches):
+            self.scopes.pop()
+        else:
+            self.scopes.append((len(self.launches), None, None))
 
     # ---- backward ----------------------------------------------------------------------
 
     def backward(self, loss: array | None = None, grads: dict | None = None):
+        """Seed loss (gradient 1) or the arrays in grads, then run the records backwards."""
         if loss is not None:
-            _ensure_grad(loss).fill_(1.0)
-            self._touch(loss)
+            if not isinstance(loss, array) or loss.size != 1 or loss.dtype.shape:
+                raise RuntimeError("kernlab: Tape.backward(loss) needs a one-element array of "
+                                   "a scalar type (use grads={...} for other outputs)")
+            if loss.grad is None:
+                raise RuntimeError("kernlab: the loss array needs requires_grad=True before "
+                                   "Tape.backward()")
+            loss.grad.fill_(1.0)
+            self.loss = loss
+            self.gradients[loss] = loss.grad
         for a, g in (grads or {}).items():
-            _ensure_grad(a).assign(g)
-            self._touch(a)
-        for record in self.records:  # refuse before any gradient is touched
-            if isinstance(record, RecordedLaunch):
-                _check_replayable(record)
-        for record in reversed(self.records):
-            if isinstance(record, RecordedLaunch):
-                self._launch_adjoint(record)
+            if a.grad is None:
+                a.grad = g if isinstance(g, array) else array(g, dtype=a.dtype,
+                                                              device=a.device)
             else:
-                _array_op_adjoint(record)
+                _write_quietly(a.grad, g)
+            self.gradients[a] = a.grad
+        for cmd in self.launches:  # refuse before any gradient is touched
+            info = self._info.get(id(cmd))
+            if info is not None:
+                _check_replayable(info)
+        for rec in reversed(self.launches):
+            if isinstance(rec, RecordedArrayOp):
+                _array_op_adjoint(rec)
+            elif id(rec) in self._info:
+                self._launch_adjoint(rec)
+            elif callable(rec):
+                rec()
         _notify_backward(self)
 
-    def _launch_adjoint(self, record: RecordedLaunch):
-        cmd = record.launch
+    def _launch_adjoint(self, cmd):
+        from .launch import _run
+        if not cmd.kernel.enable_backward:
+            warnings.warn(f"kernlab: kernel '{cmd.kernel.key}' has enable_backward=False; "
+                          "Tape.backward() skips it, so gradients through it are missing",
+                          UserWarning, stacklevel=3)
+            return
         if any(d == 0 for d in cmd.dim):
             return
-        adj = [a.grad if isinstance(a, array) else None for a in cmd.params]
-        backend = config.cpu_backend if cmd.device.is_cpu else "cuda"
-        adj = [_cast_like(p, v) for p, v in zip(cmd.kernel.adjoint_ir.params[len(adj):], adj)]
-        cmd.kernel.compiled(backend, adjoint=True).launch(cmd.dim, list(cmd.params) + adj)
-        for a in adj:
-            if isinstance(a, array):
-                a._bump_version()
+        for a in cmd.params:
+            self._track(a)
+        n = len(cmd.params)
+        adj = [self.adjoint_of(p, a) for p, a in zip(cmd.kernel.adjoint_ir.params[n:],
+                                                       cmd.params)]
+        _run(cmd.kernel, cmd.dim, list(cmd.params) + adj, cmd.device, True)
+
+    def adjoint_of(self, param, value):
+        """The adjoint argument of a launch argument: an array's gradient, a struct with its
+        arrays' gradients, or a zero value."""
+        t = param.type
+        if isinstance(value, array):
+            return value.grad
+        if t.is_array:
+            return None
+        if not t.is_scalar and not getattr(t, "shape", None) and _struct_fields(value):
+            adj = _mirror(value, lambda a: a.grad)
+            self.gradients[value] = adj
+            return adj
+        return _zero_like(param)
 
     # ---- clearing ------------------------------------------------------------------------
 
     def zero(self):
-        for a in self._touched.values():
-            if a.grad is not None:
-                a.grad.zero_()
+        """Zero every gradient the tape used (seeded outputs included)."""
+        for g in self.gradients.values():
+            for a in arrays_in(g):
+                a.zero_()
 
     def reset(self):
+        """Forget the recording and zero the gradients; the tape can record again."""
         self.zero()
-        self.records.clear()
-        self._touched.clear()
-        self._written.clear()
+        self.launches = []
+        self.scopes = []
+        self._info.clear()
+
+    def visualize(self, filename: str | None = None, simplify_graph: bool = True,
+                  hide_readonly_arrays: bool = False, array_labels: dict | None = None,
+                  choose_longest_node_name: bool = True, ignore_graph_scopes: bool = False,
+                  track_inputs=None, track_outputs=None, track_input_names=None,
+                  track_output_names=None, graph_direction: str = "LR") -> str:
+        """The recording as GraphViz DOT text (also written to filename when given):
+        arrays and kernel launches as nodes, repeated launch sequences folded into one node
+        ("repeated Nx") when simplify_graph, scopes as clusters."""
+        from .tape_dot import tape_to_dot
+        labels = dict(array_labels or {})
+        for arrs, names in ((track_inputs, track_input_names),
+                            (track_outputs, track_output_names)):
+            for a, name in zip(arrs or [], names or []):
+                labels.setdefault(a, name)
+        dot = tape_to_dot(self, simplify=simplify_graph, labels=labels,
+                          hide_readonly=hide_readonly_arrays,
+                          scopes=not ignore_graph_scopes, direction=graph_direction,
+                          keep=list(track_inputs or []) + list(track_outputs or []))
+        if filename is not None:
+            with open(filename, "w", encoding="utf-8") as f:
+                f.write(dot)
+        return dot
+
+
+def _mirror(value, leaf):
+    """A struct value like ``value`` with each array field replaced by leaf(array)."""
+    fields = _struct_fields(value)
+    try:
+        out = object.__new__(type(value))
+    except TypeError:
+        out = types.SimpleNamespace()
+    for k, v in fields.items():
+        if isinstance(v, array):
+            v = leaf(v)
+        elif _struct_fields(v):
+            v = _mirror(v, leaf)
+        try:
+            object.__setattr__(out, k, v)
+        except (AttributeError, TypeError):
+            pass
+    return out
+
+
+def _zero_like(param):
+    t = param.type
+    if getattr(t, "shape", None):
+        return np.zeros(t.shape, t.scalar.np)
+    np_type = getattr(t, "np", None)
+    return np_type.type(0) if np_type is not None else None
+
+
+def _write_quietly(dest: array, src):
+    """dest[...] = src without recording on an active tape (seeding is not an op)."""
+    hook, array_mod._TAPE_HOOK[0] = array_mod._TAPE_HOOK[0], None
+    try:
+        dest.assign(src)
+    finally:
+        array_mod._TAPE_HOOK[0] = hook
 
 
 def _aliased(func, args, read, written) -> tuple | None:
@@ -166,12 +327,6 @@ def _check_replayable(record: RecordedLaunch):
             f"kernel '{cmd.kernel.key}' was launched with the same array as '{src}', which it "
             f"reads, and '{dst}', which it writes; its gradient would be wrong. Pass a "
             "separate output array.", kernel=cmd.kernel.key)
-    if record.overwrites is not None:
-        name, earlier = record.overwrites
-        raise GradientError(
-            f"kernel '{cmd.kernel.key}' overwrote '{name}', which {earlier} had written on this "
-            "tape; the overwritten values' gradient would be wrong. Write into a new array.",
-            kernel=cmd.kernel.key)
     for a, name, version in record.versions.values():
         if a._version != version:
             raise GradientError(
@@ -180,22 +335,9 @@ def _check_replayable(record: RecordedLaunch):
                 "array instead of updating it in place.", kernel=cmd.kernel.key)
 
 
-def _cast_like(param, value):
-    if param.type.is_array:
-        return value
-    return np.zeros(param.type.shape, param.type.scalar.np) if param.type.shape \
-        else param.type.np.type(0)
-
-
-def _ensure_grad(a: array) -> array:
-    if a.grad is None:
-        a.requires_grad = True
-    return a.grad
-
-
 def _array_op_adjoint(rec: RecordedArrayOp):
-    """Gradient flows from the copy back to its source; the overwritten part of the
-    destination's gradient is consumed."""
+    """Gradient flows from the copy back to its source (accumulated); the overwritten part
+    of the destination's gradient is consumed unless the destination retains it."""
     dest, src = rec.dest, rec.src
     if dest.grad is None or src.grad is None:
         return
@@ -208,6 +350,6 @@ def _array_op_adjoint(rec: RecordedArrayOp):
     # works on either device (and across them, for a.to(device)): read, add, write back
     incoming = np.array(array_mod._read_flat(dest.grad, do, n))
     array_mod._write_flat(src.grad, so, array_mod._read_flat(src.grad, so, n) + incoming)
-    if rec.kind != "clone":
+    if rec.kind != "clone" and not dest.retain_grad:
         array_mod._write_flat(dest.grad, do, np.zeros(n, incoming.dtype))
     src.grad._bump_version()

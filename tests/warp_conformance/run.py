@@ -119,6 +119,9 @@ class _Timeout(Exception):
 
 
 def _first_error(err) -> str:
+    message = getattr(err[1], "message", None)  # a KernelError: its message, not its location
+    if isinstance(message, str) and message:
+        return f"{err[0].__module__}.{err[0].__name__}: {message.splitlines()[0]}"[:300]
     lines = traceback.format_exception_only(err[0], err[1])
     text = "".join(lines).strip().splitlines()
     return text[0][:300] if text else err[0].__name__

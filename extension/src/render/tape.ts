@@ -1,6 +1,6 @@
 /**
  * application/vnd.kernlab.tape+json: a Tape as a dataflow graph. Array versions are
- * ellipses (each write makes a new version, marked with primes), records are boxes; the
+ * ellipses (each write makes a new version, labelled name@version: a prime would read as a derivative), records are boxes; the
  * latest version of each array shows its gradient norm. Clicking a launch shows its
  * adjoint listing linked to the kernel's source; clicking an array shows its values and
  * gradient, element by element.
@@ -88,8 +88,8 @@ function clip(text: string, n = 20): string {
   return text.length > n ? text.slice(0, n - 1) + '…' : text;
 }
 
-function primes(v: number): string {
-  return v <= 3 ? '′'.repeat(v) : `@${v}`;
+function versioned(name: string, v: number): string {
+  return v > 0 ? `${name}@${v}` : name;
 }
 
 export function renderTape(value: unknown): HTMLElement {
@@ -135,7 +135,10 @@ export class TapeView {
       width = Math.max(width, x + W + 16);
       height = Math.max(height, y + ROW);
     }
-    const svg = s('svg', { width, height, class: 'kl-tape-svg', role: 'img' });
+    // The viewBox lets CSS (max-width: 100%) shrink a long tape to fit its output.
+    const svg = s('svg', {
+      width, height, viewBox: `0 0 ${width} ${height}`, class: 'kl-tape-svg', role: 'img'
+    });
     const defs = s('defs');
     const marker = s('marker', {
       id: 'kl-arrow', viewBox: '0 0 10 10', refX: 10, refY: 5,
@@ -169,7 +172,7 @@ export class TapeView {
         g.dataset.array = node.name;
         g.appendChild(s('ellipse', { cx: x + W / 2, cy: y + H / 2, rx: W / 2, ry: H / 2 }));
         g.appendChild(s('text', { x: x + W / 2, y: y + 18, 'text-anchor': 'middle' },
-          clip(node.name + primes(node.version))));
+          clip(versioned(node.name, node.version))));
         const array = this.arrayOf(node.name);
         if (layout.last.get(node.name) === node.id && array?.gradNorm) {
           g.appendChild(s('text', { x: x + W / 2, y: y + H + 14, 'text-anchor': 'middle',

@@ -1,0 +1,149 @@
+"""Generic funcs and kernels: ``typing.Any`` in annotations, bound to concrete types.
+
+A pattern type may hold ``ANY`` (types.py) where a concrete type will go: ``Any`` itself,
+``array(dtype=Any)``, a vector or matrix of ``Any``. A func binds its patterns at each call
+(frontend/calls.py); a kernel at each launch, from its argument values (``launch_types``),
+or ahead of time through ``kl.overload`` (``declared_types``).
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from .errors import KernelTypeError, LaunchError
+from .types import ANY, ArrayType, Matrix, Type, Vector, bool_, float32, int32, is_generic, \
+    to_type
+
+
+def annotated_types(pyfunc) -> list[Type]:
+    """The parameter types a function's annotations name (patterns where they use Any)."""
+    from .frontend.source import annotation_type, parse_function
+    src = parse_function(pyfunc)
+    return [annotation_type(pyfunc, a, src) for a in src.tree.args.args]
+
+
+def as_type(obj) -> Type:
+    """An annotation object (a kernlab type, Python type, array annotation) as a Type."""
+    from .runtime.array import array
+    if isinstance(obj, array):
+        return obj.type
+    return to_type(obj)
+
+
+def matches(pattern: Type, actual: Type) -> bool:
+    """Whether a concrete type fits a (possibly generic) parameter type."""
+    if pattern is ANY:
+        return True
+    if not is_generic(pattern):
+        return pattern == actual
+    if isinstance(pattern, ArrayType):
+        return actual.is_array and pattern.ndim == actual.ndim \
+            and (pattern.dtype is ANY or matches(pattern.dtype, actual.dtype))
+    if isinstance(pattern, Vector):
+        return actual.is_vector and actual.length == pattern.length
+    if isinstance(pattern, Matrix):
+        return actual.is_matrix and actual.shape == pattern.shape
+    return False
+
+
+def specialisation_key(key: str, types) -> str:
+    """A kernel name for one specialisation: the generic's key and its types, as a name."""
+    tail = "_".join(re.sub(r"\W+", "_", str(t)).strip("_") for t in types)
+    return f"{key}_{tail}" if tail else key
+
+
+def declared_types(kernel, arg_types) -> list[Type]:
+    """``kl.overload(kernel, [types])`` or ``{name: type}``: the full concrete type list."""
+    patterns = annotated_types(kernel.pyfunc)
+    names = _param_names(kernel.pyfunc)
+    if isinstance(arg_types, dict):
+        unknown = set(arg_types) - set(names)
+        if unknown:
+            raise KernelTypeError(f"kl.overload: kernel '{kernel.key}' has no parameter "
+                                  f"{sorted(unknown)[0]!r}", kernel=kernel.key)
+        given = [arg_types.get(n) for n in names]
+    else:
+        given = list(arg_types or [])
+        if len(given) != len(patterns):
+            raise KernelTypeError(f"kl.overload: kernel '{kernel.key}' takes {len(patterns)} "
+                                  f"argument(s), {len(given)} type(s) were given",
+                                  kernel=kernel.key)
+    out = []
+    for name, pattern, obj in zip(names, patterns, given):
+        t = pattern if obj is None else as_type(obj)
+        if is_generic(t) or not matches(pattern, t):
+            raise KernelTypeError(f"kl.overload: parameter '{name}' of kernel '{kernel.key}' "
+                                  f"is {pattern}, which {t} does not fit", kernel=kernel.key)
+        out.append(t)
+    return out
+
+
+def launch_types(kernel, values) -> list[Type]:
+    """The concrete parameter types a launch of a generic kernel with ``values`` needs:
+    a declared overload that fits them, else the types the values have."""
+    patterns = annotated_types(kernel.pyfunc)
+    names = _param_names(kernel.pyfunc)
+    if len(values) != len(patterns):
+        raise LaunchError(f"kernel '{kernel.key}' takes {len(patterns)} argument(s) "
+                          f"({', '.join(names)}), but {len(values)} were given in inputs and "
+                          "outputs", kernel=kernel.key)
+    out = []
+    for name, pattern, value in zip(names, patterns, values):
+        if not is_generic(pattern):
+            out.append(pattern)
+            continue
+        t = value_type(value, pattern)
+        if t is None or not matches(pattern, t):
+            raise LaunchError(f"kernel '{kernel.key}': parameter '{name}' ({pattern}) cannot "
+                              f"take {type(value).__name__} {value!r:.60}", kernel=kernel.key)
+        out.append(t)
+    for types in kernel._specialisations:  # a declared overload may convert (float -> f64)
+        if all(_fits_declared(t, d) for t, d in zip(out, types)):
+            return list(types)
+    return out
+
+
+def _fits_declared(inferred: Type, declared: Type) -> bool:
+    if inferred == declared:
+        return True
+    return inferred.is_scalar and declared.is_scalar and inferred in (int32, float32) \
+        and (declared.is_float or inferred.is_int and declared.is_int)
+
+
+def value_type(value, pattern: Type | None = None) -> Type | None:
+    """The kernel type of a launch or Python argument value, or None if it has none."""
+    from .runtime.array import array
+    if isinstance(value, array):
+        return value.type if hasattr(value, "type") else ArrayType(value.dtype, value.ndim)
+    t = getattr(value, "_kl_type", None) or getattr(type(value), "_kl_type", None)
+    if isinstance(t, Type):
+        return t
+    if isinstance(value, (bool, np.bool_)):
+        return bool_
+    if isinstance(value, int):
+        return int32
+    if isinstance(value, float):
+        return float32
+    if isinstance(value, np.generic):
+        try:
+            return to_type(value.dtype)
+        except TypeError:
+            return None
+    if isinstance(value, (np.ndarray, list, tuple)):
+        a = np.asarray(value)
+        if a.dtype.kind not in "biuf":
+            return None
+        el = pattern.dtype if isinstance(pattern, (Vector, Matrix)) and pattern.dtype is not \
+            ANY else (float32 if a.dtype == np.float64 and not isinstance(value, np.ndarray)
+                      else to_type(a.dtype))
+        if a.ndim == 1:
+            return Vector(a.shape[0], el)
+        if a.ndim == 2:
+            return Matrix(a.shape[0], a.shape[1], el)
+    return None
+
+
+def _param_names(pyfunc) -> list[str]:
+    from .frontend.source import parse_function
+    return [a.arg for a in parse_function(pyfunc).tree.args.args]
