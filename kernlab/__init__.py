@@ -20,6 +20,7 @@ from .runtime.device import (ScopedDevice, get_device, init, is_cuda_available, 
                              synchronize, synchronize_device)
 from .runtime.indexed import indexedarray
 from .runtime.launch import Launch, launch
+from .runtime.structs import struct
 from .runtime.tape import Tape
 from .types import (bool_ as bool, float32, float64, int32, int64, mat22, mat22d, mat33,
                     mat33d, mat44, mat44d, uint32, vec2, vec2d, vec3, vec3d, vec4, vec4d)

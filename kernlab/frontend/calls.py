@@ -18,6 +18,7 @@ from ..generics import annotated_types, matches
 from ..ir.nodes import Op, Value
 from ..types import ANY, Matrix, Type, Vector, bool_, float32, int32, to_type
 from .exprs import PY_BUILTINS, Lit, PyObj, _hashable
+from . import structs
 from .source import parse_function
 
 
@@ -48,6 +49,11 @@ class CallMixin:
         from ..kernel import Func  # the decorator module sits above the frontend
         if isinstance(obj, Func):
             return self.call_func(obj, args, kwargs)
+        if structs.is_struct(obj):
+            if kwargs:
+                raise KernelTypeError(f"struct '{obj.__name__}' takes no keyword arguments in "
+                                      "a kernel", self.b.loc)
+            return structs.construct(self, obj, args)
         if obj is types.vector or obj is types.matrix:
             return self.construct_generic(obj is types.vector, args, kwargs)
         if isinstance(obj, lang.BuiltinFunction):
@@ -281,6 +287,8 @@ class CallMixin:
         return out
 
     def arg_fits(self, t: Type, x, strict: bool) -> bool:
+        if structs.is_structish(x):
+            return t is ANY or x.type == t
         if isinstance(x, Lit):
             if t is ANY:
                 return True

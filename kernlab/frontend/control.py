@@ -15,6 +15,7 @@ from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir.nodes import Block, Op, Value
 from ..generics import matches
 from ..types import int32, is_generic
+from . import structs
 from .exprs import Lit, PyObj
 from .source import annotation_type, parse_function
 
@@ -168,6 +169,9 @@ class ControlMixin:
         vals = []
         for p, a in zip(src.tree.args.args, args):
             t = annotation_type(pyfunc, p, src)
+            if structs.is_struct_type(t) or structs.is_structish(a):
+                vals.append(structs.check_func_arg(self, func, p.arg, t, a))
+                continue
             want = t.scalar if (t.is_scalar or t.is_vector or t.is_matrix) \
                 and not is_generic(t) else None
             v = self.value(a, want)
@@ -194,6 +198,8 @@ class ControlMixin:
         finally:
             self.stack.pop()
             self.inlining.pop()
+        if isinstance(scope.ret_var, structs.StructVal):
+            return scope.ret_var
         if isinstance(scope.ret_var, list):
             return tuple(self.b.load(v) for v in scope.ret_var)
         return self.b.load(scope.ret_var) if scope.ret_var is not None else None

@@ -19,6 +19,7 @@ from ..errors import KernelAttributeError, KernelNameError, KernelSyntaxError, K
 from ..ir.nodes import Op, Site, Value
 from ..types import (Matrix, Transformation, Type, Vector, bool_, float32, int32, int64,
                      to_type)
+from . import structs
 from .source import is_missing, resolve_global
 
 
@@ -87,6 +88,9 @@ class ExprMixin:
             return self.b.emit(Op.TID, (), int32, dim=0)
         if isinstance(x, PyObj):
             raise KernelTypeError(f"{x.obj!r} cannot be used as a value in a kernel", self.b.loc)
+        if structs.is_structish(x):
+            raise KernelTypeError(f"'{x.name}' is a struct {x.type}, not a single value; "
+                                  "use one of its fields", self.b.loc)
         raise KernelTypeError("a tuple cannot be used as a single value here", self.b.loc)
 
     def values(self, xs) -> list[Value]:
@@ -154,6 +158,8 @@ class ExprMixin:
 
     def expr_Attribute(self, node):
         base = self.expr(node.value)
+        if structs.is_structish(base):
+            return structs.get_field(self, base, node.attr)
         if isinstance(base, PyObj):
             try:
                 return self.from_python(getattr(base.obj, node.attr), node.attr)
@@ -185,6 +191,8 @@ class ExprMixin:
                                       f"0..{base.array.type.ndim - 1}", self.b.loc)
             return self.b.emit(Op.SHAPE, [base.array], int32, dim=d.value)
         raw = [self.expr(i) for i in idx]
+        if isinstance(base, structs.StructArray):
+            return structs.index(self, base, [self.int_index(i) for i in raw])
         base = self.value(base)
         if base.type.is_vector or base.type.is_matrix:
             return self.component_call("index", base, raw)

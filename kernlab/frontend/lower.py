@@ -21,6 +21,7 @@ from .control import ControlMixin
 from .views import ViewMixin
 from .exprs import ExprMixin, Lit, _describe, _Tid
 from .source import ParsedSource, annotation_type, parse_function
+from . import structs
 
 
 @dataclass
@@ -103,22 +104,31 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
         self.b = Builder(self.func, loc)
         if tree.args.vararg or tree.args.kwarg or tree.args.kwonlyargs or tree.args.defaults:
             raise KernelSyntaxError("kernel parameters must be plain annotated names", loc)
+        user_params = []
         for k, arg in enumerate(tree.args.args):
             t = annotation_type(self.pyfunc, arg, src) if self.param_types is None \
                 else self.param_types[k]
             if is_generic(t):
                 raise KernelTypeError(f"parameter '{arg.arg}' is generic ({t}); a generic "
                                       "kernel is compiled per launch", src.loc(arg))
+            user_params.append((arg.arg, t))
+            if structs.is_struct_type(t):  # one IR parameter per leaf field
+                self.scope.names[arg.arg] = structs.bind_struct_param(self, arg.arg, t, params)
+                continue
             value = Value(t, arg.arg)
             params.append(Param(arg.arg, t, value))
             self.bind_param(arg.arg, value)
+        n_flat = len(params)
         if _has_return(tree):
             self.scope.ret_flag = self.flag("returned")
         self.body(tree.body)
+        structs.finish_signature(self, user_params, n_flat)
         return verify(self.func)
 
     def bind_param(self, name, value: Value):
-        if value.type.is_array:
+        if structs.is_structish(value):
+            self.scope.names[name] = structs.bind_func_arg(self, name, value)
+        elif value.type.is_array:
             self.scope.names[name] = value
         else:  # scalars are copied into a local, so the body may reassign them
             var = self.b.new_var(value.type, name)
@@ -222,6 +232,8 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
             if adj is not None:
                 return self.b.store(adj, self.value(value, adj.type.scalar))
             return self.assign_subscript(target, value)
+        if isinstance(target, ast.Attribute) and self.struct_rooted(target.value):
+            return self.assign_struct_attr(target, value)
         if isinstance(target, ast.Attribute) and target.attr in ("p", "q"):
             return self.assign_transform_part(target, value)
         if isinstance(target, ast.Attribute):
@@ -230,6 +242,25 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
             sub = ast.copy_location(ast.Subscript(base, index, ast.Store()), target)
             return self.assign_subscript(sub, value)
         raise KernelSyntaxError(f"cannot assign to {_describe(target)}", self.b.loc)
+
+    def assign_struct_attr(self, target, value):
+        """``s.f = v`` (s a struct, an array element of structs, or a field of one) or
+        ``s.v.x = v`` (a component of a struct's vector field)."""
+        base = self.expr(target.value)
+        if structs.is_structish(base):
+            return structs.set_field(self, base, target.attr, value)
+        if target.attr in ("p", "q"):
+            return self.assign_transform_part(target, value)
+        index = ast.copy_location(ast.Constant(_component(target, self.b.loc)), target)
+        v = self.value(value, base.type.scalar)
+        self.assign(target.value, self.component_call("insert", base, [self.expr(index)], v))
+
+    def struct_rooted(self, node) -> bool:
+        """Whether an assignment target's base starts at a struct (s.a, a[i].b[j], ...)."""
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        return isinstance(node, ast.Name) and structs.is_structish(
+            self.scope.names.get(node.id))
 
     def assign_transform_part(self, target, value):
         """t.p = v / t.q = r on a transform: t = transform_set_*(t, value)."""
@@ -243,6 +274,8 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
         self.assign(target.value, new)
 
     def assign_name(self, name, value, declared=None):
+        if structs.is_structish(value):
+            return structs.assign_name(self, name, value)
         current = self.scope.names.get(name)
         if isinstance(current, Value):
             raise KernelTypeError(f"array parameter '{name}' cannot be reassigned", self.b.loc)
@@ -271,6 +304,13 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
         base = self.expr(target.value) if not isinstance(target.value, ast.Name) \
             else self._name_for_store(target.value)
         raw = [self.expr(i) for i in idx_nodes]
+        if isinstance(base, structs.StructArray):  # a[i] = s for an array of structs
+            elem = structs.index(self, base, [self.int_index(i) for i in raw])
+            return structs.store_struct(self, elem, value)
+        if isinstance(target.value, ast.Attribute) and self.struct_rooted(target.value) \
+                and isinstance(base, Value) and (base.type.is_vector or base.type.is_matrix):
+            v = self.value(value, base.type.scalar)  # s.m[i, j] = v: modify the field
+            return self.assign(target.value, self.component_call("insert", base, raw, v))
         if isinstance(base, Var) and (base.type.is_vector or base.type.is_matrix):
             old = self.b.load(base)
             v = self.value(value, base.type.scalar)
@@ -360,14 +400,20 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
                 self.return_tuple(scope, value)
                 self.b.store(scope.ret_flag, self.b.const(True, bool_))
                 return
-            if scope.ret_var is None:
+            if structs.is_structish(value):
+                structs.store_return(self, scope, value)
+            elif scope.ret_var is None:
                 v = self.value(value)
                 scope.ret_var = self.b.new_var(v.type, f"{self.scope.src.name}_ret")
-            v = self.value(value, scope.ret_var.type)
-            if v.type != scope.ret_var.type:
-                raise KernelTypeError(f"this return gives a {v.type}, an earlier one a "
-                                      f"{scope.ret_var.type}", self.b.loc)
-            self.b.store(scope.ret_var, v)
+            if not structs.is_structish(value):
+                if isinstance(scope.ret_var, structs.StructVal):
+                    raise KernelTypeError(f"this return gives a {_describe_value(value)}, an "
+                                          f"earlier one a {scope.ret_var.type}", self.b.loc)
+                v = self.value(value, scope.ret_var.type)
+                if v.type != scope.ret_var.type:
+                    raise KernelTypeError(f"this return gives a {v.type}, an earlier one a "
+                                          f"{scope.ret_var.type}", self.b.loc)
+                self.b.store(scope.ret_var, v)
         self.b.store(scope.ret_flag, self.b.const(True, bool_))
 
 
@@ -387,6 +433,10 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
                 raise KernelTypeError(f"this return gives a {v.type}, an earlier one a "
                                       f"{var.type}", self.b.loc)
             self.b.store(var, v)
+
+
+def _describe_value(value) -> str:
+    return str(getattr(value, "type", None) or getattr(value, "default_type", "value"))
 
 
 def _has_return(node) -> bool:

@@ -280,6 +280,9 @@ class array:
         """The elements in flat (C) order: Python numbers, or NumPy arrays for vector and
         matrix elements."""
         flat = self.numpy().reshape((self.size,) + self.dtype.shape)
+        if getattr(self.dtype, "is_struct", False):
+            from .structs import record_to_instance
+            return [record_to_instance(self.dtype, rec) for rec in flat]
         if self.dtype.is_scalar:
             return flat.tolist()
         return [np.array(element) for element in flat]

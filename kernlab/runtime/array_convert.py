@@ -85,6 +85,8 @@ def value_dtype(value) -> Type:
     sequence of n numbers a vector of length n, an r x c nested sequence a matrix."""
     if isinstance(value, (bool, np.bool_)):
         return bool_
+    if hasattr(value, "_type") and getattr(value._type, "is_struct", False):
+        return value._type  # an instance of a @kl.struct
     if isinstance(value, np.generic):
         return numpy_dtype(np.asarray(value))
     values = np.asarray(value)
@@ -102,6 +104,9 @@ def value_dtype(value) -> Type:
 def element_value(value, dtype: Type) -> np.ndarray:
     """value as one element of dtype (a scalar, or the vector/matrix shape), ready to
     broadcast over an array's storage."""
+    if getattr(dtype, "is_struct", False):
+        from .structs import element_record
+        return element_record(value, dtype)
     values = np.asarray(value, dtype=dtype.scalar.np)
     inner = dtype.shape
     if values.ndim == 0 or values.shape == inner:
@@ -152,6 +157,9 @@ def convert(data, dtype, shape, copy: bool) -> tuple[np.ndarray, Type]:
     """data as host storage for an array: (NumPy values of shape ``shape + element shape``,
     element type). Shares data's memory when copy is False and nothing needs converting
     (strided NumPy data stays strided)."""
+    if as_dtype(dtype) is not None and getattr(as_dtype(dtype), "is_struct", False):
+        from .structs import struct_storage  # records of a @kl.struct
+        return struct_storage(data, as_dtype(dtype), shape), as_dtype(dtype)
     source, carried = _source(data)
     if as_dtype(dtype) is not None:
         dtype = as_dtype(dtype)

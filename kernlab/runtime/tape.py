@@ -82,9 +82,21 @@ def _struct_fields(value) -> dict:
         return {}
 
 
+class GradientMap(dict):
+    """``tape.gradients``: each recorded array's gradient array, as Warp's dict; a struct
+    argument (not hashable: structs compare by value) gives a struct of its arrays'
+    gradients."""
+
+    def __getitem__(self, key):
+        from .structs import StructInstance
+        if isinstance(key, StructInstance):
+            return key.grad
+        return super().__getitem__(key)
+
+
 class Tape:
     def __init__(self):
-        self.gradients: dict = {}
+        self.gradients = GradientMap()
         self.launches: list = []  # kl.Launch, RecordedArrayOp, or a callable (record_func)
         self.scopes: list = []    # (record index, name, metadata); name None ends a scope
         self.loss = None
