@@ -94,6 +94,8 @@ class CallMixin:
         """The values ``*x`` expands into."""
         if isinstance(x, StarSource):
             return x.items
+        if getattr(x, "star", None) is not None:  # a constant slice of a 1-D array
+            return x.star().items
         if isinstance(x, tuple):
             return list(x)
         if isinstance(x, Value) and (x.type.is_vector or x.type.is_matrix):

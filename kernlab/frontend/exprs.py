@@ -19,7 +19,7 @@ from ..errors import KernelAttributeError, KernelNameError, KernelSyntaxError, K
 from ..ir.nodes import Op, Site, Value
 from ..types import (Matrix, Transformation, Type, Vector, bool_, float32, int32, int64,
                      to_type)
-from . import structs
+from . import arrayviews, structs
 from .source import is_missing, resolve_global
 
 
@@ -88,6 +88,9 @@ class ExprMixin:
             return self.b.emit(Op.TID, (), int32, dim=0)
         if isinstance(x, PyObj):
             raise KernelTypeError(f"{x.obj!r} cannot be used as a value in a kernel", self.b.loc)
+        if isinstance(x, arrayviews.ArrayRef):
+            raise KernelTypeError(f"a view of array '{x.name}' is an array, not a single value;"
+                                  " index it to read an element", self.b.loc)
         if structs.is_structish(x):
             raise KernelTypeError(f"'{x.name}' is a struct {x.type}, not a single value; "
                                   "use one of its fields", self.b.loc)
@@ -168,6 +171,10 @@ class ExprMixin:
                                       f"'{node.attr}'", self.b.loc) from None
         if isinstance(base, Value) and base.type.is_array and node.attr == "shape":
             return ShapeOf(base)
+        if isinstance(base, arrayviews.ArrayRef) and node.attr in ("shape", "ndim"):
+            return arrayviews.ViewShape(base) if node.attr == "shape" else Lit(base.ndim)
+        if isinstance(base, Value) and base.type.is_array and node.attr == "ndim":
+            return Lit(base.type.ndim)
         if isinstance(base, Value) and node.attr in TRANSFORM_PARTS \
                 and isinstance(base.type, Transformation):
             return self.b.call(TRANSFORM_PARTS[node.attr], [base])
@@ -181,6 +188,13 @@ class ExprMixin:
     def expr_Subscript(self, node):
         base = self.expr(node.value)
         idx = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if isinstance(base, arrayviews.ArrayRef):  # a view: index or narrow it further
+            return arrayviews.resolve(self, arrayviews.subscript(self, base, idx))
+        if isinstance(base, arrayviews.ViewShape):
+            d = _const_int(self.expr(idx[0])) if len(idx) == 1 else None
+            if d is None or d < 0:
+                raise KernelTypeError("shape index must be a non-negative constant", self.b.loc)
+            return arrayviews.shape(self, base.ref, d)
         if any(isinstance(i, ast.Slice) for i in idx):
             raise KernelSyntaxError("slices are not supported in kernels", self.b.loc)
         if isinstance(base, ShapeOf):
@@ -197,6 +211,8 @@ class ExprMixin:
         if base.type.is_vector or base.type.is_matrix:
             return self.component_call("index", base, raw)
         indices = [self.int_index(i) for i in raw]
+        if base.type.is_array and len(indices) < base.type.ndim:  # a row (sub-array) view
+            return arrayviews.subscript(self, arrayviews.whole(self, base), raw)
         if base.type.is_array:
             return self.load_element(base, indices, node)
         raise KernelTypeError(f"a value of type {base.type} cannot be indexed", self.b.loc)
@@ -349,6 +365,9 @@ class ExprMixin:
         return _Tid()
 
     def atomic(self, kind, args):
+        if args and isinstance(args[0], arrayviews.ArrayRef):  # through a view
+            ref = args[0]
+            args = [ref.base, *arrayviews.indices(self, ref, list(args[1:-1])), args[-1]]
         if len(args) < 3 or not isinstance(args[0], Value) or not args[0].type.is_array:
             raise KernelTypeError(f"atomic_{kind}(array, index..., value) needs an array, its "
                                   "indices and a value", self.b.loc)
@@ -439,6 +458,10 @@ def _hashable(obj) -> bool:
 
 class _Tid:
     """Marker for ``tid()``, resolved by the assignment that unpacks it."""
+
+
+def _const_int(x):
+    return x.value if isinstance(x, Lit) and type(x.value) is int else None
 
 
 def _describe(node) -> str:

@@ -21,7 +21,7 @@ from .control import ControlMixin
 from .views import ViewMixin
 from .exprs import ExprMixin, Lit, _describe, _Tid
 from .source import ParsedSource, annotation_type, parse_function
-from . import structs
+from . import arrayviews, structs
 
 
 @dataclass
@@ -277,6 +277,8 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
         if structs.is_structish(value):
             return structs.assign_name(self, name, value)
         current = self.scope.names.get(name)
+        if isinstance(value, arrayviews.ArrayRef) or isinstance(current, arrayviews.ArrayRef):
+            return arrayviews.bind(self, name, current, value)
         if isinstance(current, Value):
             raise KernelTypeError(f"array parameter '{name}' cannot be reassigned", self.b.loc)
         if isinstance(value, Value) and value.type.is_array:
@@ -307,6 +309,12 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
         if isinstance(base, structs.StructArray):  # a[i] = s for an array of structs
             elem = structs.index(self, base, [self.int_index(i) for i in raw])
             return structs.store_struct(self, elem, value)
+        via_view = isinstance(base, arrayviews.ArrayRef)
+        if via_view:  # view[j] = v stores into the viewed array
+            base, raw = base.base, arrayviews.indices(self, base, raw)
+        elif isinstance(base, Value) and base.type.is_array and len(raw) < base.type.ndim:
+            raise KernelTypeError(f"cannot assign to a row of array '{self.array_name(base)}'"
+                                  "; index every dimension", self.b.loc)
         if isinstance(target.value, ast.Attribute) and self.struct_rooted(target.value) \
                 and isinstance(base, Value) and (base.type.is_vector or base.type.is_matrix):
             v = self.value(value, base.type.scalar)  # s.m[i, j] = v: modify the field
@@ -316,7 +324,7 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
             v = self.value(value, base.type.scalar)
             self.b.store(base, self.component_call("insert", old, raw, v))
             return
-        if isinstance(target.value, ast.Subscript):  # a[i][k] = s: read, modify, write
+        if isinstance(target.value, ast.Subscript) and not via_view:  # a[i][k] = s
             inner = self.expr(target.value)
             if inner.type.is_vector or inner.type.is_matrix:
                 v = self.value(value, inner.type.scalar)
@@ -357,7 +365,9 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
             return
         if isinstance(target, ast.Subscript):
             base = self.expr(target.value)
-            if isinstance(base, Value) and base.type.is_array and name in ("add", "sub"):
+            is_view = isinstance(base, arrayviews.ArrayRef)
+            if (is_view or isinstance(base, Value) and base.type.is_array) \
+                    and name in ("add", "sub"):
                 idx = target.slice.elts if isinstance(target.slice, ast.Tuple) \
                     else [target.slice]
                 args = [base, *[self.expr(i) for i in idx], self.expr(node.value)]

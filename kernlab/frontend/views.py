@@ -13,6 +13,7 @@ import ast
 from ..errors import KernelTypeError, KernelValueError
 from ..ir.nodes import Value
 from ..types import Matrix, Vector, int32
+from . import arrayviews
 from .calls import StarSource
 from .exprs import Lit
 
@@ -31,7 +32,9 @@ class ViewMixin:
             if not has_slice:
                 raise KernelValueError("array indices cannot be negative for arrays; "
                                        "count from 0", self.b.loc)
-            return self.array_slice(base, idx)
+            ref = arrayviews.subscript(self, arrayviews.whole(self, base), idx)
+            ref.star = lambda: self.array_slice(base, idx)  # ``*a[2:5]`` unpacks elements
+            return arrayviews.resolve(self, ref)
         if not (t.is_vector or t.is_matrix):
             raise KernelTypeError(f"a value of type {t} cannot be sliced", self.b.loc)
         extents = (t.length,) if t.is_vector else (t.rows, t.cols)

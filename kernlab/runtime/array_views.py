@@ -31,6 +31,11 @@ def restride(data, offset: int, shape: tuple, strides: tuple, np_dtype):
                                tuple(strides), np.dtype(np_dtype))
 
 
+def _name(t) -> str:
+    """A type as Warp's messages write it (vec4f, mat22f, float32)."""
+    return getattr(t, "__name__", str(t))
+
+
 def _inner_strides(dtype: Type) -> tuple:
     return contiguous_strides(dtype.shape, dtype.scalar)
 
@@ -159,29 +164,29 @@ def view(a, dtype):
         shape, strides = a.shape, a.strides
     elif dtype.is_scalar and old.shape:
         if dtype.np.itemsize != old.scalar.np.itemsize:
-            raise TypeError(f"cannot create an array view with dtype {dtype} from source "
-                            f"dtype {old}: source scalar dtype {old.scalar} has size "
+            raise TypeError(f"cannot create an array view with dtype {_name(dtype)} from source "
+                            f"dtype {_name(old)}: source scalar dtype {_name(old.scalar)} has size "
                             f"{old.scalar.np.itemsize} bytes, but target dtype has size "
                             f"{dtype.np.itemsize} bytes")
         shape = a.shape + old.shape
         strides = a.strides + _inner_strides(old)
     elif old.is_scalar and dtype.shape:
         if old.np.itemsize != dtype.scalar.np.itemsize:
-            raise TypeError(f"cannot create an array view with dtype {dtype} from source "
-                            f"dtype {old}: source dtype has size {old.np.itemsize} bytes, "
-                            f"but target scalar dtype {dtype.scalar} has size "
+            raise TypeError(f"cannot create an array view with dtype {_name(dtype)} from source "
+                            f"dtype {_name(old)}: source dtype has size {old.np.itemsize} bytes, "
+                            f"but target scalar dtype {_name(dtype.scalar)} has size "
                             f"{dtype.scalar.np.itemsize} bytes")
         k = len(dtype.shape)
         if a.ndim < k or a.shape[a.ndim - k:] != dtype.shape:
             raise RuntimeError(f"The shape of the source array {a.shape} is not compatible "
-                               f"with the requested data type {dtype}")
+                               f"with the requested data type {_name(dtype)}")
         if a.strides[a.ndim - k:] != _inner_strides(dtype):
             raise RuntimeError(f"The inner strides of the source array {a.strides} are not "
-                               f"compatible with the requested data type {dtype}")
+                               f"compatible with the requested data type {_name(dtype)}")
         shape = a.shape[:a.ndim - k] or (1,)
         strides = a.strides[:a.ndim - k] or (element_bytes(dtype),)
     else:
-        raise TypeError(f"cannot create an array view with dtype {dtype} from source dtype "
+        raise TypeError(f"cannot create an array view with dtype {_name(dtype)} from source dtype "
                         f"{old}: source dtype has size {element_bytes(old)} bytes, but target "
                         f"dtype has size {element_bytes(dtype)} bytes")
     grad = view(a._grad, dtype) if a._grad is not None else None
