@@ -123,6 +123,7 @@ class Vector(Type):
     dtype: Scalar
 
     is_vector = True
+    _wp_generic_type_str_ = "vec_t"  # Warp's name for the family (code that checks it)
 
     @property
     def scalar(self) -> Scalar:
@@ -170,6 +171,7 @@ class Matrix(Type):
     dtype: Scalar
 
     is_matrix = True
+    _wp_generic_type_str_ = "mat_t"
 
     @property
     def scalar(self) -> Scalar:

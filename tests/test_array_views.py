@@ -175,3 +175,36 @@ def test_indexed_arrays_read_and_copy():
     np.testing.assert_array_equal(out.numpy(), host[np.ix_([4, 0, 2], [4, 0, 2])])
     kl.copy(a[idx], kl.zeros((3, 5), dtype=float))
     assert not a.numpy()[[4, 0, 2]].any() and a.numpy()[1].tolist() == host[1].tolist()
+
+
+@pytest.mark.parametrize("dtype", [kl.float32, kl.float64, kl.int32, kl.uint32])
+def test_array_arithmetic_matches_numpy(dtype):
+    host = np.array([1, 2, 3], dtype=dtype.np)
+    a, s = kl.array(host, dtype=dtype), dtype.np.type(5)
+    np.testing.assert_array_equal((a + s).numpy(), host + s)
+    np.testing.assert_array_equal((s - a).numpy(), s - host)
+    np.testing.assert_array_equal((a * a).numpy(), host * host)
+    np.testing.assert_array_equal((s % a).numpy(), s % host)
+    b = kl.array(host, dtype=dtype)
+    b += a
+    np.testing.assert_array_equal(b.numpy(), 2 * host)
+
+
+def test_array_arithmetic_is_differentiable_on_a_tape():
+    x = kl.array([1.0, -2.0, 3.0], dtype=float, requires_grad=True)
+    loss = kl.zeros(1, dtype=float, requires_grad=True)
+    with kl.Tape() as tape:
+        y = x * x - 3.0 * x  # dy/dx = 2x - 3
+        kl.launch(_sum1d, dim=3, inputs=[y.view(float)], outputs=[loss])
+    tape.backward(loss=loss)
+    xs = np.array([1.0, -2.0, 3.0])
+    # _sum1d sums y^2, so d/dx = 2 y (2x - 3)
+    np.testing.assert_allclose(x.grad.numpy(), 2 * (xs * xs - 3 * xs) * (2 * xs - 3))
+
+
+def test_vector_arrays_scale_by_numbers():
+    v = kl.array(np.arange(6, dtype=np.float32).reshape(2, 3), dtype=kl.vec3)
+    np.testing.assert_array_equal((v * 2.0).numpy(), 2 * np.arange(6).reshape(2, 3))
+    np.testing.assert_array_equal((-v).numpy(), -np.arange(6).reshape(2, 3))
+    with pytest.raises(ArrayError, match="same shape"):
+        v + kl.zeros(3, dtype=kl.vec3)

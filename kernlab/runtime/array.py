@@ -362,6 +362,41 @@ class array:
         indexedarray. See array_views.py."""
         return views.getitem(self, key)
 
+    # --- Arithmetic (array_ops.py): kernels, so recorded on a tape ----------------------
+
+    __array_ufunc__ = None  # NumPy operands defer to these operators
+
+    def _binary(self, name, other, reflected=False, out=None):
+        from .array_ops import binary
+        return binary(name, other, self, out) if reflected else binary(name, self, other, out)
+
+    def __add__(self, other): return self._binary("add", other)
+    def __radd__(self, other): return self._binary("add", other, True)
+    def __sub__(self, other): return self._binary("sub", other)
+    def __rsub__(self, other): return self._binary("sub", other, True)
+    def __mul__(self, other): return self._binary("mul", other)
+    def __rmul__(self, other): return self._binary("mul", other, True)
+    def __truediv__(self, other): return self._binary("div", other)
+    def __rtruediv__(self, other): return self._binary("div", other, True)
+    def __floordiv__(self, other): return self._binary("floordiv", other)
+    def __rfloordiv__(self, other): return self._binary("floordiv", other, True)
+    def __mod__(self, other): return self._binary("mod", other)
+    def __rmod__(self, other): return self._binary("mod", other, True)
+    def __pow__(self, other): return self._binary("pow", other)
+    def __rpow__(self, other): return self._binary("pow", other, True)
+
+    def __iadd__(self, other): return self._binary("add", other, out=self)
+    def __isub__(self, other): return self._binary("sub", other, out=self)
+    def __imul__(self, other): return self._binary("mul", other, out=self)
+    def __itruediv__(self, other): return self._binary("div", other, out=self)
+
+    def __neg__(self):
+        from .array_ops import negate
+        return negate(self)
+
+    def __pos__(self):
+        return self
+
     # --- Views (array_views.py) -----------------------------------------------------------
 
     def reshape(self, shape) -> "array":

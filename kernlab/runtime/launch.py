@@ -247,7 +247,8 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
         raise LaunchError(f"kl.launch({kernel.key}): give dim, the number of threads")
     dims = (dim,) if type(dim) is int and 0 <= dim <= MAX_THREADS else _dims(dim)
     inputs, outputs = inputs or (), outputs or ()
-    if getattr(kernel.ir, "struct_signature", None) is not None:  # one value per leaf field
+    generic = kernel.param_types is None and kernel.is_generic  # its IR needs types first
+    if not generic and getattr(kernel.ir, "struct_signature", None) is not None:  # leaves
         from .structs import flatten_launch
         inputs, outputs, adj_inputs, adj_outputs = flatten_launch(
             kernel, inputs, outputs, adj_inputs, adj_outputs, device, adjoint)
