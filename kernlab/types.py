@@ -148,6 +148,7 @@ class Vector(Type):
     dtype: Scalar
 
     is_vector = True
+    _wp_generic_type_str_ = "vec_t"  # Warp's name for the family (code that checks it)
 
     @property
     def scalar(self) -> Scalar:
@@ -197,6 +198,7 @@ class Matrix(Type):
     dtype: Scalar
 
     is_matrix = True
+    _wp_generic_type_str_ = "mat_t"
 
     @property
     def scalar(self) -> Scalar:
@@ -415,6 +417,17 @@ def to_type(t) -> Type:
         return _NP_TYPES[np.dtype(t)]
     except (TypeError, KeyError):
         raise TypeError(f"{t!r} is not a kernlab type") from None
+
+
+def strides_from_shape(shape, dtype) -> tuple:
+    """Byte strides of a C-ordered array of this shape and element type (Warp's helper)."""
+    t = to_type(dtype)
+    step = t.scalar.np.itemsize * int(np.prod(t.shape, dtype=np.int64))
+    strides = []
+    for n in reversed(tuple(shape)):
+        strides.append(step)
+        step *= int(n)
+    return tuple(reversed(strides))
 
 
 def type_of_numpy(a: np.ndarray, dtype: Type | None = None) -> tuple[Type, tuple]:

@@ -48,6 +48,9 @@ def convert_arg(kernel_name: str, param, value, device, allow_none=False):
     if t.is_array:
         if value is None:  # a null array, as in Warp: `if a:` is False, and any access to
             return None    # it is out of bounds (its shape is all zeros)
+        if isinstance(value, np.ndarray) and device.is_cpu \
+                and value.dtype == t.dtype.scalar.np:  # Warp passes NumPy memory as it is
+            value = array(value, dtype=t.dtype, copy=False)
         if not isinstance(value, array) or getattr(value, "is_annotation", False):
             hint = " — wrap it with kl.from_numpy(...)" if isinstance(value, np.ndarray) else ""
             raise fail(f"needs a kernlab array, got {type(value).__name__}{hint}")
