@@ -439,7 +439,7 @@ class _BodyLowering:
     def _printf_arg(self, x, s: Scalar):
         b = self.b
         if s.kind == "f":
-            return (b.fpext(x, ir.DoubleType()) if s.bits < 64 else x), "%g"
+            return self.cx.float_convert(x, ir.DoubleType()), "%g"
         if s.kind == "b":
             return b.select(x, self._cstring("True"), self._cstring("False")), "%s"
         if s.bits < 32:  # printf's varargs take int
