@@ -36,6 +36,8 @@ from .types import (NAMED as _NAMED, bfloat16, dtype_from_numpy, dtype_to_numpy,
                     int8, int16, uint8, uint16, uint64)
 from . import _src  # noqa: E402,F401  (wp._src.types, for code that reaches into Warp's)
 from .constants import *  # noqa: E402,F401,F403  (kl.pi, kl.inf, kl.HALF_PI ...)
+from .norms import (norm_huber, norm_l1, norm_l2, norm_pseudo_huber,  # noqa: E402
+                    smooth_normalize)
 from . import autograd  # noqa: E402
 from .interop import from_dlpack, from_torch, to_torch, to_torch_function  # torch: lazily
 

@@ -326,16 +326,54 @@ def is_generic(t) -> bool:
     return False
 
 
+class Value(np.ndarray):
+    """A vector or matrix value on the Python side (what ``vec3(1, 2, 3)`` returns): a NumPy
+    array of the type's shape, with Warp's manners: ``v.x`` .. ``v.w``, ``==`` compares the
+    whole value (a shape mismatch is unequal), and ``str`` prints a Python list."""
+
+    def __eq__(self, other):
+        try:
+            b = np.asarray(other)
+        except Exception:  # noqa: BLE001 - anything that is no array is unequal
+            return False
+        a = np.asarray(self)
+        return a.shape == b.shape and bool(np.all(a == b))
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    __hash__ = None
+
+    def __str__(self):
+        a = np.asarray(self)
+        if a.ndim == 2:
+            return "[" + ",\n ".join(str(row.tolist()) for row in a) + "]"
+        return str(a.tolist())
+
+
+def _component(k):
+    def get(self):
+        return self[k]
+
+    def put(self, value):
+        self[k] = value
+    return property(get, put)
+
+
+for _k, _name in enumerate("xyzw"):
+    setattr(Value, _name, _component(_k))
+
+
 def _construct(t, args):
-    """Python-side value of a vector/matrix type: a NumPy array of its shape and dtype."""
+    """Python-side value of a vector/matrix type: a Value of its shape and dtype."""
     if len(args) == 0:
-        return np.zeros(t.shape, t.dtype.np)
-    if len(args) == 1:
+        out = np.zeros(t.shape, t.dtype.np)
+    elif len(args) == 1:
         a = np.asarray(args[0], dtype=t.dtype.np)
-        if a.ndim == 0:
-            return np.full(t.shape, a, t.dtype.np)
-        return a.reshape(t.shape).copy()
-    return np.array(args, dtype=t.dtype.np).reshape(t.shape)
+        out = np.full(t.shape, a, t.dtype.np) if a.ndim == 0 else a.reshape(t.shape).copy()
+    else:
+        out = np.array(args, dtype=t.dtype.np).reshape(t.shape)
+    return out.view(Value)
 
 
 def vector(length: int, dtype=float32) -> Vector:
