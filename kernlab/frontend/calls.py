@@ -70,15 +70,22 @@ class CallMixin:
             return structs.construct(self, obj, args)
         if isinstance(obj, lang.MatrixForm):
             return self.matrix_form(obj, args, kwargs)
+        if obj is types.quaternion or obj is types.transformation:
+            return self.construct_spatial(obj is types.quaternion, args, kwargs)
         if obj is types.vector or obj is types.matrix:
             return self.construct_generic(obj is types.vector, args, kwargs)
         if isinstance(obj, lang.BuiltinFunction):
             dtype = self.dtype_kwarg(obj, kwargs)
             return self.call_builtin(obj.builtin, self.builtin_args(obj, args, kwargs), dtype)
         target = lang.python_type(obj) if isinstance(obj, (type, Type)) else None
+        if isinstance(target, types.Transformation) and kwargs:
+            return self.construct(target, self.transform_parts(target, args, kwargs))
         if target is not None:
             self.check_shape_kwargs(target, kwargs)
             return self.construct(target, args)
+        if _hashable(obj) and obj in lang.EXPECTS and set(kwargs) <= {"tolerance"}:
+            tol = kwargs.get("tolerance")
+            return self.expect(lang.EXPECTS[obj], args + ([tol] if tol is not None else []))
         if kwargs:
             raise KernelTypeError(f"'{ast.unparse(node.func)}' takes no keyword arguments "
                                   "in a kernel", self.b.loc)
@@ -170,6 +177,10 @@ class CallMixin:
                     env[name] = cell.cell_contents
                 except ValueError:
                     pass
+        for name, var in self.scope.names.items():  # len(v) of a vector local works
+            t = getattr(var, "type", None)
+            if isinstance(t, Type) and (t.is_vector or t.is_matrix):
+                env[name] = np.zeros(t.shape, t.scalar.np)
         for name, var in self.scope.names.items():  # constants known now (static loop vars)
             const = getattr(var, "static_value", None)
             if const is not None:
@@ -235,6 +246,37 @@ class CallMixin:
         t = vals[0].type
         m = self.b.call("construct", vals, Matrix(len(vals), t.length, t.dtype))
         return m if form is lang.matrix_from_rows else self.b.call("transpose", [m])
+
+    def construct_spatial(self, is_quat: bool, args, kwargs):
+        """``quaternion(..., dtype=t)`` and ``transformation(p, q, dtype=t)`` in a kernel."""
+        dtype = kwargs.pop("dtype", None)
+        dtype = to_type(self.const_arg("dtype", dtype)) if dtype is not None else None
+        typed = [a.type for a in list(args) + list(kwargs.values()) if isinstance(a, Value)]
+        if dtype is None:
+            dtype = typed[0].scalar if typed else float32
+        target = types.Quaternion(4, dtype) if is_quat else types.Transformation(7, dtype)
+        if not is_quat and kwargs:
+            args = self.transform_parts(target, args, kwargs)
+        elif kwargs:
+            raise KernelTypeError(f"quaternion() got an unexpected keyword argument "
+                                  f"'{sorted(kwargs)[0]}'", self.b.loc)
+        return self.construct(target, args)
+
+    def transform_parts(self, target, args, kwargs):
+        """[p, q] of ``transform(p=..., q=...)``: a part left out is zero / the identity."""
+        if set(kwargs) - {"p", "q"}:
+            raise KernelTypeError(f"got an unexpected keyword argument "
+                                  f"'{sorted(set(kwargs) - {'p', 'q'})[0]}'", self.b.loc)
+        parts = dict(zip(("p", "q"), args))
+        for k, v in kwargs.items():
+            if k in parts:
+                raise KernelTypeError(f"multiple values for argument '{k}'", self.b.loc)
+            parts[k] = v
+        el = target.dtype
+        p = parts.get("p") or self.b.const(np.zeros(3), Vector(3, el))
+        q = parts.get("q") or self.b.const(np.array([0.0, 0.0, 0.0, 1.0]),
+                                           types.Quaternion(4, el))
+        return [p, q]
 
     def construct_generic(self, is_vector: bool, args, kwargs):
         """``vector(..., length=n, dtype=t)`` and ``matrix(..., shape=(r, c), dtype=t)``."""
