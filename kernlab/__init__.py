@@ -29,9 +29,11 @@ from .types import (quat, quatd, quatf, quath, spatial_matrix, spatial_matrixd,
                     spatial_matrixf, spatial_matrixh, spatial_vector, spatial_vectord,
                     spatial_vectorf, spatial_vectorh, transform, transformd, transformf,
                     transformh)
-from .types import (NAMED as _NAMED, dtype_from_numpy, dtype_to_numpy, float16,  # noqa: E402
+from .types import (NAMED as _NAMED, bfloat16, dtype_from_numpy, dtype_to_numpy,  # noqa: E402
+                    float16,
                     int8, int16, uint8, uint16, uint64)
 from . import _src  # noqa: E402,F401  (wp._src.types, for code that reaches into Warp's)
+from .constants import *  # noqa: E402,F401,F403  (kl.pi, kl.inf, kl.HALF_PI ...)
 from . import autograd  # noqa: E402
 from .interop import from_dlpack, from_torch, to_torch, to_torch_function  # torch: lazily
 

@@ -108,6 +108,11 @@ class KernelTypeError(KernelError, TypeError):
     """No overload or no implicit conversion fits the types involved."""
 
 
+class KernelUnsupportedTypeError(KernelTypeError, RuntimeError):
+    """An operation the type does not support on this hardware model (atomic_min on int8,
+    ...); a RuntimeError too, as Warp's codegen error is."""
+
+
 class KernelValueError(KernelError, ValueError):
     """A value the kernel language needs at compile time is wrong (a slice bound, ...)."""
 
@@ -131,7 +136,7 @@ WarpCodegenAttributeError = KernelAttributeError
 WarpCodegenKeyError = KernelKeyError
 
 
-class LaunchError(KernelError):
+class LaunchError(KernelError, RuntimeError):  # Warp raises RuntimeError
     """Wrong arguments to kl.launch: count, dtype, shape, device."""
 
 

@@ -23,7 +23,12 @@ class BuiltinFunction:
     def __call__(self, *args, dtype=None):
         if self.builtin in EXPANSIONS:  # quaternion/transform math: run its expansion
             target = to_type(dtype) if dtype is not None else None
-            return call_on_python_values(self.builtin, args, target)
+            out = call_on_python_values(self.builtin, args, target)
+            if self.builtin in ("transform_set_translation", "transform_set_rotation"):
+                np.copyto(args[0], out)  # these write their first argument, as in Warp
+                return None
+            if out is not NotImplemented:
+                return out
         record = REGISTRY[self.builtin]
         vals = [a if isinstance(a, np.ndarray) else np.asarray(a)[()] for a in args]
         vals = [v.astype(np.float32) if isinstance(v, np.floating) and v.dtype == np.float64
@@ -54,6 +59,9 @@ PUBLIC_BUILTINS = [
     "log", "log2", "log10", "sqrt", "pow", "abs", "sign", "floor", "ceil", "round", "min",
     "max", "clamp", "lerp", "smoothstep", "where", "dot", "cross", "length", "length_sq",
     "normalize", "outer", "transpose", "determinant", "mul", "trunc",
+    "rint", "frac", "cbrt", "degrees", "radians", "copysign", "step", "nonzero", "isfinite",
+    "isnan", "isinf", "argmin", "argmax", "add", "sub", "div", "mod", "floordiv", "neg",
+    "bit_and", "bit_or", "bit_xor", "lshift", "rshift", "invert", "cw_mul", "cw_div",
 ]
 FUNCTIONS = {name: BuiltinFunction(name) for name in PUBLIC_BUILTINS + SPATIAL_BUILTINS}
 FUNCTIONS["transformation"] = BuiltinFunction("transformation")

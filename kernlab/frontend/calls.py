@@ -19,8 +19,9 @@ from ..errors import KernelSyntaxError, KernelTypeError
 from ..generics import annotated_types, matches
 from ..ir.nodes import Op, Value
 from ..types import ANY, Matrix, Type, Vector, bool_, float32, int32, to_type
-from .exprs import PY_BUILTINS, Lit, PyObj, _hashable
+from .spatial import NOT_SPATIAL
 from . import structs
+from .exprs import PY_BUILTINS, Lit, PyObj, _hashable
 from .grads import GradOf
 from .source import parse_function
 from .views import ArrayRef
@@ -58,34 +59,29 @@ class CallMixin:
                 raise KernelSyntaxError("**-unpacking is not supported in kernel calls",
                                         self.b.loc)
             kwargs[kw.arg] = self.expr(kw.value)
+        if structs.is_struct(obj):  # S(...) makes a struct local
+            return structs.construct(self, obj, args, kwargs)
         from ..kernel import Func  # the decorator module sits above the frontend
         if isinstance(obj, GradOf):
             return self.grad_call(obj.target, args, kwargs)
         if isinstance(obj, Func):
             return self.call_func(obj, args, kwargs)
-        if structs.is_struct(obj):
-            if kwargs:
-                raise KernelTypeError(f"struct '{obj.__name__}' takes no keyword arguments in "
-                                      "a kernel", self.b.loc)
-            return structs.construct(self, obj, args)
         if isinstance(obj, lang.MatrixForm):
             return self.matrix_form(obj, args, kwargs)
-        if obj is types.quaternion or obj is types.transformation:
-            return self.construct_spatial(obj is types.quaternion, args, kwargs)
+        spatial = self.spatial_call(obj, args, kwargs, node)  # frontend/spatial.py
+        if spatial is not NOT_SPATIAL:
+            return spatial
         if obj is types.vector or obj is types.matrix:
             return self.construct_generic(obj is types.vector, args, kwargs)
         if isinstance(obj, lang.BuiltinFunction):
             dtype = self.dtype_kwarg(obj, kwargs)
             return self.call_builtin(obj.builtin, self.builtin_args(obj, args, kwargs), dtype)
         target = lang.python_type(obj) if isinstance(obj, (type, Type)) else None
-        if isinstance(target, types.Transformation) and kwargs:
-            return self.construct(target, self.transform_parts(target, args, kwargs))
         if target is not None:
             self.check_shape_kwargs(target, kwargs)
             return self.construct(target, args)
         if _hashable(obj) and obj in lang.EXPECTS and set(kwargs) <= {"tolerance"}:
-            tol = kwargs.get("tolerance")
-            return self.expect(lang.EXPECTS[obj], args + ([tol] if tol is not None else []))
+            return self.expect(lang.EXPECTS[obj], args + list(kwargs.values()))
         if kwargs:
             raise KernelTypeError(f"'{ast.unparse(node.func)}' takes no keyword arguments "
                                   "in a kernel", self.b.loc)
@@ -247,37 +243,6 @@ class CallMixin:
         m = self.b.call("construct", vals, Matrix(len(vals), t.length, t.dtype))
         return m if form is lang.matrix_from_rows else self.b.call("transpose", [m])
 
-    def construct_spatial(self, is_quat: bool, args, kwargs):
-        """``quaternion(..., dtype=t)`` and ``transformation(p, q, dtype=t)`` in a kernel."""
-        dtype = kwargs.pop("dtype", None)
-        dtype = to_type(self.const_arg("dtype", dtype)) if dtype is not None else None
-        typed = [a.type for a in list(args) + list(kwargs.values()) if isinstance(a, Value)]
-        if dtype is None:
-            dtype = typed[0].scalar if typed else float32
-        target = types.Quaternion(4, dtype) if is_quat else types.Transformation(7, dtype)
-        if not is_quat and kwargs:
-            args = self.transform_parts(target, args, kwargs)
-        elif kwargs:
-            raise KernelTypeError(f"quaternion() got an unexpected keyword argument "
-                                  f"'{sorted(kwargs)[0]}'", self.b.loc)
-        return self.construct(target, args)
-
-    def transform_parts(self, target, args, kwargs):
-        """[p, q] of ``transform(p=..., q=...)``: a part left out is zero / the identity."""
-        if set(kwargs) - {"p", "q"}:
-            raise KernelTypeError(f"got an unexpected keyword argument "
-                                  f"'{sorted(set(kwargs) - {'p', 'q'})[0]}'", self.b.loc)
-        parts = dict(zip(("p", "q"), args))
-        for k, v in kwargs.items():
-            if k in parts:
-                raise KernelTypeError(f"multiple values for argument '{k}'", self.b.loc)
-            parts[k] = v
-        el = target.dtype
-        p = parts.get("p") or self.b.const(np.zeros(3), Vector(3, el))
-        q = parts.get("q") or self.b.const(np.array([0.0, 0.0, 0.0, 1.0]),
-                                           types.Quaternion(4, el))
-        return [p, q]
-
     def construct_generic(self, is_vector: bool, args, kwargs):
         """``vector(..., length=n, dtype=t)`` and ``matrix(..., shape=(r, c), dtype=t)``."""
         allowed = {"length", "dtype"} if is_vector else {"shape", "dtype"}
@@ -325,7 +290,7 @@ class CallMixin:
         return self.inline_call(func, pyfunc, raw)
 
     def describe_arg(self, x) -> str:
-        if isinstance(x, Value):
+        if isinstance(x, Value) or structs.is_structish(x):
             return str(x.type)
         if isinstance(x, Lit):
             return type(x.value).__name__ + " literal"
@@ -382,7 +347,8 @@ class CallMixin:
             if isinstance(x.value, int):
                 return t.is_int or (not strict and t.is_float)
             return t.is_float
-        if isinstance(x, (Value, ArrayRef)):
+        if isinstance(x, (Value, ArrayRef)) or structs.is_structish(x):  # a struct: its own
+            return t is ANY or matches(t, x.type)
             return t is ANY or matches(t, x.type)
         return False
 

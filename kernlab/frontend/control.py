@@ -13,9 +13,9 @@ import ast
 from .. import lang
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir.nodes import Block, Op, Value
+from . import structs
 from ..generics import matches
 from ..types import int32, is_generic
-from . import structs
 from .exprs import Lit, PyObj
 from .views import ArrayRef
 from .source import annotation_type, parse_function

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import lang
-from ..errors import KernelAttributeError, KernelNameError, KernelSyntaxError, KernelTypeError
+from ..builtins.scalars import atomic_type_error
+from ..errors import (KernelAttributeError, KernelNameError, KernelSyntaxError, KernelTypeError,
+                      KernelUnsupportedTypeError)
 from ..ir.nodes import Op, Site, Value
 from ..types import (Matrix, Transformation, Type, Vector, bool_, float32, int32, int64,
                      to_type)
@@ -47,15 +49,29 @@ class ShapeOf:
 
 
 BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
-          ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "mul"}
+          ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "mul",
+          ast.BitAnd: "bit_and", ast.BitOr: "bit_or", ast.BitXor: "bit_xor",
+          ast.LShift: "lshift", ast.RShift: "rshift"}
+
+
+def _fold_div(a, b):
+    """``/`` on two constants: ints divide as the kernel would (int32, truncating), as in
+    Warp, where ``C / 2`` of an int constant is an int."""
+    if isinstance(a, int) and isinstance(b, int):
+        q = abs(a) // abs(b)
+        return q if (a < 0) == (b < 0) else -q
+    if b == 0:  # IEEE, as the kernel computes it: 2.0 / 0.0 is inf, 0.0 / 0.0 is NaN
+        return math.copysign(math.inf, a) * math.copysign(1.0, b) if a == a and a else math.nan
+    return a / b
+
+
 FOLD = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-        ast.Div: operator.truediv, ast.Pow: operator.pow}
+        ast.Div: _fold_div, ast.Pow: operator.pow}
 CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt",
           ast.GtE: "ge"}
 PY_BUILTINS = {builtins.min: "min", builtins.max: "max", builtins.abs: "abs",
                builtins.pow: "pow", builtins.round: "round"}
 COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
-TRANSFORM_PARTS = {"p": "transform_get_translation", "q": "transform_get_rotation"}
 
 
 class ExprMixin:
@@ -155,7 +171,7 @@ class ExprMixin:
         if isinstance(obj, np.ndarray) and obj.ndim in (1, 2) and obj.dtype.kind in "fiu":
             el = to_type(obj.dtype)
             t = Vector(obj.shape[0], el) if obj.ndim == 1 else Matrix(*obj.shape, el)
-            return self.b.const(obj, t)
+            return self.b.const(obj, getattr(obj, "kl_type", None) or t)  # quat, transform
         return PyObj(obj)
 
     def expr_Attribute(self, node):
@@ -172,9 +188,9 @@ class ExprMixin:
                                       f"'{node.attr}'", self.b.loc) from None
         if isinstance(base, Value) and base.type.is_array and node.attr == "shape":
             return ShapeOf(base)
-        if isinstance(base, Value) and node.attr in TRANSFORM_PARTS \
+        if isinstance(base, Value) and node.attr in ("p", "q") \
                 and isinstance(base.type, Transformation):
-            return self.b.call(TRANSFORM_PARTS[node.attr], [base])
+            return self.transform_part(base, node.attr)  # frontend/spatial.py
         if isinstance(base, Value) and base.type.is_vector and node.attr in COMPONENTS:
             k = COMPONENTS[node.attr]
             if k >= base.type.length:
@@ -219,6 +235,8 @@ class ExprMixin:
         here; a runtime one is checked when the kernel runs (like an array index)."""
         t = base.type
         extents = (t.length,) if t.is_vector else (t.rows, t.cols)
+        raw = [Lit(x.value + n) if isinstance(x, Lit) and type(x.value) is int
+               and -n <= x.value < 0 else x for x, n in zip(raw, extents)]  # q[-1], as Warp
         for d, (x, n) in enumerate(zip(raw, extents)):
             if isinstance(x, Lit) and isinstance(x.value, int) and not 0 <= x.value < n:
                 raise KernelTypeError(f"index {x.value} is out of range for axis {d} of a {t} "
@@ -234,7 +252,8 @@ class ExprMixin:
 
     def load_element(self, arr: Value, indices, node):
         if len(indices) != arr.type.ndim:
-            raise KernelTypeError(f"array '{self.array_name(arr)}' has {arr.type.ndim} "
+            raise KernelTypeError(f"Incorrect number of indices specified for array indexing: "
+                                  f"array '{self.array_name(arr)}' has {arr.type.ndim} "
                                   f"dimension(s) but {len(indices)} index(es) were given",
                                   self.b.loc)
         return self.b.emit(Op.LOAD, [arr, *indices], arr.type.dtype, site=self.site(arr))
@@ -273,6 +292,8 @@ class ExprMixin:
             return self.call_builtin("neg", [x])
         if isinstance(node.op, ast.Not):
             return self.b.not_(self.truth(x))
+        if isinstance(node.op, ast.Invert):
+            return self.call_builtin("invert", [x])
         raise KernelSyntaxError(f"operator {_describe(node.op)} is not supported", self.b.loc)
 
     def truth(self, x) -> Value:
@@ -394,11 +415,12 @@ class ExprMixin:
         if val.type != arr.type.dtype:
             raise KernelTypeError(f"atomic_{kind} of a {val.type} into an array of "
                                   f"{arr.type.dtype}", self.b.loc)
-        if kind in ("min", "max") and not arr.type.dtype.is_scalar:
-            raise KernelTypeError(f"atomic_{kind} needs an array of scalars", self.b.loc)
         if arr.type.dtype.scalar.kind == "b":
             raise KernelTypeError(f"atomic_{kind} (and +=, -= on an array element) needs an "
                                   "array of numbers, not of bool", self.b.loc)
+        why = atomic_type_error(kind, arr.type.dtype)
+        if why:
+            raise KernelUnsupportedTypeError(why, self.b.loc)
         return self.b.emit(Op.ATOMIC, [arr, *idx, val], val.type, kind=kind,
                            site=self.site(arr))
 

@@ -173,6 +173,7 @@ class Launch:
                       for p in func.params]
         self.params = list(params)
         self.null_arrays = False  # True: None arrays were passed on purpose (null arrays)
+        self.struct_args = None  # the user's arguments where the kernel takes structs
 
     def _func(self):
         return self.kernel.adjoint_ir if self.adjoint else self.kernel.ir
@@ -182,6 +183,8 @@ class Launch:
         return f"<kernlab {kind}Launch of {self.kernel.key} dim={self.dim}>"
 
     def launch(self, stream=None):
+        if self.struct_args is not None:  # structs may have changed since: flatten again
+            self.struct_args.refresh(self)
         n = len(self.kernel.params)
         args = list(self.params)
         for k, p in enumerate(self.kernel.params):
@@ -199,6 +202,8 @@ class Launch:
 
     def set_param_at_index(self, index: int, value, adjoint: bool = False):
         """Set argument ``index`` (its adjoint with adjoint=True, on an adjoint launch)."""
+        if self.struct_args is not None and not adjoint:
+            return self.struct_args.set(self, index, value)
         n = len(self.kernel.params)
         if adjoint:
             if not self.adjoint:
@@ -213,6 +218,9 @@ class Launch:
                                          allow_none=index >= n or param.type.is_array)
 
     def set_param_by_name(self, name: str, value, adjoint: bool = False):
+        if self.struct_args is not None and not adjoint \
+                and self.struct_args.index_of(name) is not None:
+            return self.set_param_at_index(self.struct_args.index_of(name), value)
         for k, p in enumerate(self.kernel.params):
             if p.name == name:
                 self.set_param_at_index(k, value, adjoint=adjoint)
@@ -243,14 +251,15 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
         raise LaunchError(f"kl.launch({kernel.key}): give dim, the number of threads")
     dims = (dim,) if type(dim) is int and 0 <= dim <= MAX_THREADS else _dims(dim)
     inputs, outputs = inputs or (), outputs or ()
-    if kernel.param_types is None and kernel.is_generic:  # Any parameters: this launch's
-        kernel = kernel.for_arguments(list(inputs) + list(outputs))
-    if getattr(kernel.ir, "struct_signature", None) is not None:  # one value per leaf field
-        from .structs import flatten_launch
-        inputs, outputs, adj_inputs, adj_outputs = flatten_launch(
-            kernel, inputs, outputs, adj_inputs, adj_outputs, device, adjoint)
     n_in = len(inputs)
     primal = list(inputs) + list(outputs) if outputs else list(inputs)
+    if kernel.param_types is None and kernel.is_generic:  # Any parameters: this launch's
+        kernel = kernel.for_arguments(primal)
+    structs = None
+    if getattr(kernel.ir, "struct_signature", None) is not None:  # one value per leaf field
+        from .structs import flatten_launch
+        structs, primal, n_in, adj_inputs, adj_outputs = flatten_launch(
+            kernel, inputs, outputs, adj_inputs, adj_outputs, device, adjoint)
     plan = _plan(kernel)
     if len(primal) != len(plan):
         params = kernel.params
@@ -270,6 +279,7 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
                        for p, v in zip(kernel.adjoint_ir.params[len(params):], adj)]
     cmd = Launch(kernel, dev, params=args, adjoint=adjoint, dim=dims, max_blocks=max_blocks,
                  block_dim=block_dim)
+    cmd.struct_args = structs
     if record_cmd:
         return cmd
     cmd.null_arrays = True  # kl.launch(k, n, inputs=[None, ...]): a null array, as in Warp
@@ -278,6 +288,8 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
         tape = _tape.active_tape()
         if tape is not None:  # recorded after it ran: versions include its own writes
             tape.record_launch(cmd, n_inputs=n_in)
+            if structs is not None:
+                structs.record_gradients(tape)
     return None
 
 
