@@ -75,11 +75,27 @@ atomic_min = SpecialForm("atomic_min", "atomic_min(array, index..., value): retu
 atomic_max = SpecialForm("atomic_max", "atomic_max(array, index..., value): returns the old value")
 printf = SpecialForm("printf", "printf(fmt, *values): C-style formatted debug output")
 kprint = SpecialForm("print", "print(*values): debug output from a kernel")
-expect_eq = SpecialForm("expect_eq", "expect_eq(a, b): print a message if a != b (the kernel "
+class ExpectForm(SpecialForm):
+    """expect_eq / expect_neq / expect_near. Outside a kernel (a func run from Python) they
+    compare the Python values and print a message when the expectation fails, as in Warp."""
+
+    def __call__(self, a, b, tolerance=1e-6):
+        a, b = np.asarray(a), np.asarray(b)
+        if self.__name__ == "expect_near":
+            ok = bool(np.all(np.abs(a - b) <= tolerance))
+        else:
+            ok = a.shape == b.shape and bool(np.all(a == b))
+            ok = ok if self.__name__ == "expect_eq" else not ok
+        if not ok:
+            print(f"{self.__name__} failed: {a} vs {b}")
+        return None
+
+
+expect_eq = ExpectForm("expect_eq", "expect_eq(a, b): print a message if a != b (the kernel "
                         "goes on)")
-expect_neq = SpecialForm("expect_neq", "expect_neq(a, b): print a message if a == b (the kernel "
+expect_neq = ExpectForm("expect_neq", "expect_neq(a, b): print a message if a == b (the kernel "
                          "goes on)")
-expect_near = SpecialForm("expect_near", "expect_near(a, b, tolerance=1e-6): print a message "
+expect_near = ExpectForm("expect_near", "expect_near(a, b, tolerance=1e-6): print a message "
                           "if some component differs by more than tolerance")
 EXPECTS = {expect_eq: "eq", expect_neq: "neq", expect_near: "near"}
 ATOMICS = {atomic_add: "add", atomic_sub: "sub", atomic_min: "min", atomic_max: "max"}

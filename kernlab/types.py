@@ -321,6 +321,8 @@ def is_generic(t) -> bool:
     """Whether a type still has an ``Any`` in it (a generic parameter)."""
     if t is ANY:
         return True
+    if isinstance(t, Vector) and t.length is ANY:
+        return True
     if isinstance(t, (ArrayType, Vector, Matrix)):
         return is_generic(t.dtype)
     return False
@@ -377,11 +379,8 @@ def _construct(t, args):
 
 
 def vector(length: int, dtype=float32) -> Vector:
-    """``vector(3, float16)``; ``vector(Any, float)`` in an annotation is generic (for now as
-    loose as ``Any``: the launch or call binds the argument's own type)."""
-    if length is typing.Any or length is ANY:
-        return ANY
-    return Vector(int(length), to_type(dtype))
+    """The vector type of that length and dtype; ``length=Any`` makes a generic pattern."""
+    return Vector(ANY if length is typing.Any else int(length), to_type(dtype))
 
 
 def matrix(shape, dtype=float32) -> Matrix:

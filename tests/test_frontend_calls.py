@@ -401,3 +401,51 @@ def test_view_slices_follow_python_semantics(lo, hi, step):
     d = data[lo:hi:step, 1]
     r = data[3::-1, 0]
     assert out.numpy().tolist() == [3, data[4, -1], 400 + r[0] * 10 + r[3], len(d), d[-1], 0]
+
+
+@kl.kernel
+def slice_assign_kernel(out: kl.array(dtype=kl.vec4), flags: kl.array(dtype=int)):
+    v = kl.vec4(1.0, 2.0, 3.0, 4.0)
+    v[1:3] = kl.vec2(20.0, 30.0)
+    v[-1] = 40.0
+    w = kl.vec4(0.0, 0.0, 0.0, 0.0)
+    w[::2] = kl.vec2(5.0, 6.0)
+    w[1:] += kl.vec3(1.0, 1.0, 1.0)
+    out[0] = v
+    out[1] = w
+    flags[0] = int(v == kl.vec4(1.0, 20.0, 30.0, 40.0))
+    flags[1] = int(v != w)
+    m = kl.mat22(1.0, 2.0, 3.0, 4.0)
+    m[-1] = kl.vec2(7.0, 8.0)
+    flags[2] = int(m[1, 0] == 7.0 and m == kl.mat22(1.0, 2.0, 7.0, 8.0))
+
+
+def test_slice_and_negative_assignment_and_vector_equality():
+    out, flags = kl.zeros(2, dtype=kl.vec4), kl.zeros(3, dtype=int)
+    kl.launch(slice_assign_kernel, 1, inputs=[out, flags])
+    np.testing.assert_array_equal(out.numpy(), [[1, 20, 30, 40], [5, 1, 7, 1]])
+    assert flags.numpy().tolist() == [1, 1, 1]
+
+
+def test_slice_assignment_of_the_wrong_length_is_an_error():
+    @kl.kernel
+    def bad():
+        v = kl.vec4(1.0, 2.0, 3.0, 4.0)
+        v[1:] = kl.vec2(5.0, 6.0)
+
+    with pytest.raises(kl.KernelValueError, match=r"isn't compatible with the given slice "
+                                                   r"\(expected 3\)\.$"):
+        kl.launch(bad, 1)
+
+
+@kl.kernel
+def any_length(v: kl.types.vector(Any, float), out: kl.array(dtype=int)):
+    out[0] = len(v)
+
+
+def test_generic_vector_length():
+    out = kl.zeros(1, dtype=int)
+    kl.launch(any_length, 1, inputs=[kl.vec3(1.0, 2.0, 3.0), out])
+    assert out.numpy()[0] == 3
+    kl.launch(any_length, 1, inputs=[kl.vec2(1.0, 2.0), out])
+    assert out.numpy()[0] == 2

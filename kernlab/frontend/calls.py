@@ -173,6 +173,10 @@ class CallMixin:
                     env[name] = cell.cell_contents
                 except ValueError:
                     pass
+        for name, var in self.scope.names.items():  # len(v) of a vector local works
+            t = getattr(var, "type", None)
+            if isinstance(t, Type) and (t.is_vector or t.is_matrix):
+                env[name] = np.zeros(t.shape, t.scalar.np)
         for name, var in self.scope.names.items():  # constants known now (static loop vars)
             const = getattr(var, "static_value", None)
             if const is not None:

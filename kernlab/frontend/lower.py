@@ -297,6 +297,16 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, ViewMixin, ControlMixin, ExprM
         idx_nodes = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
         base = self.expr(target.value) if not isinstance(target.value, ast.Name) \
             else self._name_for_store(target.value)
+        if isinstance(base, Var) and (base.type.is_vector or base.type.is_matrix):
+            self.b.store(base, self.insert_into(self.b.load(base), idx_nodes, value))
+            return
+        if isinstance(target.value, ast.Subscript) and isinstance(base, Value) \
+                and (base.type.is_vector or base.type.is_matrix):  # a[i][k] = s
+            return self.assign_subscript(target.value,
+                                         self.insert_into(base, idx_nodes, value))
+        if isinstance(target.value, ast.Attribute) and self.struct_rooted(target.value) \
+                and isinstance(base, Value) and (base.type.is_vector or base.type.is_matrix):
+            return self.assign(target.value, self.insert_into(base, idx_nodes, value))
         raw = [self.expr(i) for i in idx_nodes]
         if isinstance(base, ArrayRef):  # a view: store into the array at composed indices
             indices = self.view_indices(base, raw)
@@ -310,21 +320,6 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, ViewMixin, ControlMixin, ExprM
         if isinstance(base, structs.StructArray):  # a[i] = s for an array of structs
             elem = structs.index(self, base, [self.int_index(i) for i in raw])
             return structs.store_struct(self, elem, value)
-        if isinstance(target.value, ast.Attribute) and self.struct_rooted(target.value) \
-                and isinstance(base, Value) and (base.type.is_vector or base.type.is_matrix):
-            v = self.value(value, base.type.scalar)  # s.m[i, j] = v: modify the field
-            return self.assign(target.value, self.component_call("insert", base, raw, v))
-        if isinstance(base, Var) and (base.type.is_vector or base.type.is_matrix):
-            old = self.b.load(base)
-            v = self.value(value, base.type.scalar)
-            self.b.store(base, self.component_call("insert", old, raw, v))
-            return
-        if isinstance(target.value, ast.Subscript):  # a[i][k] = s: read, modify, write
-            inner = self.expr(target.value)
-            if inner.type.is_vector or inner.type.is_matrix:
-                v = self.value(value, inner.type.scalar)
-                new = self.component_call("insert", inner, raw, v)
-                return self.assign_subscript(target.value, new)
         indices = [self.int_index(i) for i in raw]
         if isinstance(base, Value) and base.type.is_array:
             if len(indices) != base.type.ndim:

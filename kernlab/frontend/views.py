@@ -102,6 +102,51 @@ class ViewMixin:
             return self.b.call("construct", parts, Vector(len(parts), t.dtype))
         return self.b.call("construct", parts, Matrix(len(parts), t.cols, t.dtype))
 
+    def insert_into(self, old: Value, idx, value) -> Value:
+        """``old`` with the components ``[idx]`` replaced by ``value`` (a component, a row,
+        or for a slice a vector/matrix of the slice's size); negative constants count from
+        the end."""
+        t = old.type
+        extents = (t.length,) if t.is_vector else (t.rows, t.cols)
+        if not any(isinstance(i, ast.Slice) for i in idx):
+            raw = [self.expr(i) for i in idx]
+            raw = [Lit(x.value + n) if isinstance(x, Lit) and isinstance(x.value, int)
+                   and not isinstance(x.value, bool) and x.value < 0 else x
+                   for x, n in zip(raw, extents)]
+            return self.component_call("insert", old, raw, self.value(value, t.scalar))
+        if len(idx) > len(extents):
+            raise KernelTypeError(f"too many indices for a {t}", self.b.loc)
+        axes = [self.axis_picks(node, n) for node, n in zip(idx, extents)]
+        if t.is_matrix and len(axes) == 1:
+            axes.append((list(range(t.cols)), False))
+        kept = [len(p) for p, single in axes if not single]
+        spots = [(r,) for r in axes[0][0]] if t.is_vector else \
+            [(r, c) for r in axes[0][0] for c in axes[1][0]]
+        v = value if isinstance(value, Value) else self.value(value, t.scalar)
+        if len(kept) == 1:
+            if not v.type.is_vector:
+                raise KernelValueError(f"The provided value is expected to be a vector of "
+                                       f"length {kept[0]}, with dtype {t.scalar}.", self.b.loc)
+            if v.type.length != kept[0]:
+                raise KernelValueError(f"The length of the provided vector ({v.type.length}) "
+                                       f"isn't compatible with the given slice (expected "
+                                       f"{kept[0]}).", self.b.loc)
+            if v.type.scalar != t.scalar:
+                raise KernelValueError(f"The provided vector is expected to be of length "
+                                       f"{kept[0]} with dtype {t.scalar}.", self.b.loc)
+            parts = [(k,) for k in range(kept[0])]
+        else:
+            want = tuple(kept)
+            if not v.type.is_matrix or v.type.shape != want or v.type.scalar != t.scalar:
+                raise KernelValueError(f"The provided value is expected to be a matrix of "
+                                       f"shape {want}, with dtype {t.scalar}.", self.b.loc)
+            parts = [(r, c) for r in range(want[0]) for c in range(want[1])]
+        new = old
+        for spot, part in zip(spots, parts):
+            comp = self.b.call("index", [v, *[self.b.const(k, int32) for k in part]])
+            new = self.b.call("insert", [new, *[self.b.const(k, int32) for k in spot], comp])
+        return new
+
     def matrix_block(self, base, idx):
         t = base.type
         rows, one_row = self.axis_picks(idx[0], t.rows)
