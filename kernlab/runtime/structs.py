@@ -633,3 +633,14 @@ class StructArgs:
         for v in self.values:
             if isinstance(v, StructInstance):
                 tape.gradients[v] = grad_struct(v)
+
+
+def add_elements(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a + b, field by field where they are struct records (accumulating gradients of
+    arrays of structs)."""
+    if a.dtype.names is None:
+        return a + b
+    out = np.empty_like(a)
+    for name in a.dtype.names:
+        out[name] = add_elements(a[name], b[name])
+    return out

@@ -361,7 +361,9 @@ def _array_op_adjoint(rec: RecordedArrayOp):
     n, do, so = n * k, do * k, so * k
     # works on either device (and across them, for a.to(device)): read, add, write back
     incoming = np.array(array_mod._read_flat(dest.grad, do, n))
-    array_mod._write_flat(src.grad, so, array_mod._read_flat(src.grad, so, n) + incoming)
+    from .structs import add_elements  # records of a struct add field by field
+    array_mod._write_flat(src.grad, so, add_elements(array_mod._read_flat(src.grad, so, n),
+                                                     incoming))
     if rec.kind != "clone" and not dest.retain_grad:
         array_mod._write_flat(dest.grad, do, np.zeros(n, incoming.dtype))
     src.grad._bump_version()
