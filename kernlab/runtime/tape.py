@@ -365,5 +365,7 @@ def _array_op_adjoint(rec: RecordedArrayOp):
     # (a copy within one array): the overwritten elements' gradient goes only to the source
     if rec.kind != "clone" and not dest.retain_grad:
         array_mod._write_flat(dest.grad, do, np.zeros(n, incoming.dtype))
-    array_mod._write_flat(src.grad, so, array_mod._read_flat(src.grad, so, n) + incoming)
+    from .structs import add_elements  # records of a struct add field by field
+    array_mod._write_flat(src.grad, so, add_elements(array_mod._read_flat(src.grad, so, n),
+                                                     incoming))
     src.grad._bump_version()
