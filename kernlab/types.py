@@ -448,6 +448,8 @@ def to_type(t) -> Type:
         return t
     if t is typing.Any:
         return ANY
+    if isinstance(getattr(t, "kl_class_type", None), Type):  # type(kl.quat()): its type
+        return t.kl_class_type
     if t in _PY_TYPES:
         return _PY_TYPES[t]
     try:
