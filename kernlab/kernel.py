@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import functools
 import sys
+import typing
+from typing import Callable, ParamSpec, TypeVar
 
 from . import config
 from .errors import KernelError
@@ -251,6 +253,18 @@ def kernel(f=None, *, enable_backward: bool | None = None, module=None, **option
             opts["enable_backward"] = bool(enable_backward)
         return Kernel(pyfunc, options=opts, module=module)
     return wrap(f) if f is not None else wrap
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+@typing.overload
+def func(f: Callable[_P, _R]) -> Callable[_P, _R]: ...
+
+
+@typing.overload
+def func(*, module=None, name=None) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]: ...
 
 
 def func(f=None, *, module=None, name=None, **_ignored):

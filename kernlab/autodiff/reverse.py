@@ -319,7 +319,7 @@ class _Reverse:
         elif kind in ("min", "max"):  # the gradient goes to the value that won
             final = g.emit(Op.LOAD, [self.map[ins.args[0]], *idx], value.type,
                            site=ins.attrs["site"])
-            adj = g.where(g.eq(final, self.map[value]), adj, g.zeros(value.type))
+            adj = g.route_eq(final, self.map[value], adj)  # component-wise on vectors
         self.accumulate(value, adj)
 
     def rev_IF(self, ins):

@@ -13,10 +13,11 @@ import ast
 from .. import lang
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir.nodes import Block, Op, Value
+from . import structs
 from ..generics import matches
 from ..types import int32, is_generic
-from . import structs
 from .exprs import Lit, PyObj
+from .views import ArrayRef
 from .source import annotation_type, parse_function
 
 
@@ -36,10 +37,9 @@ class ControlMixin:
             return self.for_range(node, it.args[0], backwards=True)
         if _is_range(fn):
             return self.for_range(node, it)
-        if fn is None:
-            seq = self.expr(it)
-            if isinstance(seq, Value) and (seq.type.is_vector or seq.type.is_matrix):
-                return self.for_each(node, seq)
+        seq = self.expr(it)
+        if isinstance(seq, Value) and (seq.type.is_vector or seq.type.is_matrix):
+            return self.for_each(node, seq)
         raise KernelSyntaxError("kernels loop over range(...), reversed(range(...)), or the "
                                 "components of a vector (rows of a matrix)", self.b.loc)
 
@@ -174,7 +174,7 @@ class ControlMixin:
                 continue
             want = t.scalar if (t.is_scalar or t.is_vector or t.is_matrix) \
                 and not is_generic(t) else None
-            v = self.value(a, want)
+            v = a if isinstance(a, ArrayRef) else self.value(a, want)
             if not matches(t, v.type):
                 raise KernelTypeError(f"argument '{p.arg}' of func '{func.__name__}' must be a "
                                       f"{t}, not a {v.type}", self.b.loc)

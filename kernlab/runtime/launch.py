@@ -46,10 +46,8 @@ def convert_arg(kernel_name: str, param, value, device, allow_none=False):
         return LaunchError(f"kernel '{kernel_name}': parameter '{name}' ({t}) {what}")
 
     if t.is_array:
-        if value is None:
-            if allow_none:
-                return None
-            raise fail("got None; pass an array")
+        if value is None:  # a null array, as in Warp: `if a:` is False, and any access to
+            return None    # it is out of bounds (its shape is all zeros)
         if not isinstance(value, array) or getattr(value, "is_annotation", False):
             hint = " — wrap it with kl.from_numpy(...)" if isinstance(value, np.ndarray) else ""
             raise fail(f"needs a kernlab array, got {type(value).__name__}{hint}")
@@ -183,11 +181,8 @@ class Launch:
                       convert_arg(kernel.key, p, None, self.device, allow_none=True)
                       for p in func.params]
         self.params = list(params)
-        # a kernel with struct parameters, forward: the arguments as the user gave them
-        # (struct instances whole), flattened into params at each launch()
-        sig = None if params is not None or (kernel.param_types is None and kernel.is_generic) \
-            else getattr(kernel.ir, "struct_signature", None)
-        self._user_args = None if sig is None or self.adjoint else [None] * len(sig)
+        self.null_arrays = False  # True: None arrays were passed on purpose (null arrays)
+        self.struct_args = None  # the user's arguments where the kernel takes structs
 
     def _func(self):
         return self.kernel.adjoint_ir if self.adjoint else self.kernel.ir
@@ -196,24 +191,18 @@ class Launch:
         kind = "adjoint " if self.adjoint else ""
         return f"<kernlab {kind}Launch of {self.kernel.key} dim={self.dim}>"
 
-    def _flatten_user_args(self):
-        from .structs import flatten_launch_args
-        flat_in, flat_out = flatten_launch_args(self.kernel, self._user_args, [], self.device)
-        self.params = [convert_arg(self.kernel.key, p, v, self.device)
-                       for p, v in zip(self.kernel.params, list(flat_in) + list(flat_out))]
-
     def launch(self, stream=None):
-        if self._user_args is not None:
-            self._flatten_user_args()
+        if self.struct_args is not None:  # structs may have changed since: flatten again
+            self.struct_args.refresh(self)
         n = len(self.kernel.params)
         args = list(self.params)
         for k, p in enumerate(self.kernel.params):
-            if p.type.is_array and args[k] is None:
+            if p.type.is_array and args[k] is None and not self.null_arrays:
                 raise LaunchError(f"kernel '{self.kernel.key}': parameter '{p.name}' has no "
                                   "array; set it with set_param_by_name or set_param_at_index")
         if self.adjoint:  # an array's adjoint left as None: its own gradient
             for k, p in enumerate(self.kernel.params):
-                if p.type.is_array and args[n + k] is None:
+                if p.type.is_array and args[n + k] is None and args[k] is not None:
                     args[n + k] = args[k].grad
         _run(self.kernel, self.dim, args, self.device, self.adjoint)
 
@@ -222,12 +211,8 @@ class Launch:
 
     def set_param_at_index(self, index: int, value, adjoint: bool = False):
         """Set argument ``index`` (its adjoint with adjoint=True, on an adjoint launch)."""
-        if self._user_args is not None and not adjoint:  # struct kernel: as the user gave it
-            if not 0 <= index < len(self._user_args):
-                raise LaunchError(f"kernel '{self.kernel.key}' has no parameter at index "
-                                  f"{index}")
-            self._user_args[index] = value
-            return
+        if self.struct_args is not None and not adjoint:
+            return self.struct_args.set(self, index, value)
         n = len(self.kernel.params)
         if adjoint:
             if not self.adjoint:
@@ -242,11 +227,11 @@ class Launch:
                                          allow_none=index >= n or param.type.is_array)
 
     def set_param_by_name(self, name: str, value, adjoint: bool = False):
-        names = [n for n, _ in self.kernel.ir.struct_signature] \
-            if self._user_args is not None and not adjoint else \
-            [p.name for p in self.kernel.params]
-        for k, p in enumerate(names):
-            if p == name:
+        if self.struct_args is not None and not adjoint \
+                and self.struct_args.index_of(name) is not None:
+            return self.set_param_at_index(self.struct_args.index_of(name), value)
+        for k, p in enumerate(self.kernel.params):
+            if p.name == name:
                 self.set_param_at_index(k, value, adjoint=adjoint)
                 return
         raise LaunchError(f"kernel '{self.kernel.key}' has no parameter named '{name}'")
@@ -275,19 +260,15 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
         raise LaunchError(f"kl.launch({kernel.key}): give dim, the number of threads")
     dims = (dim,) if type(dim) is int and 0 <= dim <= MAX_THREADS else _dims(dim)
     inputs, outputs = inputs or (), outputs or ()
-    if kernel.param_types is None and kernel.is_generic:  # Any parameters: this launch's
-        kernel = kernel.for_arguments(list(inputs) + list(outputs))
-    if record_cmd and not adjoint and getattr(kernel.ir, "struct_signature", None) is not None:
-        cmd = Launch(kernel, _launch_device(device, list(inputs) + list(outputs)), dim=dims,
-                     max_blocks=max_blocks, block_dim=block_dim)
-        cmd._user_args = list(inputs) + list(outputs)
-        return cmd
-    if getattr(kernel.ir, "struct_signature", None) is not None:  # one value per leaf field
-        from .structs import flatten_launch
-        inputs, outputs, adj_inputs, adj_outputs = flatten_launch(
-            kernel, inputs, outputs, adj_inputs, adj_outputs, device, adjoint)
     n_in = len(inputs)
     primal = list(inputs) + list(outputs) if outputs else list(inputs)
+    if kernel.param_types is None and kernel.is_generic:  # Any parameters: this launch's
+        kernel = kernel.for_arguments(primal)
+    structs = None
+    if getattr(kernel.ir, "struct_signature", None) is not None:  # one value per leaf field
+        from .structs import flatten_launch
+        structs, primal, n_in, adj_inputs, adj_outputs = flatten_launch(
+            kernel, inputs, outputs, adj_inputs, adj_outputs, device, adjoint)
     plan = _plan(kernel)
     if len(primal) != len(plan):
         params = kernel.params
@@ -307,14 +288,17 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
                        for p, v in zip(kernel.adjoint_ir.params[len(params):], adj)]
     cmd = Launch(kernel, dev, params=args, adjoint=adjoint, dim=dims, max_blocks=max_blocks,
                  block_dim=block_dim)
-    cmd._user_args = None  # params are already flat
+    cmd.struct_args = structs
     if record_cmd:
         return cmd
+    cmd.null_arrays = True  # kl.launch(k, n, inputs=[None, ...]): a null array, as in Warp
     cmd.launch()
     if record_tape and not adjoint:
         tape = _tape.active_tape()
         if tape is not None:  # recorded after it ran: versions include its own writes
             tape.record_launch(cmd, n_inputs=n_in)
+            if structs is not None:
+                structs.record_gradients(tape)
     return None
 
 

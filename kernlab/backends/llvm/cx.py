@@ -17,7 +17,8 @@ from ...types import Matrix, Scalar, Type, Vector
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
 
-_FLOAT_TYPES = {32: ir.FloatType(), 64: ir.DoubleType()}
+# float16 registers are LLVM half: every operation rounds to half, as Warp's CPU half does
+_FLOAT_TYPES = {16: ir.HalfType(), 32: ir.FloatType(), 64: ir.DoubleType()}
 _CMP_OPS = {"==", "!=", "<", "<=", ">", ">="}
 
 
@@ -40,7 +41,16 @@ def mem_type(s: Scalar) -> ir.Type:
 def is_float(ty: ir.Type) -> bool:
     if isinstance(ty, ir.VectorType):
         ty = ty.element
-    return isinstance(ty, (ir.FloatType, ir.DoubleType))
+    return isinstance(ty, (ir.HalfType, ir.FloatType, ir.DoubleType))
+
+
+def _mangle(ty: ir.Type) -> str:
+    """An overloaded intrinsic's type suffix: f32, f64, f16, i32, v3f32 ..."""
+    if isinstance(ty, ir.VectorType):
+        return f"v{ty.count}{_mangle(ty.element)}"
+    if isinstance(ty, ir.IntType):
+        return f"i{ty.width}"
+    return {ir.HalfType: "f16", ir.FloatType: "f32"}.get(type(ty), "f64")
 
 
 def constant(t: Type, value) -> ir.Constant:
@@ -148,7 +158,7 @@ class BuiltinContext:
         return {"add": self.b.add, "sub": self.b.sub, "mul": self.b.mul}[op](a, b)
 
     def div(self, a: ir.Value, b: ir.Value) -> ir.Value:
-        b = self.splat(b, a.type)
+        a, b = self.splat(a, b.type), self.splat(b, a.type)
         if is_float(a.type):
             return self.b.fdiv(a, b)
         return self._int_divrem(a, b, rem=False)
@@ -162,7 +172,14 @@ class BuiltinContext:
         """floor(a / b) for floats; integers truncate like ``/`` (C and Warp semantics)."""
         if is_float(a.type):
             return self.intr("llvm.floor", self.b.fdiv(a, b))
-        return self._int_divrem(a, b, rem=False)
+        q = self._int_divrem(a, b, rem=False)
+        if self._kind(a) == "u":
+            return q
+        r = self._int_divrem(a, b, rem=True)  # q - 1 when inexact and the signs differ
+        zero = ir.Constant(a.type, 0)
+        signs_differ = self.b.icmp_signed("<", self.b.xor(r, b), zero)
+        fix = self.b.and_(self.b.icmp_signed("!=", r, zero), signs_differ)
+        return self.b.sub(q, self.b.zext(fix, a.type))
 
     def _int_divrem(self, a, b, rem: bool):
         """C division/remainder that never traps: x / 0 == 0, x % 0 == 0, MIN / -1 wraps."""
@@ -204,12 +221,19 @@ class BuiltinContext:
     # ---- intrinsics and libm --------------------------------------------------------------
 
     def intr(self, name: str, *args: ir.Value) -> ir.Value:
-        fn = self.module.declare_intrinsic(name, [args[0].type])
+        ty = args[0].type
+        symbol = f"{name}.{_mangle(ty)}"  # llvm.fabs.f32, llvm.fabs.v3f32 ...
+        fn = self.module.globals.get(symbol)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ty, [ty] * len(args)), symbol)
         return self.b.call(fn, list(args))
 
     def libm(self, name: str, *args: ir.Value) -> ir.Value:
         """Call the C math library: ``tanf`` for float, ``tan`` for double."""
         ty = args[0].type
+        if isinstance(ty, ir.HalfType):  # half: the float function, rounded back to half
+            wide = [self.b.fpext(a, ir.FloatType()) for a in args]
+            return self.b.fptrunc(self.libm(name, *wide), ty)
         symbol = name + ("f" if isinstance(ty, ir.FloatType) else "")
         fn = self.module.globals.get(symbol)
         if fn is None:
