@@ -144,6 +144,21 @@ class Kernel:
         return func
 
     @property
+    def adj(self):
+        """Warp's ``kernel.adj`` view of the parameters: ``adj.args[k]`` has ``label``,
+        ``type``, ``is_read`` (the kernel loads from it) and ``is_write`` (stores or
+        atomics)."""
+        import types as pytypes
+        from .ir.nodes import Op
+        func = self.ir
+        walk = list(func.body.walk())
+        read = {i.args[0] for i in walk if i.op is Op.LOAD}
+        write = {i.args[0] for i in walk if i.op in (Op.STORE, Op.ATOMIC)}
+        args = [pytypes.SimpleNamespace(label=p.name, type=p.type, is_read=p.value in read,
+                                        is_write=p.value in write) for p in func.params]
+        return pytypes.SimpleNamespace(args=args, fun_name=self.key)
+
+    @property
     def enable_backward(self) -> bool:
         """The kernel's enable_backward option, else its module's (default True)."""
         value = self.options.get("enable_backward")

@@ -337,3 +337,24 @@ def test_overlapping_copies_get_the_chain_rules_gradient():
     tape.backward(loss)
     np.testing.assert_array_equal(y.numpy(), [1.0, 1.0, 2.0, 3.0])
     np.testing.assert_array_equal(y.grad.numpy(), [2.0, 1.0, 1.0, 0.0])
+
+
+def test_verify_autograd_array_access_warns_at_the_overwrite(monkeypatch, capsys):
+    monkeypatch.setattr(kl.config, "verify_autograd_array_access", True)
+    a, c = f32([1.0, 2.0]), f32([3.0, 4.0])
+    b = kl.zeros(2, requires_grad=True)
+    with kl.Tape() as tape:
+        kl.launch(square, 2, inputs=[a], outputs=[b])
+        assert a._is_read and not b._is_read
+        kl.launch(scale2, 2, inputs=[c], outputs=[a])  # overwrites what square read
+    assert "has already been read from in a previous launch" in capsys.readouterr().err
+    with pytest.raises(kl.GradientError, match="modified after kernel 'square'"):
+        tape.backward(grads={b: kl.ones(2)})
+    tape.reset()
+    assert not a._is_read
+
+
+def test_kernel_adj_reports_reads_and_writes():
+    args = chain.adj.args
+    assert [(x.label, x.is_read, x.is_write) for x in args] == [
+        ("x", True, False), ("y", True, True), ("z", False, True)]
