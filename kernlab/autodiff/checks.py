@@ -1,8 +1,12 @@
 """What reverse mode needs to know about a kernel before it starts.
 
 * ``check_differentiable``: refuse, with the user's line, what would give a silently wrong
-  gradient — an array element overwritten after it was read in the same kernel (the replay
-  would read the new value), and the value returned by an atomic used in the computation.
+  gradient — an array element overwritten after it was read in the same kernel, where the
+  old value feeds a computation whose derivative needs it (the replay would read the new
+  value), and the value returned by an atomic used in the computation. An overwrite whose
+  old value is only used linearly (``y[i] = y[i] + v``, ``y[i][0] = v``, ``y[i] * 2.0``)
+  is exact: no adjoint reads it, and the store hands its gradient on before the read adds
+  the old value's share.
 * ``own_element_arrays``: arrays every access of which is indexed exactly by the thread id,
   so no other thread touches the same element and gradients accumulate with a plain add.
 """
@@ -35,10 +39,14 @@ def _check_overwrites(func, block: Block, seen_loads: set, loop_loads):
             seen_loads.add(ins.args[0])
         elif ins.op in WRITES and (ins.args[0] in seen_loads
                                    or (loop_loads is not None and ins.args[0] in loop_loads)):
+            culprit = nonlinear_use(func, ins.args[0])
+            if culprit is None:
+                continue
             raise GradientError(
                 f"array '{ins.args[0].name}' is written here after being read in the same "
                 "kernel; its gradient cannot be computed correctly (the adjoint would see "
-                "the new value). Write the result into a separate array.",
+                f"the new value where line {culprit.loc.line} needs the old one). Write the "
+                "result into a separate array.",
                 ins.loc, kernel=func.name)
         if ins.op in (Op.FOR, Op.WHILE):
             body_loads = {i.args[0] for r in ins.regions for i in r.walk() if i.op is Op.LOAD}
@@ -48,6 +56,56 @@ def _check_overwrites(func, block: Block, seen_loads: set, loop_loads):
         else:
             for r in ins.regions:
                 _check_overwrites(func, r, seen_loads, loop_loads)
+
+
+def nonlinear_use(func: Function, arr):
+    """The first instruction whose adjoint or control flow needs a value read from ``arr``
+    (following it through locals and arithmetic), or None when every use is linear."""
+    tainted = {ins.result for ins in func.body.walk() if ins.op is Op.LOAD
+               and ins.args[0] is arr}
+    tainted_vars: set = set()
+    consts = {ins.result for ins in func.body.walk() if ins.op is Op.CONST}
+    for _ in range(2):  # a local written late and read early (a loop) needs a second pass
+        for ins in func.body.walk():
+            bad = _taint_step(ins, tainted, tainted_vars, consts)
+            if bad:
+                return ins
+    return None
+
+
+def _taint_step(ins, tainted: set, tainted_vars: set, consts: set) -> bool:
+    """Spread the taint over one instruction; True when it uses a tainted value nonlinearly."""
+    hot = [k for k, a in enumerate(ins.args) if a in tainted]
+    if ins.op is Op.LOAD_VAR:
+        if ins.attrs["var"] in tainted_vars:
+            tainted.add(ins.result)
+        return False
+    if ins.op is Op.STORE_VAR:
+        if hot:
+            tainted_vars.add(ins.attrs["var"])
+        return False
+    if ins.op is Op.WHILE:
+        return ins.regions[0].result in tainted
+    if not hot:
+        return False
+    if ins.op in (Op.STORE, Op.ATOMIC):  # the value may be tainted, an index may not
+        return any(k != len(ins.args) - 1 for k in hot)
+    if ins.op is Op.PRINT:
+        return False
+    if ins.op is not Op.CALL:  # an index, a branch condition, loop bounds, custom gradients
+        return True
+    bi = ins.attrs["builtin"]
+    n = len(ins.args)
+    linear = range(n) if bi.linear_in == "all" else {k % n for k in bi.linear_in}
+    if all(k in linear for k in hot):
+        tainted.add(ins.result)
+        return False
+    scales = {k % n for k in bi.scales}
+    if len(hot) == 1 and hot[0] in scales and all(
+            a in consts for k, a in enumerate(ins.args) if k != hot[0]):
+        tainted.add(ins.result)
+        return False
+    return True
 
 
 def own_element_arrays(func: Function) -> set:
