@@ -10,8 +10,8 @@ from .errors import (GradientError, KernelAttributeError, KernelError, KernelKey
                      LaunchError, WarpCodegenAttributeError, WarpCodegenError,
                      WarpCodegenKeyError, WarpCodegenTypeError, WarpCodegenValueError)
 from .kernel import Func, Kernel, func, func_grad, kernel, overload, source
-from .lang import (FUNCTIONS as _FUNCTIONS, adjoint, atomic_add, atomic_max, atomic_min,
-                   atomic_sub, constant, expect_eq, expect_near, expect_neq, kprint as print,
+from .lang import (FUNCTIONS as _FUNCTIONS, adjoint, atomic_add, atomic_and, atomic_exch,
+                   atomic_max, atomic_min, atomic_or, atomic_sub, atomic_xor, constant, expect_eq, expect_near, expect_neq, kprint as print,
                    printf, static, tid)  # noqa: A004
 from .runtime.array import (array, array1d, array2d, array3d, array4d, clone, copy, empty,
                             empty_like, from_numpy, full, full_like, ones, ones_like, zeros,

@@ -77,7 +77,16 @@ expect_neq = SpecialForm("expect_neq", "expect_neq(a, b): print a message if a =
 expect_near = SpecialForm("expect_near", "expect_near(a, b, tolerance=1e-6): print a message "
                           "if some component differs by more than tolerance")
 EXPECTS = {expect_eq: "eq", expect_neq: "neq", expect_near: "near"}
-ATOMICS = {atomic_add: "add", atomic_sub: "sub", atomic_min: "min", atomic_max: "max"}
+atomic_and = SpecialForm("atomic_and", "atomic_and(array, index..., value): bitwise and; "
+                         "returns the old value")
+atomic_or = SpecialForm("atomic_or", "atomic_or(array, index..., value): bitwise or; returns "
+                        "the old value")
+atomic_xor = SpecialForm("atomic_xor", "atomic_xor(array, index..., value): bitwise xor; "
+                         "returns the old value")
+atomic_exch = SpecialForm("atomic_exch", "atomic_exch(array, index..., value): writes value, "
+                          "returns the old value")
+ATOMICS = {atomic_add: "add", atomic_sub: "sub", atomic_min: "min", atomic_max: "max",
+           atomic_and: "and", atomic_or: "or", atomic_xor: "xor", atomic_exch: "exch"}
 
 
 def static(value):

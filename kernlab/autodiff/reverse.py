@@ -311,6 +311,9 @@ class _Reverse:
                      site=ins.attrs["site"])
         if kind == "sub":
             adj = g.neg(adj)
+        elif kind == "exch":  # a store: the value gets the element's adjoint, which it replaced
+            g.emit(Op.STORE, [adj_arr, *idx, g.zeros(value.type)], nullable=True,
+                   site=ins.attrs["site"])
         elif kind in ("min", "max"):  # the gradient goes to the value that won
             final = g.emit(Op.LOAD, [self.map[ins.args[0]], *idx], value.type,
                            site=ins.attrs["site"])

@@ -133,7 +133,9 @@ class Interpreter:
         v = env[ins.args[-1]]
         kind = ins.attrs["kind"]
         arr[idx] = {"add": lambda: old + v, "sub": lambda: old - v,
-                    "min": lambda: np.fmin(old, v), "max": lambda: np.fmax(old, v)}[kind]()
+                    "min": lambda: np.fmin(old, v), "max": lambda: np.fmax(old, v),
+                    "and": lambda: old & v, "or": lambda: old | v, "xor": lambda: old ^ v,
+                    "exch": lambda: v}[kind]()
         env[ins.result] = old
         self._check_finite(ins, arr, idx)
 

@@ -750,7 +750,26 @@ __device__ inline float64 kl_atomic_max(float64* p, float64 v) {
     return kl_atomic_cas_loop<float64, uint64>(p, v, kl_pick_max());
 }
 
-// Vectors and matrices: component by component (add and sub only).
+// and / or / xor on 32- and 64-bit integers; exch on those and on floats
+#define KL_BIT_ATOMICS(T, U) \
+    __device__ inline T kl_atomic_and(T* p, T v) { return T(atomicAnd((U*)p, U(v))); } \
+    __device__ inline T kl_atomic_or(T* p, T v) { return T(atomicOr((U*)p, U(v))); } \
+    __device__ inline T kl_atomic_xor(T* p, T v) { return T(atomicXor((U*)p, U(v))); } \
+    __device__ inline T kl_atomic_exch(T* p, T v) { return T(atomicExch((U*)p, U(v))); }
+KL_BIT_ATOMICS(int32, int32) KL_BIT_ATOMICS(uint32, uint32)
+KL_BIT_ATOMICS(int64, uint64) KL_BIT_ATOMICS(uint64, uint64)
+__device__ inline float32 kl_atomic_exch(float32* p, float32 v) { return atomicExch(p, v); }
+__device__ inline float64 kl_atomic_exch(float64* p, float64 v) {
+    uint64 old = atomicExch((uint64*)p, *(uint64*)&v);
+    return *(float64*)&old;
+}
+KL_VEC_FN vec<N, T> kl_atomic_exch(vec<N, T>* p, const vec<N, T>& v) {
+    vec<N, T> old;
+    for (int i = 0; i < N; ++i) old.c[i] = kl_atomic_exch(&p->c[i], v.c[i]);
+    return old;
+}
+
+// Vectors and matrices: component by component.
 KL_VEC_FN vec<N, T> kl_atomic_add(vec<N, T>* p, const vec<N, T>& v) {
     vec<N, T> old;
     for (int i = 0; i < N; ++i) old.c[i] = kl_atomic_add(&p->c[i], v.c[i]);

@@ -399,8 +399,8 @@ class _Renderer:
         kind, value = ins.attrs["kind"], self.arg(ins.args[-1])
         old = self.declare(ins.result)
         name = self.name(ins.result)
-        written = f"min({name}, {value})" if kind == "min" else \
-            f"max({name}, {value})" if kind == "max" else \
+        written = f"kl_min({name}, {value})" if kind == "min" else \
+            f"kl_max({name}, {value})" if kind == "max" else value if kind == "exch" else \
             f"{name} {'+' if kind == 'add' else '-'} {value}"
         call = f"kl_atomic_{kind}(&{ref}, {value});" + self.finite_check(ins, f"({written})")
         if guard:

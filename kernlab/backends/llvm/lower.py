@@ -317,7 +317,7 @@ class _BodyLowering:
                         old, self.b.atomic_rmw(op, p, part, "monotonic"), I32(c))
             if self.e.verify_fp and s.kind == "f":  # what the atomic wrote
                 written = self.cx.intr(f"llvm.{_FP_ATOMIC[kind]}", old, value) \
-                    if kind in _FP_ATOMIC else \
+                    if kind in _FP_ATOMIC else value if kind == "exch" else \
                     (self.b.fadd if kind == "add" else self.b.fsub)(old, value)
                 self._check_finite(ins, written, t, idx)
             return old
@@ -521,7 +521,9 @@ def _size(ty: ir.Type) -> int:
 
 _FP_ATOMIC = {"min": "minnum", "max": "maxnum"}  # what atomicrmw fmin/fmax compute
 _ATOMIC_OPS = {
-    "f": {"add": "fadd", "sub": "fsub", "min": "fmin", "max": "fmax"},
-    "i": {"add": "add", "sub": "sub", "min": "min", "max": "max"},
-    "u": {"add": "add", "sub": "sub", "min": "umin", "max": "umax"},
+    "f": {"add": "fadd", "sub": "fsub", "min": "fmin", "max": "fmax", "exch": "xchg"},
+    "i": {"add": "add", "sub": "sub", "min": "min", "max": "max", "and": "and", "or": "or",
+          "xor": "xor", "exch": "xchg"},
+    "u": {"add": "add", "sub": "sub", "min": "umin", "max": "umax", "and": "and", "or": "or",
+          "xor": "xor", "exch": "xchg"},
 }
