@@ -9,16 +9,21 @@ from .errors import (GradientError, KernelAttributeError, KernelError, KernelKey
                      KernelNameError, KernelSyntaxError, KernelTypeError, KernelValueError,
                      LaunchError, WarpCodegenAttributeError, WarpCodegenError,
                      WarpCodegenKeyError, WarpCodegenTypeError, WarpCodegenValueError)
-from .kernel import Func, Kernel, func, func_grad, kernel, overload, source
+from .kernel import (Func, Kernel, Module, func, func_grad, func_native, func_replay,
+                     get_module, kernel, overload, source)
 from .lang import (FUNCTIONS as _FUNCTIONS, adjoint, atomic_add, atomic_and, atomic_exch,
-                   atomic_max, atomic_min, atomic_or, atomic_sub, atomic_xor, constant, expect_eq, expect_near, expect_neq, kprint as print,
-                   printf, static, tid)  # noqa: A004
+                   atomic_max, atomic_min, atomic_or, atomic_sub, atomic_xor, constant,
+                   expect_eq, expect_near, expect_neq, grad, identity, kprint as print,
+                   matrix_from_cols, matrix_from_rows, printf, static, tid)  # noqa: A004
+from .types import matrix, vector  # types in Python; constructors with shape=/length= in kernels
 from .runtime.array import (array, array1d, array2d, array3d, array4d, clone, copy, empty,
                             empty_like, from_numpy, full, full_like, ones, ones_like, zeros,
                             zeros_like)
 from .runtime.device import (ScopedDevice, get_device, init, is_cuda_available, set_device,
                              synchronize, synchronize_device)
+from .runtime.indexed import indexedarray
 from .runtime.launch import Launch, launch
+from .runtime.structs import struct
 from .runtime.tape import Tape
 from .types import (bool_ as bool, float32, float64, int32, int64, mat22, mat22d, mat33,
                     mat33d, mat44, mat44d, uint32, vec2, vec2d, vec3, vec3d, vec4, vec4d)

@@ -148,6 +148,7 @@ class Vector(Type):
     dtype: Scalar
 
     is_vector = True
+    _wp_generic_type_str_ = "vec_t"  # Warp's name for the family (code that checks it)
 
     @property
     def scalar(self) -> Scalar:
@@ -170,6 +171,7 @@ class Vector(Type):
     _wp_scalar_type_ = property(lambda self: self.dtype)
     _shape_ = property(lambda self: self.shape)
     _length_ = property(lambda self: self.length)
+    _wp_scalar_type_ = property(lambda self: self.dtype)
 
     @property
     def __name__(self) -> str:
@@ -196,6 +198,7 @@ class Matrix(Type):
     dtype: Scalar
 
     is_matrix = True
+    _wp_generic_type_str_ = "mat_t"
 
     @property
     def scalar(self) -> Scalar:
@@ -221,6 +224,7 @@ class Matrix(Type):
     _wp_scalar_type_ = property(lambda self: self.dtype)
     _shape_ = property(lambda self: self.shape)
     _length_ = property(lambda self: self.length)
+    _wp_scalar_type_ = property(lambda self: self.dtype)
 
     @property
     def __name__(self) -> str:
@@ -245,7 +249,8 @@ class Quaternion(Vector):
     """A quaternion (x, y, z, w): a 4-vector whose ``*`` is the Hamilton product."""
 
     def __call__(self, *args):
-        return _construct(self, _flatten(args))
+        from .spatial_values import quaternion_value
+        return quaternion_value(self, args)
 
     @property
     def __name__(self) -> str:
@@ -262,10 +267,9 @@ class Transformation(Vector):
     """A rigid transform (p, q): translation vec3 then rotation quaternion, 7 components.
     ``*`` composes transforms. In Python, ``transform()`` is the identity (as in Warp)."""
 
-    def __call__(self, *args):
-        if not args:
-            return _construct(self, (0, 0, 0, 0, 0, 0, 1))
-        return _construct(self, _flatten(args))
+    def __call__(self, *args, **kwargs):
+        from .spatial_values import transform_value
+        return transform_value(self, args, kwargs)
 
     @property
     def __name__(self) -> str:
@@ -278,13 +282,6 @@ class Transformation(Vector):
 
 
 _SPATIAL_SUFFIX = {"float32": "", "float64": "d", "float16": "h"}
-
-
-def _flatten(args):
-    """Constructor arguments that mix vectors and scalars, e.g. quat(vec3, w)."""
-    if len(args) <= 1:
-        return args
-    return tuple(x for a in args for x in np.ravel(np.asarray(a)))
 
 
 @dataclass(frozen=True)
@@ -323,6 +320,8 @@ ANY = AnyType()
 def is_generic(t) -> bool:
     """Whether a type still has an ``Any`` in it (a generic parameter)."""
     if t is ANY:
+        return True
+    if isinstance(t, Vector) and t.length is ANY:
         return True
     if isinstance(t, (ArrayType, Vector, Matrix)):
         return is_generic(t.dtype)
@@ -380,11 +379,8 @@ def _construct(t, args):
 
 
 def vector(length: int, dtype=float32) -> Vector:
-    """``vector(3, float16)``; ``vector(Any, float)`` in an annotation is generic (for now as
-    loose as ``Any``: the launch or call binds the argument's own type)."""
-    if length is typing.Any or length is ANY:
-        return ANY
-    return Vector(int(length), to_type(dtype))
+    """The vector type of that length and dtype; ``length=Any`` makes a generic pattern."""
+    return Vector(ANY if length is typing.Any else int(length), to_type(dtype))
 
 
 def matrix(shape, dtype=float32) -> Matrix:
@@ -452,12 +448,25 @@ def to_type(t) -> Type:
         return t
     if t is typing.Any:
         return ANY
+    if isinstance(getattr(t, "kl_class_type", None), Type):  # type(kl.quat()): its type
+        return t.kl_class_type
     if t in _PY_TYPES:
         return _PY_TYPES[t]
     try:
         return _NP_TYPES[np.dtype(t)]
     except (TypeError, KeyError):
         raise TypeError(f"{t!r} is not a kernlab type") from None
+
+
+def strides_from_shape(shape, dtype) -> tuple:
+    """Byte strides of a C-ordered array of this shape and element type (Warp's helper)."""
+    t = to_type(dtype)
+    step = t.scalar.np.itemsize * int(np.prod(t.shape, dtype=np.int64))
+    strides = []
+    for n in reversed(tuple(shape)):
+        strides.append(step)
+        step *= int(n)
+    return tuple(reversed(strides))
 
 
 def type_of_numpy(a: np.ndarray, dtype: Type | None = None) -> tuple[Type, tuple]:

@@ -338,9 +338,11 @@ def shifted(x: kl.array(dtype=float), y: kl.array(dtype=float), offset: int):
 
 def test_read_past_the_end_raises_with_the_line():
     line = shifted.pyfunc.__code__.co_firstlineno + 3  # the decorator's line + 3
-    with pytest.raises(IndexError, match=rf"index 5 is out of bounds for axis 0 of array 'x' "
-                                         rf"with shape \(5,\)(.|\n)*line {line}"):
+    with pytest.raises(IndexError) as info:
         run(shifted, (5,), f32(np.zeros(5)), f32(np.zeros(5)), np.int32(1))
+    text = str(info.value)  # where, then the message (Warp's order)
+    assert "index 5 is out of bounds for axis 0 of array 'x' with shape (5,)" in text
+    assert f"line {line}" in text
 
 
 def test_negative_index_raises():

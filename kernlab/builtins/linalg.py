@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..types import Matrix, Vector
+from ..types import Matrix
 from .registry import builtin, sig
 
 
@@ -165,51 +165,3 @@ builtin("determinant", [sig("FM", ret=_square)], _np_det,
 builtin("cofactor", [sig("FM", ret=lambda b: b["M"] if _square(b) else None)], _np_cofactor,
         llvm=lambda cx, m: cx.cofactor(m), cuda="kl_cofactor({0})", differentiable=False)
 
-
-# ---- matrices from row / column vectors -----------------------------------------------------
-
-class _VectorsSig:
-    """(v1, ..., vn), all the same vector type -> an n-row (or n-column) matrix."""
-
-    params = ("V...",)
-
-    def __init__(self, by_rows: bool):
-        self.by_rows = by_rows
-
-    def match(self, types):
-        if types and type(types[0]) is Vector and all(t == types[0] for t in types):
-            v = types[0]
-            n = len(types)
-            shape = (n, v.length) if self.by_rows else (v.length, n)
-            return {"R": Matrix(*shape, v.dtype)}
-        return None
-
-    def result(self, bind):
-        return bind["R"]
-
-    def __str__(self):
-        return "(vector, ...) -> matrix"
-
-
-def _from_vectors(by_rows):
-    def numpy(*vs):
-        return np.stack(vs, axis=0 if by_rows else 1)
-
-    def llvm(cx, *vs):
-        parts = [cx._elements(v) for v in vs]
-        elems = [e for p in parts for e in p] if by_rows else \
-            [p[i] for i in range(len(parts[0])) for p in parts]
-        return cx._gather(cx.const(0).type, elems)
-
-    def grad(g, *rest):
-        vs, adj = rest[:-2], rest[-1]
-        source = adj if by_rows else g.transpose(adj)
-        return tuple(g.index(source, g.const(i)) for i in range(len(vs)))
-
-    name = "matrix_from_rows" if by_rows else "matrix_from_cols"
-    builtin(name, [_VectorsSig(by_rows)], numpy, llvm=llvm, cuda=f"kl_{name}({{args}})",
-            grad=grad)
-
-
-_from_vectors(True)
-_from_vectors(False)

@@ -21,6 +21,7 @@ from ..errors import (KernelAttributeError, KernelNameError, KernelSyntaxError, 
 from ..ir.nodes import Op, Site, Value
 from ..types import (Matrix, Transformation, Type, Vector, bool_, float32, int32, int64,
                      to_type)
+from . import structs
 from .source import is_missing, resolve_global
 
 
@@ -71,7 +72,6 @@ CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "g
 PY_BUILTINS = {builtins.min: "min", builtins.max: "max", builtins.abs: "abs",
                builtins.pow: "pow", builtins.round: "round"}
 COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
-TRANSFORM_PARTS = {"p": "transform_get_translation", "q": "transform_get_rotation"}
 
 
 class ExprMixin:
@@ -104,6 +104,11 @@ class ExprMixin:
             return self.b.emit(Op.TID, (), int32, dim=0)
         if isinstance(x, PyObj):
             raise KernelTypeError(f"{x.obj!r} cannot be used as a value in a kernel", self.b.loc)
+        if hasattr(x, "not_a_value"):
+            raise KernelSyntaxError(x.not_a_value, self.b.loc)
+        if structs.is_structish(x):
+            raise KernelTypeError(f"'{x.name}' is a struct {x.type}, not a single value; "
+                                  "use one of its fields", self.b.loc)
         raise KernelTypeError("a tuple cannot be used as a single value here", self.b.loc)
 
     def values(self, xs) -> list[Value]:
@@ -166,11 +171,15 @@ class ExprMixin:
         if isinstance(obj, np.ndarray) and obj.ndim in (1, 2) and obj.dtype.kind in "fiu":
             el = to_type(obj.dtype)
             t = Vector(obj.shape[0], el) if obj.ndim == 1 else Matrix(*obj.shape, el)
-            return self.b.const(obj, t)
+            return self.b.const(obj, getattr(obj, "kl_type", None) or t)  # quat, transform
         return PyObj(obj)
 
     def expr_Attribute(self, node):
-        base = self.expr(node.value)
+        return self.attribute(self.expr(node.value), node)
+
+    def attribute(self, base, node):
+        if structs.is_structish(base):
+            return structs.get_field(self, base, node.attr)
         if isinstance(base, PyObj):
             try:
                 return self.from_python(getattr(base.obj, node.attr), node.attr)
@@ -179,29 +188,42 @@ class ExprMixin:
                                       f"'{node.attr}'", self.b.loc) from None
         if isinstance(base, Value) and base.type.is_array and node.attr == "shape":
             return ShapeOf(base)
-        if isinstance(base, Value) and node.attr in TRANSFORM_PARTS \
+        if isinstance(base, Value) and node.attr in ("p", "q") \
                 and isinstance(base.type, Transformation):
-            return self.b.call(TRANSFORM_PARTS[node.attr], [base])
+            return self.transform_part(base, node.attr)  # frontend/spatial.py
         if isinstance(base, Value) and base.type.is_vector and node.attr in COMPONENTS:
             k = COMPONENTS[node.attr]
             if k >= base.type.length:
                 raise KernelTypeError(f"{base.type} has no component '{node.attr}'", self.b.loc)
             return self.b.index(base, self.b.const(k, int32))
+        if isinstance(base, Value):
+            name = getattr(base.type, "__name__", None) or str(base.type)
+            raise KernelAttributeError(f"'{name}' object has no attribute '{node.attr}'",
+                                       self.b.loc)
         raise KernelSyntaxError(f"attribute '.{node.attr}' is not supported here", self.b.loc)
 
     def expr_Subscript(self, node):
-        base = self.expr(node.value)
+        return self.subscript(self.expr(node.value), node)
+
+    def subscript(self, base, node):
+        if isinstance(base, PyObj) and base.obj is lang.adjoint:
+            return self.adjoint_value(node)
         idx = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if any(isinstance(i, ast.Slice) for i in idx):
             raise KernelSyntaxError("slices are not supported in kernels", self.b.loc)
         if isinstance(base, ShapeOf):
             d = self.expr(idx[0])
+            if len(idx) == 1 and isinstance(d, Lit) and isinstance(d.value, int) \
+                    and base.array.type.ndim <= d.value < 4:
+                return Lit(0)  # past the array's dimensions, as in Warp
             if len(idx) != 1 or not isinstance(d, Lit) or not isinstance(d.value, int) \
                     or not 0 <= d.value < base.array.type.ndim:
                 raise KernelTypeError(f"shape index must be a constant in "
                                       f"0..{base.array.type.ndim - 1}", self.b.loc)
             return self.b.emit(Op.SHAPE, [base.array], int32, dim=d.value)
         raw = [self.expr(i) for i in idx]
+        if isinstance(base, structs.StructArray):
+            return structs.index(self, base, [self.int_index(i) for i in raw])
         base = self.value(base)
         if base.type.is_vector or base.type.is_matrix:
             return self.component_call("index", base, raw)
@@ -215,6 +237,8 @@ class ExprMixin:
         here; a runtime one is checked when the kernel runs (like an array index)."""
         t = base.type
         extents = (t.length,) if t.is_vector else (t.rows, t.cols)
+        raw = [Lit(x.value + n) if isinstance(x, Lit) and type(x.value) is int
+               and -n <= x.value < 0 else x for x, n in zip(raw, extents)]  # q[-1], as Warp
         for d, (x, n) in enumerate(zip(raw, extents)):
             if isinstance(x, Lit) and isinstance(x.value, int) and not 0 <= x.value < n:
                 raise KernelTypeError(f"index {x.value} is out of range for axis {d} of a {t} "
@@ -230,7 +254,8 @@ class ExprMixin:
 
     def load_element(self, arr: Value, indices, node):
         if len(indices) != arr.type.ndim:
-            raise KernelTypeError(f"array '{self.array_name(arr)}' has {arr.type.ndim} "
+            raise KernelTypeError(f"Incorrect number of indices specified for array indexing: "
+                                  f"array '{self.array_name(arr)}' has {arr.type.ndim} "
                                   f"dimension(s) but {len(indices)} index(es) were given",
                                   self.b.loc)
         return self.b.emit(Op.LOAD, [arr, *indices], arr.type.dtype, site=self.site(arr))
@@ -275,6 +300,8 @@ class ExprMixin:
 
     def truth(self, x) -> Value:
         """A bool Value for a condition: bools as they are, numbers compared with zero."""
+        if isinstance(x, Value) and x.type.is_array:  # `if a:`: a is not a null array
+            return self.b.ne(self.b.emit(Op.SHAPE, [x], int32, dim=0), self.b.zeros(int32))
         v = self.value(x)
         if v.type == bool_:
             return v
@@ -291,10 +318,22 @@ class ExprMixin:
                                         self.b.loc)
             right = self.expr(right_node)
             a, c = self.values([left, right])
-            cmp = self.b.call(name, [a, c])
+            if name in ("eq", "ne") and a.type == c.type and (a.type.is_vector
+                                                               or a.type.is_matrix):
+                cmp = self.compare_all(name, a, c)
+            else:
+                cmp = self.b.call(name, [a, c])
             result = cmp if result is None else self.b.and_(result, cmp)
             left = c
         return result
+
+    def compare_all(self, name, a, c):
+        """``v == w`` / ``v != w`` of vectors or matrices: every component equal, or not."""
+        same = None
+        for x, y in zip(_components(self.b, a), _components(self.b, c)):
+            eq = self.b.eq(x, y)
+            same = eq if same is None else self.b.and_(same, eq)
+        return same if name == "eq" else self.b.not_(same)
 
     def expr_BoolOp(self, node):
         # Short-circuit, as in Python: `i < n and a[i] > 0` never reads a[n].
@@ -340,6 +379,9 @@ class ExprMixin:
                 return self.b.const(_literal_cast(x.value, target), target)
             return self.b.cast(self.value(x), target)
         vals = [self.value(a, target.scalar) for a in args]
+        if len(vals) == 1 and not vals[0].type.is_scalar \
+                and getattr(vals[0].type, "shape", None) == target.shape:
+            return self.b.cast(vals[0], target)  # a copy (of another scalar type: converted)
         if target.is_vector and any(not v.type.is_scalar for v in vals):
             vals = self.components(vals)  # quat(v, w), transform(p, q), vec6(a, b)
         vals = [self.b.cast(v, target.scalar) if v.type.is_scalar and v.type.is_float
@@ -360,6 +402,9 @@ class ExprMixin:
         return _Tid()
 
     def atomic(self, kind, args):
+        if len(args) >= 2 and hasattr(args[0], "axes"):  # a view: the array's own indices
+            ref = args[0]
+            args = [ref.base, *self.view_indices(ref, args[1:-1]), args[-1]]
         if len(args) < 3 or not isinstance(args[0], Value) or not args[0].type.is_array:
             raise KernelTypeError(f"atomic_{kind}(array, index..., value) needs an array, its "
                                   "indices and a value", self.b.loc)

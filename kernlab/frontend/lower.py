@@ -18,9 +18,12 @@ from ..types import bool_, int32, non_atomic_types
 from ..types import is_generic
 from .calls import CallMixin
 from .control import ControlMixin
-from .views import ViewMixin
-from .exprs import ExprMixin, Lit, _describe, _Tid
+from .grads import GradMixin
+from .views import ArrayRef, ViewMixin
+from .exprs import ExprMixin, Lit, PyObj, _describe, _Tid
+from .spatial import SpatialMixin
 from .source import ParsedSource, annotation_type, parse_function
+from . import structs
 
 
 @dataclass
@@ -45,7 +48,7 @@ def source_to_ir(pyfunc, name: str | None = None, extra_globals: dict | None = N
                    param_types).build_kernel(name)
 
 
-class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
+class Lowerer(CallMixin, GradMixin, SpatialMixin, ViewMixin, ControlMixin, ExprMixin):
     def __init__(self, pyfunc, extra_globals=None, funcs_in_progress=(), param_types=None):
         self.kernel_src = parse_function(pyfunc)
         self.extra_globals = extra_globals
@@ -103,22 +106,31 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
         self.b = Builder(self.func, loc)
         if tree.args.vararg or tree.args.kwarg or tree.args.kwonlyargs or tree.args.defaults:
             raise KernelSyntaxError("kernel parameters must be plain annotated names", loc)
+        user_params = []
         for k, arg in enumerate(tree.args.args):
             t = annotation_type(self.pyfunc, arg, src) if self.param_types is None \
                 else self.param_types[k]
             if is_generic(t):
                 raise KernelTypeError(f"parameter '{arg.arg}' is generic ({t}); a generic "
                                       "kernel is compiled per launch", src.loc(arg))
+            user_params.append((arg.arg, t))
+            if structs.is_struct_type(t):  # one IR parameter per leaf field
+                self.scope.names[arg.arg] = structs.bind_struct_param(self, arg.arg, t, params)
+                continue
             value = Value(t, arg.arg)
             params.append(Param(arg.arg, t, value))
             self.bind_param(arg.arg, value)
+        n_flat = len(params)
         if _has_return(tree):
             self.scope.ret_flag = self.flag("returned")
         self.body(tree.body)
+        structs.finish_signature(self, user_params, n_flat)
         return verify(self.func)
 
     def bind_param(self, name, value: Value):
-        if value.type.is_array:
+        if structs.is_structish(value):
+            self.scope.names[name] = structs.bind_func_arg(self, name, value)
+        elif value.type.is_array:
             self.scope.names[name] = value
         else:  # scalars are copied into a local, so the body may reassign them
             var = self.b.new_var(value.type, name)
@@ -222,6 +234,8 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
             if adj is not None:
                 return self.b.store(adj, self.value(value, adj.type.scalar))
             return self.assign_subscript(target, value)
+        if isinstance(target, ast.Attribute) and self.struct_rooted(target.value):
+            return self.assign_struct_attr(target, value)
         if isinstance(target, ast.Attribute) and target.attr in ("p", "q"):
             return self.assign_transform_part(target, value)
         if isinstance(target, ast.Attribute):
@@ -231,23 +245,36 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
             return self.assign_subscript(sub, value)
         raise KernelSyntaxError(f"cannot assign to {_describe(target)}", self.b.loc)
 
-    def assign_transform_part(self, target, value):
-        """t.p = v / t.q = r on a transform: t = transform_set_*(t, value)."""
-        from ..types import Transformation
-        load = ast.copy_location(_as_load(target.value), target)
-        t = self.value(self.expr(load))
-        if not isinstance(t.type, Transformation):
-            raise KernelSyntaxError(f"cannot assign to attribute '.{target.attr}'", self.b.loc)
-        part = "translation" if target.attr == "p" else "rotation"
-        new = self.b.call(f"transform_set_{part}_copy", [t, self.value(value, t.type.scalar)])
-        self.assign(target.value, new)
+    def assign_struct_attr(self, target, value):
+        """``s.f = v`` (s a struct, an array element of structs, or a field of one) or
+        ``s.v.x = v`` (a component of a struct's vector field)."""
+        base = self.expr(target.value)
+        if structs.is_structish(base):
+            return structs.set_field(self, base, target.attr, value)
+        if target.attr in ("p", "q"):
+            return self.assign_transform_part(target, value)
+        index = ast.copy_location(ast.Constant(_component(target, self.b.loc)), target)
+        v = self.value(value, base.type.scalar)
+        self.assign(target.value, self.component_call("insert", base, [self.expr(index)], v))
+
+    def struct_rooted(self, node) -> bool:
+        """Whether an assignment target's base starts at a struct (s.a, a[i].b[j], ...)."""
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        return isinstance(node, ast.Name) and structs.is_structish(
+            self.scope.names.get(node.id))
 
     def assign_name(self, name, value, declared=None):
+        if structs.is_structish(value):
+            return structs.assign_name(self, name, value)
         current = self.scope.names.get(name)
         if isinstance(current, Value):
             raise KernelTypeError(f"array parameter '{name}' cannot be reassigned", self.b.loc)
-        if isinstance(value, Value) and value.type.is_array:
-            if current is not None:
+        if isinstance(value, PyObj) and current is None or isinstance(current, PyObj):
+            self.scope.names[name] = value  # a compile-time alias: g = kl.grad(f)
+            return
+        if isinstance(value, ArrayRef) or isinstance(value, Value) and value.type.is_array:
+            if current is not None and not isinstance(current, ArrayRef):
                 raise KernelTypeError(f"'{name}' is a local value; it cannot become an array",
                                       self.b.loc)
             self.scope.names[name] = value  # another name for the same array
@@ -270,18 +297,29 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
         idx_nodes = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
         base = self.expr(target.value) if not isinstance(target.value, ast.Name) \
             else self._name_for_store(target.value)
-        raw = [self.expr(i) for i in idx_nodes]
         if isinstance(base, Var) and (base.type.is_vector or base.type.is_matrix):
-            old = self.b.load(base)
-            v = self.value(value, base.type.scalar)
-            self.b.store(base, self.component_call("insert", old, raw, v))
+            self.b.store(base, self.insert_into(self.b.load(base), idx_nodes, value))
             return
-        if isinstance(target.value, ast.Subscript):  # a[i][k] = s: read, modify, write
-            inner = self.expr(target.value)
-            if inner.type.is_vector or inner.type.is_matrix:
-                v = self.value(value, inner.type.scalar)
-                new = self.component_call("insert", inner, raw, v)
-                return self.assign_subscript(target.value, new)
+        if isinstance(target.value, ast.Subscript) and isinstance(base, Value) \
+                and (base.type.is_vector or base.type.is_matrix):  # a[i][k] = s
+            return self.assign_subscript(target.value,
+                                         self.insert_into(base, idx_nodes, value))
+        if isinstance(target.value, ast.Attribute) and self.struct_rooted(target.value) \
+                and isinstance(base, Value) and (base.type.is_vector or base.type.is_matrix):
+            return self.assign(target.value, self.insert_into(base, idx_nodes, value))
+        raw = [self.expr(i) for i in idx_nodes]
+        if isinstance(base, ArrayRef):  # a view: store into the array at composed indices
+            indices = self.view_indices(base, raw)
+            base = base.base
+            v = self.value(value, base.type.dtype.scalar)
+            if v.type != base.type.dtype:
+                raise KernelTypeError(f"cannot store a {v.type} into an array of "
+                                      f"{base.type.dtype}", self.b.loc)
+            self.b.emit(Op.STORE, [base, *indices, v], site=self.site(base))
+            return
+        if isinstance(base, structs.StructArray):  # a[i] = s for an array of structs
+            elem = structs.index(self, base, [self.int_index(i) for i in raw])
+            return structs.store_struct(self, elem, value)
         indices = [self.int_index(i) for i in raw]
         if isinstance(base, Value) and base.type.is_array:
             if len(indices) != base.type.ndim:
@@ -321,7 +359,8 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
             # atomics there): a plain read, add and write
             kind = {"add": "add", "sub": "sub", "bit_and": "and", "bit_or": "or",
                     "bit_xor": "xor"}.get(name)
-            if isinstance(base, Value) and base.type.is_array and kind \
+            if (isinstance(base, ArrayRef) or isinstance(base, Value) and base.type.is_array) \
+                    and kind \
                     and base.type.dtype.scalar not in non_atomic_types:
                 idx = target.slice.elts if isinstance(target.slice, ast.Tuple) \
                     else [target.slice]
@@ -361,6 +400,10 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
             value = self.expr(node.value) if node.value is not None else None
             if value is None:
                 raise KernelTypeError("a func must return a value", self.b.loc)
+            if structs.is_structish(value):
+                structs.store_return(self, scope, value)
+                self.b.store(scope.ret_flag, self.b.const(True, bool_))
+                return
             if isinstance(value, tuple) or isinstance(scope.ret_var, list):
                 self.return_tuple(scope, value)
                 self.b.store(scope.ret_flag, self.b.const(True, bool_))
@@ -368,13 +411,15 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
             if scope.ret_var is None:
                 v = self.value(value)
                 scope.ret_var = self.b.new_var(v.type, f"{self.scope.src.name}_ret")
+            if isinstance(scope.ret_var, structs.StructVal):
+                raise KernelTypeError(f"this return gives a {_describe_value(value)}, an "
+                                      f"earlier one a {scope.ret_var.type}", self.b.loc)
             v = self.value(value, scope.ret_var.type)
             if v.type != scope.ret_var.type:
                 raise KernelTypeError(f"this return gives a {v.type}, an earlier one a "
                                       f"{scope.ret_var.type}", self.b.loc)
             self.b.store(scope.ret_var, v)
         self.b.store(scope.ret_flag, self.b.const(True, bool_))
-
 
     def return_tuple(self, scope, value):
         """``return a, b``: one return variable per element; each return gives as many."""
@@ -392,6 +437,10 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
                 raise KernelTypeError(f"this return gives a {v.type}, an earlier one a "
                                       f"{var.type}", self.b.loc)
             self.b.store(var, v)
+
+
+def _describe_value(value) -> str:
+    return str(getattr(value, "type", None) or getattr(value, "default_type", "value"))
 
 
 def _has_return(node) -> bool:

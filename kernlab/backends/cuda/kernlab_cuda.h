@@ -489,23 +489,6 @@ KL_VEC_FN vec<N, T> operator/(T s, const vec<N, T>& v) {
 KL_MAT_FN mat<R, C, T> operator/(T s, const mat<R, C, T>& m) {
     mat<R, C, T> out; for (int i = 0; i < R; ++i) out.r[i] = s / m.r[i]; return out;
 }
-template <int N, typename T, typename... Rest>
-__device__ inline mat<1 + sizeof...(Rest), N, T> kl_matrix_from_rows(const vec<N, T>& first,
-                                                                   const Rest&... rest) {
-    const vec<N, T> rows[] = {first, rest...};
-    mat<1 + sizeof...(Rest), N, T> out;
-    for (int i = 0; i < 1 + (int)sizeof...(Rest); ++i) out.r[i] = rows[i];
-    return out;
-}
-template <int N, typename T, typename... Rest>
-__device__ inline mat<N, 1 + sizeof...(Rest), T> kl_matrix_from_cols(const vec<N, T>& first,
-                                                                   const Rest&... rest) {
-    const vec<N, T> cols[] = {first, rest...};
-    mat<N, 1 + sizeof...(Rest), T> out;
-    for (int j = 0; j < 1 + (int)sizeof...(Rest); ++j)
-        for (int i = 0; i < N; ++i) out.r[i].c[j] = cols[j].c[i];
-    return out;
-}
 KL_VEC_FN bool kl_isfinite(const vec<N, T>& v) {
     for (int i = 0; i < N; ++i) if (!kl_isfinite(v.c[i])) return false;
     return true;

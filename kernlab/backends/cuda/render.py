@@ -24,7 +24,7 @@ import numpy as np
 
 from ...errors import KernelError
 from ...ir.nodes import Block, Function, Instr, Op, Value
-from ...types import ArrayType, Type, float32, float64
+from ...types import ArrayType, Matrix, Type, Vector, float32, float64
 from .header import HEADER_NAME, STATUS_NOT_FINITE
 
 INDENT = "    "
@@ -58,6 +58,13 @@ def entry_name(func: Function) -> str:
 
 # ---- types and literals ------------------------------------------------------------------
 
+# The vector and matrix names kernlab_cuda.h typedefs; every other one (vec3i, quatd, ...)
+# is spelled as its template.
+HEADER_TYPEDEFS = frozenset(f"{kind}{n}{suffix}" for kind, ns in (("vec", "234"),
+                                                              ("mat", ("22", "33", "44")))
+                            for n in ns for suffix in ("", "d"))
+
+
 def ctype(t: Type) -> str:
     """The C++ spelling of a kernlab type (the header's typedefs where there is one)."""
     if isinstance(t, ArrayType):
@@ -68,7 +75,7 @@ def ctype(t: Type) -> str:
                               "no half type yet)", stage="rendering CUDA C")
         return "bool" if t.kind == "b" else t.name
     short = repr(t)
-    if not short.startswith(("vector", "matrix")) and t.dtype in (float32, float64):
+    if short in HEADER_TYPEDEFS:
         return short  # vec3, mat33d, ...
     if t.is_vector:
         return f"vec<{t.length}, {ctype(t.dtype)}>"

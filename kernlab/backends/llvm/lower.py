@@ -441,7 +441,9 @@ class _BodyLowering:
         if s.kind == "f":
             return self.cx.float_convert(x, ir.DoubleType()), "%g"
         if s.kind == "b":
-            return b.select(x, self._cstring("True"), self._cstring("False")), "%s"
+            ptr = I8.as_pointer()  # "True" and "False" are arrays of different lengths
+            return b.select(x, b.bitcast(self._cstring("True"), ptr),
+                            b.bitcast(self._cstring("False"), ptr)), "%s"
         if s.bits < 32:  # printf's varargs take int
             x = (b.zext if s.kind == "u" else b.sext)(x, I32)
         long = "ll" if s.bits == 64 else ""
