@@ -489,6 +489,11 @@ KL_VEC_FN vec<N, T> operator/(T s, const vec<N, T>& v) {
 KL_MAT_FN mat<R, C, T> operator/(T s, const mat<R, C, T>& m) {
     mat<R, C, T> out; for (int i = 0; i < R; ++i) out.r[i] = s / m.r[i]; return out;
 }
+template <int N, typename T> __device__ inline T kl_trace(const mat<N, N, T>& m) {
+    T acc = m.r[0].c[0];
+    for (int i = 1; i < N; ++i) acc = acc + m.r[i].c[i];
+    return acc;
+}
 KL_VEC_FN bool kl_isfinite(const vec<N, T>& v) {
     for (int i = 0; i < N; ++i) if (!kl_isfinite(v.c[i])) return false;
     return true;
