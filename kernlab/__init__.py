@@ -12,7 +12,8 @@ from .errors import (GradientError, KernelAttributeError, KernelError, KernelKey
                      WarpCodegenKeyError, WarpCodegenTypeError, WarpCodegenValueError)
 from .kernel import (Func, Kernel, Module, func, func_grad, func_native, func_replay,
                      get_module, kernel, overload, source)
-from .lang import (FUNCTIONS as _FUNCTIONS, adjoint, atomic_add, atomic_and, atomic_exch,
+from .lang import (FUNCTIONS as _FUNCTIONS, adjoint, atomic_add, atomic_and, atomic_cas,
+                   atomic_exch,
                    atomic_max, atomic_min, atomic_or, atomic_sub, atomic_xor, constant,
                    expect_eq, expect_near, expect_neq, grad, identity, kprint as print,
                    matrix_from_cols, matrix_from_rows, printf, static, tid)  # noqa: A004

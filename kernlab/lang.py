@@ -106,7 +106,9 @@ atomic_xor = SpecialForm("atomic_xor", "atomic_xor(array, index..., value): bitw
                          "returns the old value")
 atomic_exch = SpecialForm("atomic_exch", "atomic_exch(array, index..., value): writes value, "
                           "returns the old value")
-ATOMICS = {atomic_add: "add", atomic_sub: "sub", atomic_min: "min", atomic_max: "max",
+atomic_cas = SpecialForm("atomic_cas", "atomic_cas(array, index..., compare, value): writes "
+                         "value if the element equals compare; returns the old value")
+ATOMICS = {atomic_cas: "cas", atomic_add: "add", atomic_sub: "sub", atomic_min: "min", atomic_max: "max",
            atomic_and: "and", atomic_or: "or", atomic_xor: "xor", atomic_exch: "exch"}
 
 

@@ -747,6 +747,25 @@ __device__ inline float64 kl_atomic_max(float64* p, float64 v) {
 KL_BIT_ATOMICS(int32, int32) KL_BIT_ATOMICS(uint32, uint32)
 KL_BIT_ATOMICS(int64, uint64) KL_BIT_ATOMICS(uint64, uint64)
 __device__ inline float32 kl_atomic_exch(float32* p, float32 v) { return atomicExch(p, v); }
+// compare and swap; floats compare their bits, as atomicCAS does
+__device__ inline int32 kl_atomic_cas(int32* p, int32 c, int32 v) { return atomicCAS(p, c, v); }
+__device__ inline uint32 kl_atomic_cas(uint32* p, uint32 c, uint32 v) {
+    return atomicCAS(p, c, v);
+}
+__device__ inline uint64 kl_atomic_cas(uint64* p, uint64 c, uint64 v) {
+    return atomicCAS(p, c, v);
+}
+__device__ inline int64 kl_atomic_cas(int64* p, int64 c, int64 v) {
+    return int64(atomicCAS((uint64*)p, uint64(c), uint64(v)));
+}
+__device__ inline float32 kl_atomic_cas(float32* p, float32 c, float32 v) {
+    uint32 old = atomicCAS((uint32*)p, *(uint32*)&c, *(uint32*)&v);
+    return *(float32*)&old;
+}
+__device__ inline float64 kl_atomic_cas(float64* p, float64 c, float64 v) {
+    uint64 old = atomicCAS((uint64*)p, *(uint64*)&c, *(uint64*)&v);
+    return *(float64*)&old;
+}
 __device__ inline float64 kl_atomic_exch(float64* p, float64 v) {
     uint64 old = atomicExch((uint64*)p, *(uint64*)&v);
     return *(float64*)&old;
