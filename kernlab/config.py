@@ -5,6 +5,8 @@
 """
 from __future__ import annotations
 
+import enum as _enum
+
 import os
 
 
@@ -50,3 +52,12 @@ cache_dir: str | None = default_cache_dir()
 
 # Print what the compiler and the cache are doing.
 verbose: bool = False
+
+
+class DeterministicMode(_enum.IntEnum):
+    """Warp's module option ``deterministic`` (accepted, no effect: kernlab's CPU atomics
+    are ordered by thread slices, and its adjoints accumulate the same way every run)."""
+
+    NOT_GUARANTEED = 0
+    RUN_TO_RUN = 1
+    GPU_TO_GPU = 2

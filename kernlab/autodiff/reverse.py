@@ -311,11 +311,18 @@ class _Reverse:
         value, kind, g = ins.args[-1], ins.attrs["kind"], self.g
         if not _differentiable(value):
             return
-        adj_arr, idx = self._adj_access(ins, len(ins.args) - 2)
+        if kind == "cas":
+            raise GradientError("atomic_cas on floats cannot be differentiated (whether it "
+                                "wrote depends on the order threads run in)", ins.loc,
+                                kernel=self.func.name)
+        adj_arr, idx = self._adj_access(ins, ins.args[0].type.ndim)
         adj = g.emit(Op.LOAD, [adj_arr, *idx], value.type, nullable=True,
                      site=ins.attrs["site"])
         if kind == "sub":
             adj = g.neg(adj)
+        elif kind == "exch":  # a store: the value gets the element's adjoint, which it replaced
+            g.emit(Op.STORE, [adj_arr, *idx, g.zeros(value.type)], nullable=True,
+                   site=ins.attrs["site"])
         elif kind in ("min", "max"):  # the gradient goes to the value that won
             final = g.emit(Op.LOAD, [self.map[ins.args[0]], *idx], value.type,
                            site=ins.attrs["site"])

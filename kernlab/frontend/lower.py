@@ -357,13 +357,15 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, ViewMixin, ControlMixin, ExprM
             base = self.expr(target.value)
             # a[i] += v is an atomic add, as in Warp, except on 8/16-bit integers (no
             # atomics there): a plain read, add and write
+            kind = {"add": "add", "sub": "sub", "bit_and": "and", "bit_or": "or",
+                    "bit_xor": "xor"}.get(name)
             if (isinstance(base, ArrayRef) or isinstance(base, Value) and base.type.is_array) \
-                    and name in ("add", "sub") \
+                    and kind \
                     and base.type.dtype.scalar not in non_atomic_types:
                 idx = target.slice.elts if isinstance(target.slice, ast.Tuple) \
                     else [target.slice]
                 args = [base, *[self.expr(i) for i in idx], self.expr(node.value)]
-                self.atomic(name, args)
+                self.atomic(kind, args)
                 return
         load = ast.copy_location(_as_load(target), target)
         combined = ast.copy_location(ast.BinOp(load, node.op, node.value), node)
