@@ -316,22 +316,10 @@ class ExprMixin:
                                         self.b.loc)
             right = self.expr(right_node)
             a, c = self.values([left, right])
-            if name in ("eq", "ne") and a.type == c.type and (a.type.is_vector
-                                                               or a.type.is_matrix):
-                cmp = self.compare_all(name, a, c)
-            else:
-                cmp = self.b.call(name, [a, c])
+            cmp = self.b.call(name, [a, c])
             result = cmp if result is None else self.b.and_(result, cmp)
             left = c
         return result
-
-    def compare_all(self, name, a, c):
-        """``v == w`` / ``v != w`` of vectors or matrices: every component equal, or not."""
-        same = None
-        for x, y in zip(_components(self.b, a), _components(self.b, c)):
-            eq = self.b.eq(x, y)
-            same = eq if same is None else self.b.and_(same, eq)
-        return same if name == "eq" else self.b.not_(same)
 
     def expr_BoolOp(self, node):
         # Short-circuit, as in Python: `i < n and a[i] > 0` never reads a[n].
