@@ -449,3 +449,16 @@ def test_generic_vector_length():
     assert out.numpy()[0] == 3
     kl.launch(any_length, 1, inputs=[kl.vec2(1.0, 2.0), out])
     assert out.numpy()[0] == 2
+
+
+FMT33 = "%d " * 33
+
+
+def test_printf_takes_at_most_32_values():
+    @kl.kernel
+    def loud():
+        kl.printf(FMT33, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17,
+                  18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32)
+
+    with pytest.raises(RuntimeError, match="passed to `printf` is 32$"):
+        kl.launch(loud, 1)

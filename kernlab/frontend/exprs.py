@@ -451,6 +451,9 @@ class ExprMixin:
             if not args or not isinstance(args[0], PyObj) or not isinstance(args[0].obj, str):
                 raise KernelTypeError("printf needs a format string first", self.b.loc)
             fmt, args = args[0].obj, args[1:]
+            if len(args) > 32:
+                raise KernelTypeError("the maximum number of variadic arguments that can be "
+                                      "passed to `printf` is 32", self.b.loc)
         else:
             fmt = None
         vals = [self.value(a) for a in args if not isinstance(a, PyObj)]
