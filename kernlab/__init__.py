@@ -9,8 +9,8 @@ from .errors import (GradientError, KernelAttributeError, KernelError, KernelKey
                      KernelNameError, KernelSyntaxError, KernelTypeError, KernelValueError,
                      LaunchError, WarpCodegenAttributeError, WarpCodegenError,
                      WarpCodegenKeyError, WarpCodegenTypeError, WarpCodegenValueError)
-from .kernel import (Func, Kernel, force_load, func, func_grad, kernel, load_module, overload,
-                     source)
+from .kernel import (Func, Kernel, Module, force_load, func, func_grad, func_native,
+                     func_replay, get_module, kernel, load_module, overload, source)
 from .lang import (FUNCTIONS as _FUNCTIONS, adjoint, atomic_add, atomic_max, atomic_min,
                    atomic_sub, constant, expect_eq, expect_near, expect_neq, grad, identity,
                    kprint as print, matrix_from_cols, matrix_from_rows, printf, static,
@@ -21,6 +21,7 @@ from .runtime.array import (array, array1d, array2d, array3d, array4d, clone, co
                             zeros_like)
 from .runtime.device import (ScopedDevice, get_device, init, is_cuda_available, set_device,
                              synchronize, synchronize_device)
+from .runtime.indexed import indexedarray
 from .runtime.launch import Launch, launch
 from .runtime.structs import struct
 from .runtime.tape import Tape
@@ -35,6 +36,8 @@ from .types import (NAMED as _NAMED, bfloat16, dtype_from_numpy, dtype_to_numpy,
                     int8, int16, uint8, uint16, uint64)
 from . import _src  # noqa: E402,F401  (wp._src.types, for code that reaches into Warp's)
 from .constants import *  # noqa: E402,F401,F403  (kl.pi, kl.inf, kl.HALF_PI ...)
+from .norms import (norm_huber, norm_l1, norm_l2, norm_pseudo_huber,  # noqa: E402
+                    smooth_normalize)
 from . import autograd  # noqa: E402
 from .interop import from_dlpack, from_torch, to_torch, to_torch_function  # torch: lazily
 

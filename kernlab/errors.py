@@ -137,8 +137,13 @@ WarpCodegenAttributeError = KernelAttributeError
 WarpCodegenKeyError = KernelKeyError
 
 
-class LaunchError(KernelError, RuntimeError):  # Warp raises RuntimeError
-    """Wrong arguments to kl.launch: count, dtype, shape, device."""
+class LaunchError(KernelError, RuntimeError):
+    """Wrong arguments to kl.launch: count, dtype, shape, device (a RuntimeError, as
+    Warp's launch errors are)."""
+
+
+class LaunchValueError(LaunchError, ValueError):
+    """A launch argument that cannot be converted to its parameter's type."""
 
 
 class GradientError(KernelError):
@@ -199,3 +204,8 @@ def not_finite_error(func, site, array_name: str, data, ndim: int,
         what = f"a NaN or Inf into '{array_name}'"
     return KernelFPError(f"kernel '{func.name}' wrote {what} (kl.config.verify_fp is on)",
                          site.loc if site is not None else func.loc, kernel=func.name)
+
+
+class ArrayError(RuntimeError, ValueError):
+    """A bad array operation at Python scope (shapes, dtypes, offsets that do not fit).
+    Both a RuntimeError (what Warp raises) and a ValueError (what kernlab raised before)."""

@@ -62,6 +62,7 @@ PUBLIC_BUILTINS = [
     "rint", "frac", "cbrt", "degrees", "radians", "copysign", "step", "nonzero", "isfinite",
     "isnan", "isinf", "argmin", "argmax", "add", "sub", "div", "mod", "floordiv", "neg",
     "bit_and", "bit_or", "bit_xor", "lshift", "rshift", "invert", "cw_mul", "cw_div",
+    "erf", "erfc", "erfinv", "erfcinv",
 ]
 FUNCTIONS = {name: BuiltinFunction(name) for name in PUBLIC_BUILTINS + SPATIAL_BUILTINS}
 FUNCTIONS["transformation"] = BuiltinFunction("transformation")

@@ -31,8 +31,11 @@ def _component(k):
 class SpatialValue(np.ndarray):
     _kl = None
 
+    kl_class_type = None  # set on the class of each type's values (value_class)
+
     def __new__(cls, data, kl_type):
-        obj = np.array(data, dtype=kl_type.scalar.np).reshape(kl_type.shape).view(cls)
+        obj = np.array(data, dtype=kl_type.scalar.np).reshape(kl_type.shape)
+        obj = obj.view(value_class(kl_type))
         obj._kl = kl_type
         return obj
 
@@ -78,6 +81,18 @@ class SpatialValue(np.ndarray):
     @q.setter
     def q(self, value):
         self[3:7] = value
+
+
+_CLASSES: dict = {}
+
+
+def value_class(kl_type) -> type:
+    """The class of the values of one type, so ``type(kl.transform())`` names transformf."""
+    cls = _CLASSES.get(kl_type)
+    if cls is None:
+        cls = type(kl_type.__name__, (SpatialValue,), {"kl_class_type": kl_type})
+        _CLASSES[kl_type] = cls
+    return cls
 
 
 def quaternion_value(t: Quaternion, args):

@@ -148,6 +148,7 @@ class Vector(Type):
     dtype: Scalar
 
     is_vector = True
+    _wp_generic_type_str_ = "vec_t"  # Warp's name for the family (code that checks it)
 
     @property
     def scalar(self) -> Scalar:
@@ -197,6 +198,7 @@ class Matrix(Type):
     dtype: Scalar
 
     is_matrix = True
+    _wp_generic_type_str_ = "mat_t"
 
     @property
     def scalar(self) -> Scalar:
@@ -326,16 +328,54 @@ def is_generic(t) -> bool:
     return False
 
 
+class Value(np.ndarray):
+    """A vector or matrix value on the Python side (what ``vec3(1, 2, 3)`` returns): a NumPy
+    array of the type's shape, with Warp's manners: ``v.x`` .. ``v.w``, ``==`` compares the
+    whole value (a shape mismatch is unequal), and ``str`` prints a Python list."""
+
+    def __eq__(self, other):
+        try:
+            b = np.asarray(other)
+        except Exception:  # noqa: BLE001 - anything that is no array is unequal
+            return False
+        a = np.asarray(self)
+        return a.shape == b.shape and bool(np.all(a == b))
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    __hash__ = None
+
+    def __str__(self):
+        a = np.asarray(self)
+        if a.ndim == 2:
+            return "[" + ",\n ".join(str(row.tolist()) for row in a) + "]"
+        return str(a.tolist())
+
+
+def _component(k):
+    def get(self):
+        return self[k]
+
+    def put(self, value):
+        self[k] = value
+    return property(get, put)
+
+
+for _k, _name in enumerate("xyzw"):
+    setattr(Value, _name, _component(_k))
+
+
 def _construct(t, args):
-    """Python-side value of a vector/matrix type: a NumPy array of its shape and dtype."""
+    """Python-side value of a vector/matrix type: a Value of its shape and dtype."""
     if len(args) == 0:
-        return np.zeros(t.shape, t.dtype.np)
-    if len(args) == 1:
+        out = np.zeros(t.shape, t.dtype.np)
+    elif len(args) == 1:
         a = np.asarray(args[0], dtype=t.dtype.np)
-        if a.ndim == 0:
-            return np.full(t.shape, a, t.dtype.np)
-        return a.reshape(t.shape).copy()
-    return np.array(args, dtype=t.dtype.np).reshape(t.shape)
+        out = np.full(t.shape, a, t.dtype.np) if a.ndim == 0 else a.reshape(t.shape).copy()
+    else:
+        out = np.array(args, dtype=t.dtype.np).reshape(t.shape)
+    return out.view(Value)
 
 
 def vector(length: int, dtype=float32) -> Vector:
@@ -408,12 +448,25 @@ def to_type(t) -> Type:
         return t
     if t is typing.Any:
         return ANY
+    if isinstance(getattr(t, "kl_class_type", None), Type):  # type(kl.quat()): its type
+        return t.kl_class_type
     if t in _PY_TYPES:
         return _PY_TYPES[t]
     try:
         return _NP_TYPES[np.dtype(t)]
     except (TypeError, KeyError):
         raise TypeError(f"{t!r} is not a kernlab type") from None
+
+
+def strides_from_shape(shape, dtype) -> tuple:
+    """Byte strides of a C-ordered array of this shape and element type (Warp's helper)."""
+    t = to_type(dtype)
+    step = t.scalar.np.itemsize * int(np.prod(t.shape, dtype=np.int64))
+    strides = []
+    for n in reversed(tuple(shape)):
+        strides.append(step)
+        step *= int(n)
+    return tuple(reversed(strides))
 
 
 def type_of_numpy(a: np.ndarray, dtype: Type | None = None) -> tuple[Type, tuple]:

@@ -7,6 +7,7 @@ fails here until it has a case in GRAD_CASES. Each case is a tiny kernel calling
 its inputs, and a plain-NumPy formula of what the kernel computes, differentiated by
 central differences.
 """
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -201,6 +202,14 @@ def _smoothstep(e0, e1, x):
     return t * t * (3.0 - 2.0 * t)
 
 
+def _erfinv(x):
+    """erf(r) = x by Newton's method from 0 (erf is increasing and convex on either side)."""
+    r = 0.0
+    for _ in range(60):
+        r -= (math.erf(r) - x) / (2.0 / math.sqrt(math.pi) * math.exp(-r * r))
+    return r
+
+
 def _insert(v, idx, s):
     out = np.array(v, dtype=np.float64)
     out[idx] = s
@@ -278,7 +287,8 @@ GRAD_CASES = {
                 np.arctan2),
               G("left half plane", call2(kl.atan2, S, S, S), [(S, POS), (S, (-1.5, -0.2))],
                 S, np.arctan2)],
-    "abs": [G("float64", call1(kl.abs, S, S), [(S, AWAY_FROM_0)], S, np.abs)],
+    "abs": [G("float64", call1(kl.abs, S, S), [(S, AWAY_FROM_0)], S, np.abs),
+            G("vec3d", call1(kl.abs, V, V), [(V, AWAY_FROM_0)], V, np.abs)],
     "min": [G("float64", call2(kl.min, S, S, S), [(S, U), (S, U)], S, np.minimum),
             G("vec3d element-wise", call2(kl.min, V, V, V), [(V, U), (V, U)], V, np.minimum),
             G("min(vec3d)", call1(kl.min, V, S), [(V, U)], S, np.min)],
@@ -287,6 +297,14 @@ GRAD_CASES = {
             G("max(vec3d)", call1(kl.max, V, S), [(V, U)], S, np.max)],
     "frac": [G("positive", call1(kl.frac, S, S), [(S, (1.1, 1.9))], S, lambda x: x - 1.0),
              G("negative", call1(kl.frac, S, S), [(S, (-2.9, -2.1))], S, lambda x: x + 2.0)],
+    "erf": [G("float64", call1(kl.erf, S, S), [(S, (-2.0, 2.0))], S,
+              np.vectorize(math.erf))],
+    "erfc": [G("float64", call1(kl.erfc, S, S), [(S, (-2.0, 2.0))], S,
+               np.vectorize(math.erfc))],
+    "erfinv": [G("float64", call1(kl.erfinv, S, S), [(S, (-0.95, 0.95))], S,
+                 np.vectorize(_erfinv))],
+    "erfcinv": [G("float64", call1(kl.erfcinv, S, S), [(S, (0.05, 1.95))], S,
+                  np.vectorize(lambda y: _erfinv(1.0 - y)))],
     "cbrt": [G("positive", call1(kl.cbrt, S, S), [(S, POS)], S, np.cbrt),
              G("negative", call1(kl.cbrt, S, S), [(S, (-2.0, -0.2))], S, np.cbrt)],
     "degrees": [G("float64", call1(kl.degrees, S, S), [(S, U)], S, lambda x: x * 180 / np.pi)],
@@ -439,6 +457,8 @@ VALUE_CASES = {  # builtin -> (argument kinds, domains); s scalar, v vec3, m mat
     "bit_xor": ("ii", [(-50, 50)] * 2), "lshift": ("ii", [(-50, 50), (0, 40)]),
     "rshift": ("ii", [(-50, 50), (0, 40)]), "invert": ("i", [(-50, 50)]),
     "cw_mul": ("vv", [U, U]), "cw_div": ("vv", [U, POS]),
+    "erf": ("s", [(-2, 2)]), "erfc": ("s", [(-2, 2)]), "erfinv": ("s", [(-0.99, 0.99)]),
+    "erfcinv": ("s", [(0.01, 1.99)]),
 }
 KIND_TYPES = {"float32": {"s": kl.float32, "v": kl.vec3, "m": kl.mat33, "b": kl.bool,
                           "i": kl.int32},

@@ -484,3 +484,22 @@ def test_rewriting_a_read_field_is_still_caught():
     bs.fill_(Body(5.0))  # the whole array changes after the tape read its fields
     with pytest.raises(kl.GradientError, match="bs.mass|bs.energy"):
         tape.backward(loss)
+
+
+@kl.kernel
+def body_mass_loss(bs: kl.array[Body], loss: kl.array[float]):
+    i = kl.tid()
+    kl.atomic_add(loss, 0, bs[i].mass * float(i + 1))
+
+
+def test_gradient_through_a_clone_of_an_array_of_structs():
+    d = np.zeros(3, dtype=Body.numpy_dtype())
+    d["mass"] = [1.0, 2.0, 3.0]
+    a = kl.array(d, dtype=Body, requires_grad=True)
+    loss = kl.zeros(1, requires_grad=True)
+    with kl.Tape() as tape:
+        c = kl.clone(a)
+        kl.launch(body_mass_loss, dim=3, inputs=[c, loss])
+    tape.backward(loss)
+    assert a.grad.numpy()["mass"].tolist() == [1.0, 2.0, 3.0]
+    assert a.grad.numpy()["energy"].tolist() == [0.0] * 3

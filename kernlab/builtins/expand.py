@@ -194,10 +194,15 @@ def python_type_of(value, want_kinds=()) -> Type:
 def call_on_python_values(name: str, args, target=None):
     """``kl.quat_rotate(q, v)`` outside a kernel: run the expansion on NumPy values."""
     g = NumpyBuilder()
-    vals = [NpValue(python_type_of(a), _as(np.asarray(a), python_type_of(a))) for a in args]
-    types = [v.type for v in vals]
+    try:
+        types = [python_type_of(a) for a in args]
+    except (TypeError, ValueError, IndexError):
+        if name in REGISTRY:
+            return NotImplemented
+        raise
     if find_expansion(name, types) is None and name in REGISTRY:
         return NotImplemented  # a primitive's own arguments (kl.mul of two matrices)
+    vals = [NpValue(t, _as(np.asarray(a), t)) for a, t in zip(args, types)]
     if find_expansion(name, types) is None:  # plain arrays standing for quats/transforms
         for ex in EXPANSIONS.get(name, ()):
             if len(ex.params) == len(vals):

@@ -32,7 +32,7 @@ builtin("abs", [sig("N", ret="T"), sig("V", ret="V")], lambda x: np.abs(x).astyp
         if np.ndim(x) else x.dtype.type(abs(x)),
         llvm=lambda cx, x: cx.abs(x), cuda="abs({0})",
         grad=lambda g, x, r, adj: (g.mul(adj, g.sign(x)) if x.type.is_scalar
-                                   else g.mul(adj, g.vsign(x)),))
+                                   else g.cw_mul(adj, g.vsign(x)),))
 
 # Warp's sign: -1 for x < 0, else 1 (so sign(0) == 1).
 builtin("sign", [sig("N", ret="T")], _sign_ref,

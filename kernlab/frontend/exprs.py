@@ -206,6 +206,8 @@ class ExprMixin:
         return self.subscript(self.expr(node.value), node)
 
     def subscript(self, base, node):
+        if isinstance(base, PyObj) and base.obj is lang.adjoint:
+            return self.adjoint_value(node)
         idx = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if any(isinstance(i, ast.Slice) for i in idx):
             raise KernelSyntaxError("slices are not supported in kernels", self.b.loc)

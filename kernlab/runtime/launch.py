@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from .. import config
-from ..errors import LaunchError
+from ..errors import LaunchError, LaunchValueError
 from ..ir.nodes import Op
 from ..kernel import Kernel
 from . import tape as _tape
@@ -48,6 +48,9 @@ def convert_arg(kernel_name: str, param, value, device, allow_none=False):
     if t.is_array:
         if value is None:  # a null array, as in Warp: `if a:` is False, and any access to
             return None    # it is out of bounds (its shape is all zeros)
+        if isinstance(value, np.ndarray) and device.is_cpu \
+                and value.dtype == t.dtype.scalar.np:  # Warp passes NumPy memory as it is
+            value = array(value, dtype=t.dtype, copy=False)
         if not isinstance(value, array) or getattr(value, "is_annotation", False):
             hint = " — wrap it with kl.from_numpy(...)" if isinstance(value, np.ndarray) else ""
             raise fail(f"needs a kernlab array, got {type(value).__name__}{hint}")
@@ -71,6 +74,15 @@ def convert_arg(kernel_name: str, param, value, device, allow_none=False):
         return np.zeros(t.shape, t.scalar.np)
     if isinstance(value, (int, float)) and value == 0 and allow_none:
         return np.zeros(t.shape, t.scalar.np)
+    tname = getattr(t, "__name__", str(t))
+    if value is None:
+        raise LaunchValueError(f"kernel '{kernel_name}': parameter '{name}' ({t}) got None: "
+                               f"Failed to convert argument for param {name} to {tname}")
+    if isinstance(value, (bool, int, float, np.generic)) or \
+            (isinstance(value, np.ndarray) and value.ndim == 0):
+        raise LaunchError(f"kernel '{kernel_name}': parameter '{name}' ({t}): argument "
+                          f"'{name}' expects {tname} but got a single value ({value!r}); pass "
+                          f"all {math.prod(t.shape)} components")
     try:
         arr = np.asarray(value)
     except (TypeError, ValueError):

@@ -313,10 +313,12 @@ def write_flat(data, start: int, values) -> None:
 
 def copy_all(dst, src) -> None:
     """Copy one storage into another of the same shape and dtype."""
-    if type(dst) is np.ndarray and type(src) is np.ndarray:
-        dst[...] = src
-    else:
+    if type(dst) is np.ndarray:
+        dst[...] = src if type(src) is np.ndarray else src.get()
+    elif is_contiguous(dst) and is_contiguous(src):
         copy_flat(dst, 0, src, 0, math.prod(dst.shape))
+    else:  # strided on a GPU: through the host, strides and all
+        dst.set(src)
 
 
 def copy_flat(dst, dst_start: int, src, src_start: int, count: int) -> None:

@@ -43,6 +43,7 @@ class StructType(Type):
         self.fields: dict[str, Type | None] = {}
         self.annotations: dict = {}
         for name, ann in getattr(cls, "__annotations__", {}).items():
+            ann = _evaluated(cls, ann)
             self.annotations[name] = ann
             self.fields[name] = field_type(ann)
         self.cls = type(cls.__name__, (StructInstance,),
@@ -106,6 +107,19 @@ def is_struct(t) -> bool:
 
 def is_struct_array(t) -> bool:
     return isinstance(t, ArrayType) and isinstance(t.dtype, StructType)
+
+
+def _evaluated(cls, ann):
+    """A string annotation (``from __future__ import annotations``) as the object it names
+    in the class's module; left as the string when it names nothing there."""
+    if not isinstance(ann, str):
+        return ann
+    import sys
+    module = sys.modules.get(cls.__module__)
+    try:
+        return eval(ann, dict(vars(module)) if module else {}, dict(vars(cls)))  # noqa: S307
+    except Exception:  # the field is reported when a kernel uses it
+        return ann
 
 
 def field_type(ann):
@@ -633,3 +647,14 @@ class StructArgs:
         for v in self.values:
             if isinstance(v, StructInstance):
                 tape.gradients[v] = grad_struct(v)
+
+
+def add_elements(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a + b, field by field where they are struct records (accumulating gradients of
+    arrays of structs)."""
+    if a.dtype.names is None:
+        return a + b
+    out = np.empty_like(a)
+    for name in a.dtype.names:
+        out[name] = add_elements(a[name], b[name])
+    return out

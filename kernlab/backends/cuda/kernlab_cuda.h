@@ -370,6 +370,32 @@ template <typename T> __device__ inline T kl_route_max(T a, T b, T adj) {
 template <typename T> __device__ inline T kl_route_eq(T a, T b, T adj) {
     return (a == b || (a != a && b != b)) ? adj : T(0);
 }
+// erfinv: Giles' polynomial, then two Newton steps on erf, in double (see builtins/special.py)
+__device__ inline double kl_erfinv_d(double x) {
+    double ax = x < 0 ? -x : x;
+    if (!(ax < 1.0)) return ax == 1.0 ? (x < 0 ? -kl_inf<double>() : kl_inf<double>())
+                                      : kl_nan<double>();
+    double w = -log((1.0 - x) * (1.0 + x)), p;
+    if (w < 5.0) {
+        w -= 2.5;
+        p = 2.81022636e-08; p = 3.43273939e-07 + p * w; p = -3.5233877e-06 + p * w;
+        p = -4.39150654e-06 + p * w; p = 0.00021858087 + p * w; p = -0.00125372503 + p * w;
+        p = -0.00417768164 + p * w; p = 0.246640727 + p * w; p = 1.50140941 + p * w;
+    } else {
+        w = sqrt(w) - 3.0;
+        p = -0.000200214257; p = 0.000100950558 + p * w; p = 0.00134934322 + p * w;
+        p = -0.00367342844 + p * w; p = 0.00573950773 + p * w; p = -0.0076224613 + p * w;
+        p = 0.00943887047 + p * w; p = 1.00167406 + p * w; p = 2.83297682 + p * w;
+    }
+    double r = p * x;
+    for (int k = 0; k < 2; ++k)
+        r -= (erf(r) - x) / (1.1283791670955126 * exp(-r * r));
+    return r;
+}
+template <typename T> __device__ inline T kl_erfinv(T x) { return T(kl_erfinv_d(double(x))); }
+template <typename T> __device__ inline T kl_erfcinv(T y) {
+    return T(kl_erfinv_d(1.0 - double(y)));
+}
 template <typename T> __device__ inline T kl_step(T x) { return x < T(0) ? T(1) : T(0); }
 template <typename T> __device__ inline T kl_nonzero(T x) { return x == T(0) ? T(0) : T(1); }
 template <typename T> __device__ inline T kl_frac(T x) { return x - trunc(x); }

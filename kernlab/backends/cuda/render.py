@@ -511,7 +511,8 @@ def call_expression(ins: Instr, args: list[str]) -> str:
 
 def _override(ins: Instr) -> str | None:
     bi, types = ins.attrs["builtin"], [a.type for a in ins.args]
-    if bi.name == "div" and types[0].is_scalar and types[0].kind in "iu":
+    if bi.name == "div" and types[0].is_scalar and types[1].is_scalar \
+            and types[0].kind in "iu":
         return "kl_div({0}, {1})"  # C's / traps or is undefined for a zero divisor
     if bi.name == "cast":
         target = ins.attrs["target"]

@@ -439,7 +439,7 @@ class _BodyLowering:
     def _printf_arg(self, x, s: Scalar):
         b = self.b
         if s.kind == "f":
-            return (b.fpext(x, ir.DoubleType()) if s.bits < 64 else x), "%g"
+            return self.cx.float_convert(x, ir.DoubleType()), "%g"
         if s.kind == "b":
             ptr = I8.as_pointer()  # "True" and "False" are arrays of different lengths
             return b.select(x, b.bitcast(self._cstring("True"), ptr),
