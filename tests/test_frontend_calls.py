@@ -462,3 +462,18 @@ def test_printf_takes_at_most_32_values():
 
     with pytest.raises(RuntimeError, match="passed to `printf` is 32$"):
         kl.launch(loud, 1)
+
+
+def test_empty_vector_slices_compare_equal():
+    vec0 = kl.types.vector(0, float)
+
+    @kl.kernel
+    def k(out: kl.array(dtype=int)):
+        v = kl.vec4(1.0, 2.0, 3.0, 4.0)
+        out[0] = int(v[4:] == vec0())
+        out[1] = int(v[:-9] != vec0())
+        out[2] = int(v[::-1] == kl.vec4(4.0, 3.0, 2.0, 1.0))
+
+    out = kl.zeros(3, dtype=int)
+    kl.launch(k, 1, inputs=[out])
+    assert out.numpy().tolist() == [1, 0, 1]
