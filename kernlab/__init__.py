@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from . import config, types
+from .config import DeterministicMode
 from .errors import (GradientError, KernelAttributeError, KernelError, KernelKeyError,
                      KernelNameError, KernelSyntaxError, KernelTypeError, KernelValueError,
                      LaunchError, WarpCodegenAttributeError, WarpCodegenError,
