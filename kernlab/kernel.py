@@ -243,6 +243,17 @@ def get_module(name=None) -> Module:
     return _MODULES[name]
 
 
+def load_module(module=None, device=None, recursive: bool = False, block_dim=None):
+    """Warp's ``wp.load_module``: compile a module's kernels ahead of use. kernlab compiles
+    each kernel on its first launch (and caches the code), so there is nothing to do."""
+    return get_module(module)
+
+
+def force_load(device=None, modules=None, block_dim=None):
+    """Warp's ``wp.force_load``: nothing to do (kernels compile on first launch)."""
+    return None
+
+
 def kernel(f=None, *, enable_backward: bool | None = None, module=None, **options):
     """Decorator: compile a Python function as a kernel (``@kl.kernel`` or ``@kl.kernel()``).
     enable_backward=False marks a kernel whose adjoint must not be used (a tape skips it

@@ -35,7 +35,7 @@ def _check_overwrites(func, block: Block, seen_loads: set, loop_loads):
     """Walk in program order; a write to an array already read is an overwrite after read.
     Inside a loop, a read anywhere in the loop counts as earlier (a later iteration)."""
     for ins in block.instrs:
-        if ins.op is Op.LOAD:
+        if ins.op is Op.LOAD and not ins.attrs.get("rmw"):  # rmw: frontend/lower.py
             seen_loads.add(ins.args[0])
         elif ins.op in WRITES and (ins.args[0] in seen_loads
                                    or (loop_loads is not None and ins.args[0] in loop_loads)):
