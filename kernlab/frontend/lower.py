@@ -323,7 +323,8 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, ViewMixin, ControlMixin, ExprM
         indices = [self.int_index(i) for i in raw]
         if isinstance(base, Value) and base.type.is_array:
             if len(indices) != base.type.ndim:
-                raise KernelTypeError(f"array '{self.array_name(base)}' has "
+                raise KernelTypeError("Incorrect number of indices specified for array "
+                                      f"indexing: array '{self.array_name(base)}' has "
                                       f"{base.type.ndim} dimension(s) but {len(indices)} "
                                       "index(es) were given", self.b.loc)
             v = self.value(value, base.type.dtype.scalar)

@@ -297,7 +297,8 @@ def set_field(lo, base, fname: str, value) -> None:
 
 def index(lo, arr: StructArray, indices: list) -> StructElem:
     if len(indices) != arr.type.ndim:
-        raise KernelTypeError(f"array '{arr.name}' has {arr.type.ndim} dimension(s) but "
+        raise KernelTypeError(f"Incorrect number of indices specified for array indexing: "
+                              f"array '{arr.name}' has {arr.type.ndim} dimension(s) but "
                               f"{len(indices)} index(es) were given", lo.b.loc)
     return StructElem(arr, indices)
 

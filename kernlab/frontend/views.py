@@ -207,7 +207,8 @@ class ViewMixin:
         ref = self.as_ref(base)
         kept = [k for k, a in enumerate(ref.axes) if isinstance(a, Axis)]
         if len(idx) > len(kept):
-            raise KernelTypeError(f"array '{ref.name}' has {len(kept)} dimension(s) but "
+            raise KernelTypeError(f"Incorrect number of indices specified for array indexing: "
+                                  f"array '{ref.name}' has {len(kept)} dimension(s) but "
                                   f"{len(idx)} index(es) were given", self.b.loc)
         axes, star = list(ref.axes), None
         for pos, node in zip(kept, idx):
@@ -300,7 +301,8 @@ class ViewMixin:
         """The base array's indices for ``view[raw...]`` (one index per kept axis)."""
         kept = ref.kept
         if len(raw) != len(kept):
-            raise KernelTypeError(f"a view of '{ref.name}' has {len(kept)} dimension(s) but "
+            raise KernelTypeError(f"Incorrect number of indices specified for array indexing: "
+                                  f"a view of '{ref.name}' has {len(kept)} dimension(s) but "
                                   f"{len(raw)} index(es) were given", self.b.loc)
         it = iter(raw)
         return [self.value(self.add(a.start, self.mul(self.int_index(next(it)), a.step))
