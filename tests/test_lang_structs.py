@@ -503,3 +503,31 @@ def test_gradient_through_a_clone_of_an_array_of_structs():
     tape.backward(loss)
     assert a.grad.numpy()["mass"].tolist() == [1.0, 2.0, 3.0]
     assert a.grad.numpy()["energy"].tolist() == [0.0] * 3
+
+
+def _hash_of_kernel_over(struct_type) -> str:
+    @kl.kernel(module="struct_hash_test")
+    def hashed(a: kl.array[struct_type]):
+        i = kl.tid()  # noqa: F841
+
+    return kl.get_module("struct_hash_test").hash_module()
+
+
+def test_module_hash_sees_struct_fields_not_identity():
+    @kl.struct
+    class Hashed:
+        i: int
+
+    first = _hash_of_kernel_over(Hashed)
+
+    @kl.struct
+    class Hashed:  # noqa: F811 — the same fields again
+        i: int
+
+    assert _hash_of_kernel_over(Hashed) == first
+
+    @kl.struct
+    class Hashed:  # noqa: F811
+        i: float
+
+    assert _hash_of_kernel_over(Hashed) != first

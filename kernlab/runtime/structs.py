@@ -658,3 +658,14 @@ def add_elements(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     for name in a.dtype.names:
         out[name] = add_elements(a[name], b[name])
     return out
+
+
+def content_key(t) -> str:
+    """A type as text that names a struct by its fields, recursively (not its identity)."""
+    if isinstance(t, StructType):
+        fields = ", ".join(f"{n}: {content_key(ft) if ft is not None else '?'}"
+                           for n, ft in t.fields.items())
+        return f"{t.key}{{{fields}}}"
+    if isinstance(t, ArrayType):
+        return f"array({content_key(t.dtype)}, ndim={t.ndim})"
+    return repr(t)
