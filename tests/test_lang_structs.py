@@ -531,3 +531,12 @@ def test_module_hash_sees_struct_fields_not_identity():
         i: float
 
     assert _hash_of_kernel_over(Hashed) != first
+
+
+def test_list_of_an_array_of_structs_gives_instances_with_their_fields():
+    s = Model(0.5, 2, (1.0, 2.0, 3.0), kl.zeros(4))
+    s.inner.y = 7.0
+    out = kl.full((2, 2), s).list()
+    assert len(out) == 4 and all(isinstance(x, Model.cls) for x in out)
+    assert out[3].gravity == kl.vec3(1.0, 2.0, 3.0) and out[3].inner.y == 7.0
+    assert out[0].m is s.m  # an array field: the array the record points at

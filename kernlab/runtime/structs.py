@@ -16,6 +16,7 @@ vectors, matrices and arrays.
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 
@@ -312,7 +313,7 @@ def convert_field(st: StructType, name: str, t, value):
     if values.dtype.kind not in "biuf" or values.size != math.prod(t.shape):
         raise TypeError(f"Struct field '{name}' expects {_vm_name(t)}, got "
                         f"{type(value).__name__} of {values.size} value(s)")
-    return values.astype(t.scalar.np).reshape(t.shape)
+    return t(values.astype(t.scalar.np).reshape(t.shape))  # as vec3(...) makes it
 
 
 def _check_array(name, t: ArrayType, value):
@@ -330,9 +331,14 @@ def _check_array(name, t: ArrayType, value):
     return value
 
 
+_RECORDED = weakref.WeakValueDictionary()  # data address -> array, for records read back
+
+
 def _array_record(a) -> np.ndarray:
     rec = np.zeros((), _ARRAY_RECORD)
     if a is not None:
+        if a.ptr:
+            _RECORDED[a.ptr] = a
         rec["data"] = a.ptr
         rec["grad"] = a.grad.ptr if a.grad is not None else 0
         rec["shape"][: a.ndim] = a.shape
@@ -379,7 +385,9 @@ def record_to_instance(st: StructType, rec) -> StructInstance:
             object.__setattr__(out, name, record_to_instance(t, rec[name]))
         elif t is not None and not isinstance(t, ArrayType):
             value = rec[name]
-            object.__setattr__(out, name, np.array(value) if t.shape else t(value))
+            object.__setattr__(out, name, t(np.array(value)) if t.shape else t(value))
+        elif isinstance(t, ArrayType) and int(rec[name]["data"]):
+            object.__setattr__(out, name, _RECORDED.get(int(rec[name]["data"])))
     return out
 
 
