@@ -269,7 +269,7 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
         kernel = kernel.for_arguments(primal)
     structs = None
     if getattr(kernel.ir, "struct_signature", None) is not None:  # one value per leaf field
-        from .structs import flatten_launch
+        from .struct_launch import flatten_launch
         structs, primal, n_in, adj_inputs, adj_outputs = flatten_launch(
             kernel, inputs, outputs, adj_inputs, adj_outputs, device, adjoint)
     plan = _plan(kernel)
