@@ -576,3 +576,16 @@ def test_mixed_field_sizes_keep_their_alignment(backend):
     np.testing.assert_allclose(out.numpy(), [0.25 + 1 + 0.5 + 2**40 + 10, 0.0,
                                              2.5 + 3 + 1.5 - 7 + 30])
     assert ms.numpy()["q"].tolist() == [2**41, 10, -14]
+
+
+def test_a_launch_object_built_by_hand_takes_struct_arguments():
+    out = kl.zeros(2, dtype=int)
+    cmd = kl.Launch(params_kernel, "cpu")
+    cmd.set_dim(2)
+    with pytest.raises(kl.LaunchError, match="argument 'p' expects Params but got None"):
+        cmd.launch()
+    cmd.set_param_at_index(0, Params(kl.zeros(3, dtype=int), 4, 1.0))
+    cmd.set_param_at_index(1, 2)
+    cmd.set_param_by_name("out", out)
+    cmd.launch()
+    assert out.numpy().tolist() == [10, 10]

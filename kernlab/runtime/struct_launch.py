@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..types import ArrayType
 from .structs import (StructInstance, StructType, array_leaves, field_views, grad_struct,
-                      is_struct_array, struct_leaves)
+                      is_struct_array)
 
 
 def flatten_launch_args(kernel, inputs, outputs, device=None, adjoint=False):
@@ -61,7 +61,7 @@ def _leaf_values(kname, name, t, value, device, adjoint):
     from ..errors import LaunchError
     if isinstance(t, StructType):
         if value is None and adjoint:
-            return [None] * len(struct_leaves(t, name))
+            return [None] * leaf_count(t)
         if not isinstance(value, t.cls):
             got = "None" if value is None else type(value).__name__
             raise LaunchError(f"kernel '{kname}': argument '{name}' expects {t.key} but got "
@@ -113,6 +113,15 @@ def flatten_launch(kernel, inputs, outputs, adj_inputs, adj_outputs, device, adj
             len(flat_in), adj_inputs, adj_outputs)
 
 
+def leaf_count(t) -> int:
+    """How many IR parameters a user parameter of type t becomes."""
+    if isinstance(t, StructType):
+        return sum(leaf_count(ft) for ft in t.fields.values() if ft is not None)
+    if is_struct_array(t):
+        return sum(1 for _, at in array_leaves(t, "") if at is not None)
+    return 1
+
+
 class StructArgs:
     """The arguments of a launch as the user gave them, where some are structs: a Launch
     keeps them so that set_param_* take the user's indices and names, and each run
@@ -125,9 +134,8 @@ class StructArgs:
     def _slots(self):
         """(flat start, flat count) of each user argument."""
         func, out, start = self.kernel.ir, [], 0
-        for (name, t), v in zip(func.struct_signature, self.values):
-            n = len(_leaf_values(self.kernel.key, name, t, v, self.device, True)) \
-                if (isinstance(t, StructType) or is_struct_array(t)) else 1
+        for _, t in func.struct_signature:
+            n = leaf_count(t)
             out.append((start, n))
             start += n
         return out
