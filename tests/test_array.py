@@ -39,7 +39,7 @@ def test_numpy_dtype_argument_is_accepted():
 
 def test_unsupported_numpy_dtype_asks_for_a_dtype():
     with pytest.raises(TypeError, match="dtype="):
-        array(np.zeros(2, np.complex64))
+        array(np.zeros(2, np.complex64))  # (float16 is a kernlab type since Warp has it)
 
 
 def test_shape_reshapes_data():
@@ -93,7 +93,7 @@ def test_ptr_is_the_data_address():
     host = np.zeros(4, np.float32)
     a = from_numpy(host)
     assert a.ptr == host.ctypes.data
-    assert zeros(0).ptr == 0
+    assert zeros(0).ptr is None  # Warp 1.19: an empty array has no pointer
 
 
 # --- Annotation instances ---------------------------------------------------------------

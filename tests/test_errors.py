@@ -336,7 +336,9 @@ def test_launch_with_wrong_ndim_names_the_parameter(backend):
 
 
 def test_launch_with_a_numpy_array_names_the_parameter(backend):
-    err = launch_error(axpy, 1.0, 2, np.zeros(3, np.float32), kl.zeros(3, dtype=float))
+    # A float32 NumPy array is passed as it is (Warp does that on the CPU); a float64 one
+    # cannot be a float32 array and is refused.
+    err = launch_error(axpy, 1.0, 2, np.zeros(3, np.float64), kl.zeros(3, dtype=float))
     assert "'x'" in str(err)
 
 
@@ -358,7 +360,7 @@ def test_launch_with_an_array_for_a_scalar_parameter_names_the_parameter(backend
 
 def test_rejected_launch_runs_nothing(backend):
     y = kl.full(3, 7.0, dtype=kl.float32)
-    launch_error(axpy, 1.0, 2, np.ones(3, np.float32), y)
+    launch_error(axpy, 1.0, 2, np.ones(3, np.float64), y)
     np.testing.assert_array_equal(y.numpy(), [7.0, 7.0, 7.0])
 
 

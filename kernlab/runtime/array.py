@@ -11,23 +11,25 @@ Device memory is freed when the last array or view using it is gone.
 ``kl.array(dtype=float, ndim=2)`` with neither data nor shape is an annotation-only
 instance: it describes a kernel parameter's type and has no storage.
 
-dtype inference when none is given: a NumPy array (or a kernlab array) keeps its dtype, so
-float64 data stays float64; plain Python data (lists, tuples, numbers) becomes float32 when
-it holds floats, int32 when it holds integers that fit (int64 otherwise) and bool for bools.
-Warp would give float64 / int64 for Python lists; kernlab follows its own `float` = float32.
+Where things live: converting data, shapes and pointers into storage is array_convert.py;
+views (slicing, reshape, transpose, dtype views) are array_views.py; the constructors
+(zeros, full, clone, copy ...) are array_create.py. This module re-exports them.
 """
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
-from ..types import ArrayType, Type, bool_, float32, int32, int64, matrix, to_type, vector
+from ..types import ArrayType, Type, float32, to_type
+from . import array_convert as convert
+from . import array_views as views
 from . import storage
+from .array_convert import MAX_DIMS  # noqa: F401  (re-exported)
 from .device import Device, get_device, synchronize_device
-from .storage import DeviceArray
 
-MAX_DIMS = 4  # kernels index arrays of 1 to 4 dimensions, as in Warp
+_EMPTY = np.zeros(1, np.uint8)  # the address NumPy reads for arrays with no elements
 
 
 # --- Tape hook ----------------------------------------------------------------------------
@@ -42,123 +44,82 @@ def _record(kind: str, dest: "array", src: "array", **info) -> None:
         hook(kind, dest, src, **info)
 
 
-# --- Helpers ------------------------------------------------------------------------------
+def _allocate_storage(shape: tuple, dtype, device, zero: bool):
+    return storage.allocate(shape + dtype.shape, dtype.scalar.np, device, zero)
 
-def _as_shape(shape) -> tuple:
-    """An int or a sequence of ints -> a tuple of non-negative ints (None -> (0,))."""
-    if shape is None:
-        shape = 0
-    if isinstance(shape, (int, np.integer)):
-        shape = (shape,)
-    shape = tuple(int(s) for s in shape)
-    if any(s < 0 for s in shape):
-        raise ValueError(f"array shape {shape} has a negative dimension")
-    if not 1 <= len(shape) <= MAX_DIMS:
-        raise ValueError(f"arrays have 1 to {MAX_DIMS} dimensions, not {len(shape)} "
-                         f"(shape {shape})")
-    return shape
-
-
-def _infer_dtype(values: np.ndarray) -> Type:
-    """The element type for plain Python data (see the module docstring)."""
-    kind = values.dtype.kind
-    if kind == "b":
-        return bool_
-    if kind == "f":
-        return float32
-    if kind in "iu":
-        small = values.size == 0 or (values.min() >= -2**31 and values.max() < 2**31)
-        return int32 if small else int64
-    raise TypeError(f"cannot make a kernlab array from data of NumPy dtype {values.dtype}")
-
-
-def _numpy_dtype(values: np.ndarray) -> Type:
-    try:
-        return to_type(values.dtype)
-    except TypeError:
-        raise TypeError(f"NumPy dtype {values.dtype} has no kernlab type; pass dtype= to "
-                        "convert it (for example dtype=kl.float32)") from None
-
-
-def _value_dtype(value) -> Type:
-    """The element type kl.full infers from its fill value: a number gives a scalar type, a
-    sequence of n numbers a vector of length n, an r x c nested sequence a matrix."""
-    if isinstance(value, (bool, np.bool_)):
-        return bool_
-    if hasattr(value, "_type") and getattr(value._type, "is_struct", False):
-        return value._type  # an instance of a @kl.struct
-    if isinstance(value, np.generic):
-        return _numpy_dtype(np.asarray(value))
-    values = np.asarray(value)
-    scalar = _numpy_dtype(values) if isinstance(value, np.ndarray) else _infer_dtype(values)
-    if values.ndim == 0:
-        return scalar
-    if values.ndim == 1:
-        return vector(values.shape[0], scalar)
-    if values.ndim == 2:
-        return matrix(values.shape, scalar)
-    raise ValueError(f"a fill value of shape {values.shape} is neither a scalar, a vector "
-                     "nor a matrix")
-
-
-def _element_value(value, dtype: Type) -> np.ndarray:
-    """value as one element of dtype (a scalar, or the vector/matrix shape), ready to
-    broadcast over an array's storage."""
-    if getattr(dtype, "is_struct", False):
-        from .structs import element_record
-        return element_record(value, dtype)
-    values = np.asarray(value, dtype=dtype.scalar.np)
-    inner = dtype.shape
-    if values.ndim == 0 or values.shape == inner:
-        return values
-    if values.size == math.prod(inner):
-        return values.reshape(inner)
-    raise ValueError(f"value of shape {values.shape} is not an element of {dtype} "
-                     f"(expected a scalar or shape {inner})")
-
-
-# --- The array class ----------------------------------------------------------------------
 
 class array:
     """An n-dimensional array of scalars, vectors or matrices (see the module docstring).
 
-    array(data=None, dtype=None, shape=None, device=None, requires_grad=False, ndim=None,
-    copy=True). With copy=False NumPy data of the right dtype and C layout is shared, not
-    copied.
+    array(data=None, dtype=Any, shape=None, strides=None, ptr=None, capacity=None,
+    device=None, pinned=False, copy=True, deleter=None, ndim=None, grad=None,
+    requires_grad=False, retain_grad=False), Warp's signature:
+
+    - data: a list, tuple, NumPy array, kernlab array or array-like object, converted to
+      dtype (inferred when Any: see array_convert.py). With copy=False, NumPy data of the
+      right dtype on the CPU is shared, strides and all.
+    - ptr: the address of memory someone else owns (a host address for device="cpu", a
+      device pointer for a GPU), read with shape, strides (bytes, default C order) and
+      capacity (bytes). deleter(ptr, capacity), if given, runs when the array is garbage.
+    - shape alone: new memory (zeroed), with the given byte strides if any.
+    - neither: an annotation (dtype and ndim describe a kernel parameter).
     """
 
-    # True: stores into this array leave its gradient in place during backward instead of
-    # consuming it (Warp's retain_grad); set per array, e.g. ``a.retain_grad = True``.
-    retain_grad = False
-
-    def __init__(self, data=None, dtype=None, shape=None, device=None, requires_grad=False,
-                 ndim=None, copy=True):
+    def __init__(self, data=None, dtype=Any, shape=None, strides=None, ptr=None,
+                 capacity=None, device=None, pinned=False, copy=True, deleter=None,
+                 ndim=None, grad=None, requires_grad=False, retain_grad=False):
         self._grad: array | None = None
+        self._retain_grad = False
         self._vbox = [0]  # version counter, shared with views of the same memory
-        if data is None and shape is None:
+        self._ref = None
+        self._capacity = None
+        self.pinned = bool(pinned)
+        if data is None and ptr is None and shape is None:
             self._init_annotation(dtype, ndim)
             return
         self.is_annotation = False
         self.device = get_device(device)
-        if data is None:
-            self.dtype = float32 if dtype is None else to_type(dtype)
-            values = storage.allocate(_as_shape(shape) + self.dtype.shape,
-                                      self.dtype.scalar.np, self.device, zero=True)
-        else:
-            values, self.dtype = _convert(data, dtype, shape, copy and self.device.is_cpu)
+        if data is not None:
+            if ptr is not None:
+                raise RuntimeError("Can only construct arrays with either `data` or `ptr` "
+                                   "arguments, not both")
+            values, self.dtype = convert.convert(data, dtype, shape,
+                                                 copy or not self.device.is_cpu)
             if not self.device.is_cpu:
                 values = storage.transfer(values, self.device)
+            elif values is data or (isinstance(data, np.ndarray) and values.base is data):
+                self._ref = data
+        else:
+            self.dtype = convert.as_dtype(dtype) or float32
+            dims = convert.as_shape(shape)
+            if ptr is not None:
+                values = convert.from_pointer(ptr, dims, strides, self.dtype, self.device,
+                                              capacity)
+                self._capacity = capacity
+                self.deleter = deleter
+            elif strides is not None:
+                strides = convert.check_strides(dims, strides, allocating=True)
+                values = convert.allocate_strided(dims, strides, self.dtype, self.device,
+                                                  zero=True)
+                self._capacity = convert.strided_capacity(dims, strides, self.dtype)
+            else:
+                values = _allocate_storage(dims, self.dtype, self.device, zero=True)
         self._data = values
         self.shape = values.shape[: values.ndim - len(self.dtype.shape)]
         self.ndim = len(self.shape)
         if ndim is not None and ndim != self.ndim:
             raise ValueError(f"data of shape {self.shape} has {self.ndim} dimensions, "
                              f"not ndim={ndim}")
-        self.requires_grad = requires_grad
+        if grad is not None:
+            self.grad = grad
+        else:
+            self.requires_grad = requires_grad
+        self.retain_grad = retain_grad
 
     def _init_annotation(self, dtype, ndim) -> None:
         self.is_annotation = True
-        self.dtype = float32 if dtype is None else to_type(dtype)
+        # typing.Any marks a generic parameter (its type comes from each launch/overload)
+        self.dtype = float32 if dtype is None else to_type(dtype)  # Any: generic
         self.ndim = 1 if ndim is None else int(ndim)
         if not 1 <= self.ndim <= MAX_DIMS:
             raise ValueError(f"arrays have 1 to {MAX_DIMS} dimensions, not ndim={ndim}")
@@ -180,7 +141,19 @@ class array:
         out.ndim = len(out.shape)
         out._grad = grad
         out._vbox = [0] if vbox is None else vbox
+        out._retain_grad, out._ref, out._capacity, out.pinned = False, None, None, False
         return out
+
+    deleter = None  # Warp's: called with (ptr, capacity) when the array is garbage
+
+    def __del__(self):
+        deleter = getattr(self, "deleter", None)
+        if deleter is None or getattr(self, "_data", None) is None or self.ptr is None:
+            return
+        try:
+            deleter(self.ptr, self.capacity)
+        except Exception:  # a finaliser must not raise
+            pass
 
     def _storage(self):
         """The storage (np.ndarray or DeviceArray); an error for annotation-only instances."""
@@ -203,16 +176,21 @@ class array:
 
     @property
     def strides(self) -> tuple:
-        """Byte strides of the array axes (the element's own axes are left out)."""
-        return tuple(int(s) for s in self._storage().strides[: self.ndim])
+        """Byte strides of the array axes (the element's own axes are left out). An empty
+        array has Warp's C-order strides (each axis: the product of the later lengths)."""
+        data = self._storage()
+        if data.size == 0:
+            return convert.contiguous_strides(self.shape, self.dtype)
+        return tuple(int(s) for s in data.strides[: self.ndim])
 
     @property
-    def ptr(self) -> int:
-        """Address of the first element (a device pointer on a GPU); 0 for an empty array."""
+    def ptr(self) -> int | None:
+        """Address of the first element (a device pointer on a GPU); None for an empty
+        array, as in Warp."""
         data = self._data
         if type(data) is np.ndarray:  # the CPU case inline: launches ask for it
-            return int(data.ctypes.data) if data.size else 0
-        return storage.address(self._storage())
+            return int(data.ctypes.data) if data.size else None
+        return storage.address(self._storage()) or None
 
     @property
     def is_contiguous(self) -> bool:
@@ -220,10 +198,22 @@ class array:
 
     @property
     def capacity(self) -> int:
+        """Bytes addressable from ptr: the elements' bytes for a contiguous array; for a
+        strided one what its allocation (or the pointer's owner) says, else Warp's rule
+        (first axis length times its stride)."""
+        if self._capacity is not None:
+            return int(self._capacity)
+        data = self._storage()
+        if data.size == 0:
+            return 0
+        if self.is_contiguous:
+            return int(data.nbytes)
+        return abs(self.shape[0] * self.strides[0])
+
+    @property
+    def nbytes(self) -> int:
         """Bytes the elements occupy."""
         return int(self._storage().nbytes)
-
-    nbytes = capacity
 
     @property
     def _version(self) -> int:
@@ -233,6 +223,26 @@ class array:
     def _bump_version(self) -> None:
         self._vbox[0] += 1
 
+    # --- Read tracking (kl.config.verify_autograd_array_access; see runtime/tape.py) -----
+
+    _is_read = False
+
+    def mark_read(self) -> None:
+        """Flag this array (and the arrays it is a view of) as read by a recorded launch."""
+        a = self
+        while a is not None:
+            a._is_read = True
+            a = getattr(a, "_ref", None)
+
+    def mark_write(self, **where) -> None:
+        """A recorded launch or copy writes this array: warn if a recorded launch read it."""
+        if self._is_read:
+            from .tape import warn_overwrite
+            warn_overwrite(self, **where)
+
+    def mark_init(self) -> None:
+        self._is_read = False
+
     # --- Gradients ------------------------------------------------------------------------
 
     @property
@@ -241,13 +251,26 @@ class array:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
-        """True allocates a zero gradient on the array's device (once); False drops it."""
+        """True allocates a zero gradient on the array's device (once); False drops it (and
+        retain_grad)."""
         if value and self._grad is None:
-            values = storage.allocate(self._storage().shape, self.dtype.scalar.np,
-                                      self.device, zero=True)
+            values = _allocate_storage(self.shape, self.dtype, self.device, zero=True)
             self._grad = array._wrap(values, self.dtype, self.device)
         elif not value:
             self._grad = None
+            self._retain_grad = False
+
+    @property
+    def retain_grad(self) -> bool:
+        """Whether the tape keeps this array's gradient after backward() has read it
+        (Warp's retain_grad); needs requires_grad."""
+        return self._retain_grad
+
+    @retain_grad.setter
+    def retain_grad(self, value: bool) -> None:
+        if value and self._grad is None:
+            raise ValueError("retain_grad=True requires requires_grad=True")
+        self._retain_grad = bool(value)
 
     @property
     def grad(self) -> "array | None":
@@ -298,12 +321,18 @@ class array:
     @property
     def __array_interface__(self) -> dict:
         """NumPy's protocol for host memory; GPU arrays have no such attribute (hasattr() is
-        False for them: they speak __cuda_array_interface__)."""
+        False for them: they speak __cuda_array_interface__). The strides are always given,
+        and an empty array has a valid address, so NumPy reads empty arrays too."""
         data = self._storage()
         if type(data) is not np.ndarray:
             raise AttributeError(f"__array_interface__ is for CPU arrays; this array is on "
                                  f"{self.device} (use __cuda_array_interface__ or DLPack)")
-        return data.__array_interface__
+        inner = data.strides[self.ndim:]
+        if data.size == 0:
+            inner = convert.contiguous_strides(self.dtype.shape, self.dtype.scalar)
+        return {"data": (int(data.ctypes.data) or _EMPTY.ctypes.data, False),
+                "shape": data.shape, "typestr": data.dtype.str,
+                "strides": self.strides + tuple(inner), "version": 3}
 
     # --- Interchange (kernlab.interop builds on these) ------------------------------------
     # Exported tensors have shape ``shape + dtype.shape``: n vec3 are an (n, 3) tensor.
@@ -340,7 +369,7 @@ class array:
         synchronize_device(self.device)  # an unchecked launch may still be running
         return {"shape": data.shape, "typestr": data.dtype.str,
                 "strides": None if data.c_contiguous else data.strides,
-                "data": (self.ptr, False), "version": 3,
+                "data": (storage.address(data), False), "version": 3,
                 "stream": None}  # kernlab's work on it has finished: nothing to wait for
 
     def __len__(self) -> int:
@@ -349,20 +378,61 @@ class array:
     def __getitem__(self, key):
         """a[i] (all indices integers) gives the element as NumPy; anything with a slice, or
         fewer indices than dimensions, gives an array view sharing memory (on a GPU too;
-        an element of a GPU array is read back as NumPy)."""
-        data = self._storage()
-        index = key if isinstance(key, tuple) else (key,)
-        if not all(isinstance(k, (int, np.integer, slice)) for k in index):
-            raise TypeError("kernlab arrays take integer and slice indices; "
-                            "use a.numpy()[...] for other kinds of indexing")
-        if len(index) > self.ndim:
-            raise IndexError(f"{len(index)} indices for an array of {self.ndim} dimensions")
-        result = data[index]
-        kept = self.ndim - sum(not isinstance(k, slice) for k in index)
-        if kept == 0:
-            return result.get()[()] if type(result) is DeviceArray else result
-        grad = self._grad[key] if self._grad is not None else None
-        return array._wrap(result, self.dtype, self.device, grad, self._vbox)
+        an element of a GPU array is read back as NumPy); index arrays give an
+        indexedarray. See array_views.py."""
+        return views.getitem(self, key)
+
+    # --- Arithmetic (array_ops.py): kernels, so recorded on a tape ----------------------
+
+    __array_ufunc__ = None  # NumPy operands defer to these operators
+
+    def _binary(self, name, other, reflected=False, out=None):
+        from .array_ops import binary
+        return binary(name, other, self, out) if reflected else binary(name, self, other, out)
+
+    def __add__(self, other): return self._binary("add", other)
+    def __radd__(self, other): return self._binary("add", other, True)
+    def __sub__(self, other): return self._binary("sub", other)
+    def __rsub__(self, other): return self._binary("sub", other, True)
+    def __mul__(self, other): return self._binary("mul", other)
+    def __rmul__(self, other): return self._binary("mul", other, True)
+    def __truediv__(self, other): return self._binary("div", other)
+    def __rtruediv__(self, other): return self._binary("div", other, True)
+    def __floordiv__(self, other): return self._binary("floordiv", other)
+    def __rfloordiv__(self, other): return self._binary("floordiv", other, True)
+    def __mod__(self, other): return self._binary("mod", other)
+    def __rmod__(self, other): return self._binary("mod", other, True)
+    def __pow__(self, other): return self._binary("pow", other)
+    def __rpow__(self, other): return self._binary("pow", other, True)
+
+    def __iadd__(self, other): return self._binary("add", other, out=self)
+    def __isub__(self, other): return self._binary("sub", other, out=self)
+    def __imul__(self, other): return self._binary("mul", other, out=self)
+    def __itruediv__(self, other): return self._binary("div", other, out=self)
+
+    def __neg__(self):
+        from .array_ops import negate
+        return negate(self)
+
+    def __pos__(self):
+        return self
+
+    # --- Views (array_views.py) -----------------------------------------------------------
+
+    def reshape(self, shape) -> "array":
+        return views.reshape(self, shape)
+
+    def flatten(self) -> "array":
+        return views.flatten(self)
+
+    def transpose(self, axes=None) -> "array":
+        return views.transpose(self, axes)
+
+    def view(self, dtype) -> "array":
+        return views.view(self, dtype)
+
+    def contiguous(self) -> "array":
+        return views.contiguous(self)
 
     # --- Writing --------------------------------------------------------------------------
 
@@ -375,7 +445,7 @@ class array:
         self._bump_version()
 
     def _write_all(self, value) -> None:
-        self._storage()[...] = _element_value(value, self.dtype)
+        self._storage()[...] = convert.element_value(value, self.dtype)
 
     def fill_(self, value) -> "array":
         """Set every element to value (a scalar; for vector and matrix arrays also one
@@ -435,177 +505,6 @@ class array:
 Array = array
 
 
-def _convert(data, dtype, shape, copy: bool) -> tuple[np.ndarray, Type]:
-    """data as storage for an array: (NumPy values of shape ``shape + element shape``,
-    element type). Shares data's memory when copy is False and nothing needs converting."""
-    if dtype is not None and getattr(to_type(dtype), "is_struct", False):
-        from .structs import struct_storage  # records of a @kl.struct
-        return struct_storage(data, to_type(dtype), shape), to_type(dtype)
-    if isinstance(data, array):
-        source, inferred = data.numpy(), data.dtype
-    elif isinstance(data, np.ndarray):
-        source, inferred = data, None
-    else:
-        source, inferred = np.asarray(data), None
-    if dtype is not None:
-        dtype = to_type(dtype)
-    elif inferred is not None:
-        dtype = inferred
-    elif isinstance(data, np.ndarray):
-        dtype = _numpy_dtype(source)
-    else:
-        dtype = _infer_dtype(source)
-    target = dtype.scalar.np
-    if copy:
-        values = np.array(source, dtype=target, order="C", copy=True)
-    else:
-        values = np.ascontiguousarray(source, dtype=target)
-    inner = dtype.shape
-    if shape is not None:
-        wanted = _as_shape(shape) + inner
-        if values.size != math.prod(wanted):
-            raise ValueError(f"data with {values.size} values cannot take shape "
-                             f"{_as_shape(shape)} of {dtype}")
-        values = values.reshape(wanted)
-    if values.shape[max(values.ndim - len(inner), 0):] != inner or values.ndim < len(inner):
-        raise ValueError(f"data of shape {values.shape} does not end in {inner}, the shape "
-                         f"of one {dtype}")
-    if values.ndim == len(inner):  # a single number or element becomes a 1-element array
-        values = values.reshape((1,) + inner)
-    _as_shape(values.shape[: values.ndim - len(inner)])  # checks the dimension count
-    return values, dtype
-
-
-# --- Constructors -------------------------------------------------------------------------
-
-def _allocate(shape, dtype, device, requires_grad, zero=False) -> array:
-    """A new array, zeroed or with unspecified contents."""
-    dtype = to_type(dtype)
-    dev = get_device(device)
-    values = storage.allocate(_as_shape(shape) + dtype.shape, dtype.scalar.np, dev, zero)
-    out = array._wrap(values, dtype, dev)
-    out.requires_grad = requires_grad
-    return out
-
-
-def zeros(shape=None, dtype=float32, device=None, requires_grad=False) -> array:
-    return _allocate(shape, dtype, device, requires_grad, zero=True)
-
-
-def ones(shape=None, dtype=float32, device=None, requires_grad=False) -> array:
-    out = _allocate(shape, dtype, device, requires_grad)
-    out._write_all(1)
-    return out
-
-
-def empty(shape=None, dtype=float32, device=None, requires_grad=False) -> array:
-    """An array whose contents are unspecified until written."""
-    return _allocate(shape, dtype, device, requires_grad)
-
-
-def full(shape=None, value=0, dtype=None, device=None, requires_grad=False) -> array:
-    """An array with every element set to value. Without dtype it is inferred from value:
-    float -> float32, int -> int32, bool -> bool, a sequence of n numbers -> a vector."""
-    dtype = _value_dtype(value) if dtype is None else to_type(dtype)
-    out = _allocate(shape, dtype, device, requires_grad)
-    out._write_all(value)
-    return out
-
-
-def _like(src: array, device, requires_grad, dtype, shape) -> dict:
-    """Constructor arguments taken from src unless given."""
-    return dict(shape=src.shape if shape is None else shape,
-                dtype=src.dtype if dtype is None else dtype,
-                device=src.device if device is None else device,
-                requires_grad=src.requires_grad if requires_grad is None else requires_grad)
-
-
-# The *_like functions keep Warp's positional order (src, device, requires_grad); dtype and
-# shape, kernlab's additions, are keyword-only.
-
-def zeros_like(src: array, device=None, requires_grad=None, *, dtype=None, shape=None):
-    return zeros(**_like(src, device, requires_grad, dtype, shape))
-
-
-def ones_like(src: array, device=None, requires_grad=None, *, dtype=None, shape=None):
-    return ones(**_like(src, device, requires_grad, dtype, shape))
-
-
-def empty_like(src: array, device=None, requires_grad=None, *, dtype=None, shape=None):
-    return empty(**_like(src, device, requires_grad, dtype, shape))
-
-
-def full_like(src: array, value, device=None, requires_grad=None, *, dtype=None, shape=None):
-    return full(value=value, **_like(src, device, requires_grad, dtype, shape))
-
-
-def from_numpy(arr, dtype=None, shape=None, device=None, requires_grad=False) -> array:
-    """An array over arr's memory when its dtype matches and it is C-contiguous, else over a
-    converted copy. Without dtype but with a shape one or two axes shorter than arr, the
-    trailing axes become a vector or matrix element (as in Warp)."""
-    arr = np.asarray(arr)
-    if dtype is None and shape is not None:
-        extra = arr.ndim - len(_as_shape(shape))
-        scalar = _numpy_dtype(arr)
-        if extra == 1:
-            dtype = vector(arr.shape[-1], scalar)
-        elif extra == 2:
-            dtype = matrix(arr.shape[-2:], scalar)
-    return array(arr, dtype=dtype, shape=shape, device=device, requires_grad=requires_grad,
-                 copy=False)
-
-
-def clone(src: array, device=None, requires_grad=None) -> array:
-    """A copy of src (device and requires_grad from src unless given). Differentiable on a
-    tape."""
-    dev = get_device(src.device if device is None else device)
-    out = array._wrap(storage.transfer(src._storage(), dev), src.dtype, dev)
-    out.requires_grad = src.requires_grad if requires_grad is None else requires_grad
-    _record("clone", out, src)
-    return out
-
-
-def _read_flat(a: array, start: int, count: int) -> np.ndarray:
-    """Scalars [start, start + count) of a's storage in flat C order, as NumPy (a vec3
-    element is three scalars). On the CPU a view where a is contiguous."""
-    return storage.read_flat(a._storage(), start, count)
-
-
-def _write_flat(a: array, start: int, values) -> None:
-    """Write scalars into a's storage from flat index start on. Not counted as a mutation:
-    callers bump the version where it is one."""
-    storage.write_flat(a._storage(), start, values)
-
-
-def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0,
-         count: int = 0) -> None:
-    """Copy count elements of src, from flat index src_offset on, into dest from flat index
-    dest_offset on. count 0 copies as much of src as fits in dest. Differentiable on a tape.
-    """
-    if not isinstance(dest, array) or not isinstance(src, array):
-        raise TypeError("kl.copy takes two kernlab arrays")
-    if dest.dtype != src.dtype:
-        raise ValueError(f"cannot copy an array of {src.dtype} into one of {dest.dtype}")
-    if min(dest_offset, src_offset, count) < 0:
-        raise ValueError("copy offsets and count cannot be negative")
-    if src_offset > src.size or dest_offset > dest.size:
-        raise ValueError(f"copy offsets (source {src_offset}, destination {dest_offset}) lie "
-                         f"past the arrays' ends ({src.size} and {dest.size} elements)")
-    if count == 0:
-        count = min(src.size - src_offset, dest.size - dest_offset)
-    if src_offset + count > src.size:
-        raise ValueError(f"copying {count} elements from offset {src_offset} overruns the "
-                         f"source array of {src.size} elements")
-    if dest_offset + count > dest.size:
-        raise ValueError(f"copying {count} elements to offset {dest_offset} overruns the "
-                         f"destination array of {dest.size} elements")
-    k = math.prod(dest.dtype.shape)  # scalars per element
-    storage.copy_flat(dest._storage(), dest_offset * k, src._storage(), src_offset * k,
-                      count * k)
-    dest._bump_version()
-    _record("copy", dest, src, dest_offset=dest_offset, src_offset=src_offset, count=count)
-
-
 class _FixedNdim:
     """``kl.array2d``: makes arrays of a fixed number of dimensions; ``kl.array2d(dtype=T)``
     and ``kl.array2d[T]`` are annotations."""
@@ -614,10 +513,8 @@ class _FixedNdim:
         self.ndim = ndim
         self.__name__ = self.__qualname__ = f"array{ndim}d"
 
-    def __call__(self, data=None, dtype=None, shape=None, device=None, requires_grad=False,
-                 **kw):
-        return array(data, dtype=dtype, shape=shape, device=device,
-                     requires_grad=requires_grad, ndim=self.ndim, **kw)
+    def __call__(self, data=None, dtype=Any, shape=None, **kw):
+        return array(data, dtype=dtype, shape=shape, ndim=self.ndim, **kw)
 
     def __getitem__(self, dtype) -> array:
         return array(dtype=dtype, ndim=self.ndim)
@@ -627,3 +524,10 @@ class _FixedNdim:
 
 
 array1d, array2d, array3d, array4d = (_FixedNdim(n) for n in (1, 2, 3, 4))
+
+
+# The constructors live in array_create.py; importing them here keeps ``runtime.array`` the
+# one module callers import arrays from.
+from .array_create import (  # noqa: E402,F401
+    _read_flat, _write_flat, clone, copy, empty, empty_like, from_numpy, full, full_like, ones,
+    ones_like, zeros, zeros_like)

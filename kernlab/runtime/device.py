@@ -27,6 +27,15 @@ class Device:
         """The CUDA device number; -1 for the CPU (as in Warp)."""
         return int(self.name[5:]) if self.is_cuda else -1
 
+    @property
+    def free_memory(self) -> int:
+        """Bytes of memory available for new arrays (host memory for the CPU)."""
+        if self.is_cpu:
+            import os
+            return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        free = getattr(_driver(), "mem_get_info", None)
+        return int(free(self.ordinal)[0]) if free is not None else 0
+
     def __str__(self) -> str:
         return self.name
 

@@ -1,0 +1,108 @@
+"""Indexed arrays: ``a[idx]`` with an int32 index array picks elements along an axis
+without copying (Warp's ``wp.indexedarray``).
+
+An indexedarray is a view of an array plus, per axis, either None (the whole axis) or an
+index array; its shape takes the index arrays' lengths. At Python scope it reads
+(``numpy()``, ``list()``), is copied from and into with ``kl.copy``, and makes ``*_like``
+arrays; it is never contiguous. Indexing a dimension with several index arrays selects
+their outer product, as in Warp (not NumPy's paired indexing).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ArrayError
+from ..types import int32
+
+
+class indexedarray:
+    """indexedarray(data=None, indices=None, dtype=None, ndim=None): data, an array;
+    indices, one entry per axis of data (None or a 1-D int32 array), or a single index
+    array for the first axis. With no data it is an annotation."""
+
+    is_indexed = True
+    is_contiguous = False
+    grad = None
+    requires_grad = False
+    retain_grad = False
+
+    def __init__(self, data=None, indices=None, dtype=None, ndim=None):
+        from .array import array
+        self.is_annotation = data is None
+        if data is None:
+            self.data, self.indices = None, None
+            self.dtype, self.ndim, self.shape, self.device = dtype, ndim or 1, None, None
+            return
+        if not isinstance(data, array):
+            raise TypeError(f"an indexedarray views a kernlab array, not {type(data).__name__}")
+        if isinstance(indices, array) or indices is None:
+            indices = [indices]
+        indices = list(indices) + [None] * (data.ndim - len(indices))
+        if len(indices) != data.ndim:
+            raise ArrayError(f"{len(indices)} index arrays for an array of {data.ndim} "
+                             "dimensions")
+        shape = []
+        for axis, idx in enumerate(indices):
+            if idx is None:
+                shape.append(data.shape[axis])
+                continue
+            if not isinstance(idx, array) or idx.dtype != int32 or idx.ndim != 1:
+                raise ArrayError("index arrays must be 1-D arrays of int32")
+            if idx.device != data.device:
+                raise ArrayError(f"an index array on {idx.device} for an array on "
+                                 f"{data.device}")
+            values = idx.numpy()
+            if values.size and (values.min() < 0 or values.max() >= data.shape[axis]):
+                raise IndexError(f"index array for axis {axis} holds indices outside "
+                                 f"[0, {data.shape[axis]})")
+            shape.append(idx.size)
+        self.data, self.indices = data, indices
+        self.dtype, self.device, self.ndim = data.dtype, data.device, data.ndim
+        self.shape = tuple(shape)
+
+    @classmethod
+    def from_index(cls, a, index: tuple) -> "indexedarray":
+        """a[key] where key holds index arrays (and possibly integers and slices)."""
+        from .array import array
+        if len(index) > a.ndim:
+            raise IndexError(f"{len(index)} indices for an array of {a.ndim} dimensions")
+        plain = tuple(slice(None) if isinstance(k, array) else k for k in index)
+        view = a[plain] if plain else a
+        kept = [k for k in index if not isinstance(k, (int, np.integer))]
+        indices = [k if isinstance(k, array) else None for k in kept]
+        return cls(view, indices + [None] * (view.ndim - len(indices)))
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def _positions(self) -> tuple:
+        """np.ix_ positions of the selected elements in the viewed array."""
+        return np.ix_(*(np.arange(n) if idx is None else idx.numpy().astype(np.int64)
+                        for n, idx in zip(self.data.shape, self.indices)))
+
+    def numpy(self) -> np.ndarray:
+        """A host copy of the selected elements (shape: shape + element shape)."""
+        return self.data.numpy()[self._positions()]
+
+    def list(self) -> list:
+        flat = self.numpy().reshape((self.size,) + self.dtype.shape)
+        return flat.tolist() if self.dtype.is_scalar else [np.array(e) for e in flat]
+
+    def _scatter(self, values: np.ndarray) -> None:
+        """Write values (shape: shape + element shape) to the selected elements."""
+        if self.device.is_cpu:
+            self.data.numpy()[self._positions()] = values
+        else:
+            host = self.data.numpy()
+            host[self._positions()] = values
+            self.data._storage()[...] = host
+        self.data._bump_version()
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        if self.is_annotation:
+            return f"indexedarray(dtype={self.dtype}, ndim={self.ndim})"
+        return f"indexedarray({self.numpy()!r}, dtype={self.dtype}, device={self.device})"
