@@ -9,8 +9,8 @@ from .errors import (GradientError, KernelAttributeError, KernelError, KernelKey
                      KernelNameError, KernelSyntaxError, KernelTypeError, KernelValueError,
                      LaunchError, WarpCodegenAttributeError, WarpCodegenError,
                      WarpCodegenKeyError, WarpCodegenTypeError, WarpCodegenValueError)
-from .kernel import (Func, Kernel, Module, func, func_grad, func_native, func_replay,
-                     get_module, kernel, overload, source)
+from .kernel import (DeterministicMode, Func, Kernel, Module, func, func_grad, func_native,
+                     func_replay, get_module, kernel, overload, source)
 from .lang import (FUNCTIONS as _FUNCTIONS, adjoint, atomic_add, atomic_max, atomic_min,
                    atomic_sub, constant, expect_eq, expect_near, expect_neq, grad, identity,
                    kprint as print, matrix_from_cols, matrix_from_rows, printf, static,

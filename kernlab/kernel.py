@@ -5,6 +5,7 @@ for, and machine code per (backend, adjoint, bounds_check) variant.
 """
 from __future__ import annotations
 
+import enum
 import functools
 import sys
 import typing
@@ -218,6 +219,15 @@ def _user_facing(stage, *args):
         err.__traceback__ = None
         error = err
     raise error
+
+
+class DeterministicMode(enum.Enum):
+    """Warp's module option ``deterministic``. kernlab's results do not depend on the
+    order threads run in except for floating-point atomics; the option is accepted and
+    changes nothing."""
+    NOT_GUARANTEED = 0
+    RUN_TO_RUN = 1
+    GPU_TO_GPU = 2
 
 
 class Module:

@@ -24,30 +24,100 @@ def check_differentiable(func: Function):
             raise GradientError(f"the value returned by atomic_{ins.attrs['kind']} cannot be "
                                 "differentiated (it depends on the order threads run in)",
                                 ins.loc, kernel=func.name)
-    _check_overwrites(func, func.body, seen_loads=set(), loop_loads=None)
+    flagged: dict = {}
+    _find_overwrites(func.body, set(), None, flagged)
+    if flagged:
+        _check_stale_uses(func, flagged)
 
 
-def _check_overwrites(func, block: Block, seen_loads: set, loop_loads):
-    """Walk in program order; a write to an array already read is an overwrite after read.
-    Inside a loop, a read anywhere in the loop counts as earlier (a later iteration)."""
+def _find_overwrites(block: Block, seen_loads: set, loop_loads, flagged: dict):
+    """Walk in program order; a write to an array already read is an overwrite after read
+    (flagged: array -> the write). Inside a loop, a read anywhere in the loop counts as
+    earlier (a later iteration)."""
     for ins in block.instrs:
         if ins.op is Op.LOAD:
             seen_loads.add(ins.args[0])
         elif ins.op in WRITES and (ins.args[0] in seen_loads
                                    or (loop_loads is not None and ins.args[0] in loop_loads)):
-            raise GradientError(
-                f"array '{ins.args[0].name}' is written here after being read in the same "
-                "kernel; its gradient cannot be computed correctly (the adjoint would see "
-                "the new value). Write the result into a separate array.",
-                ins.loc, kernel=func.name)
+            flagged.setdefault(ins.args[0], ins)
         if ins.op in (Op.FOR, Op.WHILE):
             body_loads = {i.args[0] for r in ins.regions for i in r.walk() if i.op is Op.LOAD}
             inner = body_loads | (loop_loads or set())
             for r in ins.regions:
-                _check_overwrites(func, r, seen_loads, inner)
+                _find_overwrites(r, seen_loads, inner, flagged)
         else:
             for r in ins.regions:
-                _check_overwrites(func, r, seen_loads, loop_loads)
+                _find_overwrites(r, seen_loads, loop_loads, flagged)
+
+
+# builtins whose adjoint never reads their operands' values: a stale operand (see below)
+# flowing through them still gets the right gradient
+_LINEAR = {"add", "sub", "neg", "pos", "index", "insert", "construct", "cast", "transpose",
+           "reshape", "sum"}
+
+
+def _check_stale_uses(func: Function, flagged: dict):
+    """A load of an array the kernel overwrites later reads, in the adjoint's replay, the
+    new value. That is harmless when the loaded value only flows, linearly, into stores,
+    atomic adds and sums (``y[i] = y[i] + v``, ``y[i][0] = v`` on a vector element, ``a[i]
+    *= 2.0``): no adjoint needs the value itself. Any other use (a nonlinear builtin, a
+    branch condition, an index, a loop bound, a custom-gradient call) would give a silently
+    wrong gradient: refused, at the overwriting store."""
+    walk = list(func.body.walk())
+    defs = {i.result: i for i in walk if i.result is not None}
+    tainted = {i.result for i in walk if i.op is Op.LOAD and i.args[0] in flagged}
+    if not tainted:
+        return
+    tvars: set = set()
+    changed = True
+    while changed:  # to a fixpoint: values flow around loops through locals
+        changed = False
+        for ins in walk:
+            if ins.op is Op.STORE_VAR:
+                if ins.args[0] in tainted and ins.attrs["var"] not in tvars:
+                    tvars.add(ins.attrs["var"])
+                    changed = True
+            elif ins.result is not None and ins.result not in tainted and (
+                    any(a in tainted for a in ins.args)
+                    or (ins.op is Op.LOAD_VAR and ins.attrs["var"] in tvars)):
+                tainted.add(ins.result)
+                changed = True
+    for ins in walk:
+        bad = [k for k, a in enumerate(ins.args) if a in tainted]
+        results = [r.result for r in ins.regions if r.result is not None]
+        if not bad and not any(r in tainted for r in results):
+            continue
+        if _stale_use_ok(ins, bad, defs, tainted) and not any(r in tainted for r in results):
+            continue
+        arr = next((a for a in flagged if any(
+            i.op is Op.LOAD and i.args[0] is a and i.result in tainted for i in walk)),
+            next(iter(flagged)))
+        raise GradientError(
+            f"array '{arr.name}' is written here after being read in the same kernel, and "
+            f"the value read is used at line {ins.loc.line if ins.loc else '?'} in a way "
+            "whose gradient needs it; its gradient cannot be computed correctly (the adjoint "
+            "would see the new value). Write the result into a separate array.",
+            flagged[arr].loc, kernel=func.name)
+
+
+def _stale_use_ok(ins, bad, defs, tainted) -> bool:
+    n = len(ins.args)
+    if ins.op in (Op.STORE_VAR, Op.PRINT):
+        return True
+    if ins.op is Op.STORE:
+        return bad == [n - 1]
+    if ins.op is Op.ATOMIC:
+        return bad == [n - 1] and ins.attrs["kind"] in ("add", "sub")
+    if ins.op is not Op.CALL:
+        return False
+    name = ins.attrs["builtin"].name
+    if name in _LINEAR:
+        return True
+    if name in ("mul", "div") and n == 2:  # scaled by a constant
+        other = 1 - bad[0] if len(bad) == 1 else None
+        return other is not None and (name == "mul" or bad == [0]) and \
+            defs.get(ins.args[other]) is not None and defs[ins.args[other]].op is Op.CONST
+    return False
 
 
 def own_element_arrays(func: Function) -> set:
