@@ -1,8 +1,10 @@
 """What reverse mode needs to know about a kernel before it starts.
 
 * ``check_differentiable``: refuse, with the user's line, what would give a silently wrong
-  gradient — an array element overwritten after it was read in the same kernel (the replay
-  would read the new value), and the value returned by an atomic used in the computation.
+  gradient — an array element overwritten after it was read in the same kernel when an
+  adjoint needs the value read (the replay would read the new value; linear updates such as
+  ``y[i] += v`` or a vector component write are fine), and the value returned by an atomic
+  used in the computation.
 * ``own_element_arrays``: arrays every access of which is indexed exactly by the thread id,
   so no other thread touches the same element and gradients accumulate with a plain add.
 """
@@ -24,30 +26,39 @@ def check_differentiable(func: Function):
             raise GradientError(f"the value returned by atomic_{ins.attrs['kind']} cannot be "
                                 "differentiated (it depends on the order threads run in)",
                                 ins.loc, kernel=func.name)
-    flagged: dict = {}
-    _find_overwrites(func.body, set(), None, flagged)
-    if flagged:
-        _check_stale_uses(func, flagged)
+    stale, flagged = _stale_loads(func)
+    if stale:
+        _check_stale_uses(func, stale, flagged)
 
 
-def _find_overwrites(block: Block, seen_loads: set, loop_loads, flagged: dict):
-    """Walk in program order; a write to an array already read is an overwrite after read
-    (flagged: array -> the write). Inside a loop, a read anywhere in the loop counts as
-    earlier (a later iteration)."""
-    for ins in block.instrs:
-        if ins.op is Op.LOAD:
-            seen_loads.add(ins.args[0])
-        elif ins.op in WRITES and (ins.args[0] in seen_loads
-                                   or (loop_loads is not None and ins.args[0] in loop_loads)):
-            flagged.setdefault(ins.args[0], ins)
-        if ins.op in (Op.FOR, Op.WHILE):
-            body_loads = {i.args[0] for r in ins.regions for i in r.walk() if i.op is Op.LOAD}
-            inner = body_loads | (loop_loads or set())
+def _stale_loads(func: Function):
+    """Loads whose element may be overwritten later in the same kernel: a write to the array
+    follows in program order, or shares an enclosing loop with the load (a later iteration).
+    Returns (those loads, array -> the first such write)."""
+    order: list = []
+
+    def visit(block: Block, loops: tuple):
+        for ins in block.instrs:
+            order.append((ins, loops))
+            inner = loops + (id(ins),) if ins.op in (Op.FOR, Op.WHILE) else loops
             for r in ins.regions:
-                _find_overwrites(r, seen_loads, inner, flagged)
-        else:
-            for r in ins.regions:
-                _find_overwrites(r, seen_loads, loop_loads, flagged)
+                visit(r, inner)
+
+    visit(func.body, ())
+    writes: dict = {}
+    for pos, (ins, loops) in enumerate(order):
+        if ins.op in WRITES:
+            writes.setdefault(ins.args[0], []).append((pos, set(loops), ins))
+    stale, flagged = set(), {}
+    for pos, (ins, loops) in enumerate(order):
+        if ins.op is not Op.LOAD:
+            continue
+        for wpos, wloops, w in writes.get(ins.args[0], ()):
+            if wpos > pos or wloops & set(loops):
+                stale.add(ins)
+                flagged.setdefault(ins.args[0], w)
+                break
+    return stale, flagged
 
 
 # builtins whose adjoint never reads their operands' values: a stale operand (see below)
@@ -56,7 +67,7 @@ _LINEAR = {"add", "sub", "neg", "pos", "index", "insert", "construct", "cast", "
            "reshape", "sum"}
 
 
-def _check_stale_uses(func: Function, flagged: dict):
+def _check_stale_uses(func: Function, stale: set, flagged: dict):
     """A load of an array the kernel overwrites later reads, in the adjoint's replay, the
     new value. That is harmless when the loaded value only flows, linearly, into stores,
     atomic adds and sums (``y[i] = y[i] + v``, ``y[i][0] = v`` on a vector element, ``a[i]
@@ -65,7 +76,7 @@ def _check_stale_uses(func: Function, flagged: dict):
     wrong gradient: refused, at the overwriting store."""
     walk = list(func.body.walk())
     defs = {i.result: i for i in walk if i.result is not None}
-    tainted = {i.result for i in walk if i.op is Op.LOAD and i.args[0] in flagged}
+    tainted = {i.result for i in stale}
     if not tainted:
         return
     tvars: set = set()
@@ -89,9 +100,7 @@ def _check_stale_uses(func: Function, flagged: dict):
             continue
         if _stale_use_ok(ins, bad, defs, tainted) and not any(r in tainted for r in results):
             continue
-        arr = next((a for a in flagged if any(
-            i.op is Op.LOAD and i.args[0] is a and i.result in tainted for i in walk)),
-            next(iter(flagged)))
+        arr = next(iter(flagged))
         raise GradientError(
             f"array '{arr.name}' is written here after being read in the same kernel, and "
             f"the value read is used at line {ins.loc.line if ins.loc else '?'} in a way "
