@@ -94,4 +94,4 @@ def test_nonlinear_use_of_the_old_value_is_refused_at_its_line(kernel, line):
         kernel.adjoint_ir
     src, first = inspect.getsourcelines(kernel.pyfunc)
     needed = first + next(k for k, s in enumerate(src) if line in s)
-    assert f"line {needed} needs the old one" in str(info.value)
+    assert f"used at line {needed}" in str(info.value)
