@@ -9,10 +9,13 @@ from .errors import (GradientError, KernelAttributeError, KernelError, KernelKey
                      KernelNameError, KernelSyntaxError, KernelTypeError, KernelValueError,
                      LaunchError, WarpCodegenAttributeError, WarpCodegenError,
                      WarpCodegenKeyError, WarpCodegenTypeError, WarpCodegenValueError)
-from .kernel import Func, Kernel, func, func_grad, kernel, overload, source
+from .kernel import (Func, Kernel, Module, func, func_grad, func_native, func_replay,
+                     get_module, kernel, overload, source)
 from .lang import (FUNCTIONS as _FUNCTIONS, adjoint, atomic_add, atomic_max, atomic_min,
-                   atomic_sub, constant, expect_eq, expect_near, expect_neq, kprint as print,
-                   printf, static, tid)  # noqa: A004
+                   atomic_sub, constant, expect_eq, expect_near, expect_neq, grad, identity,
+                   kprint as print, matrix_from_cols, matrix_from_rows, printf, static,
+                   tid)  # noqa: A004
+from .types import matrix, vector  # types in Python; constructors with shape=/length= in kernels
 from .runtime.array import (array, array1d, array2d, array3d, array4d, clone, copy, empty,
                             empty_like, from_numpy, full, full_like, ones, ones_like, zeros,
                             zeros_like)
@@ -28,9 +31,13 @@ from .types import (quat, quatd, quatf, quath, spatial_matrix, spatial_matrixd,
                     spatial_matrixf, spatial_matrixh, spatial_vector, spatial_vectord,
                     spatial_vectorf, spatial_vectorh, transform, transformd, transformf,
                     transformh)
-from .types import (NAMED as _NAMED, dtype_from_numpy, dtype_to_numpy, float16,  # noqa: E402
+from .types import (NAMED as _NAMED, bfloat16, dtype_from_numpy, dtype_to_numpy,  # noqa: E402
+                    float16,
                     int8, int16, uint8, uint16, uint64)
 from . import _src  # noqa: E402,F401  (wp._src.types, for code that reaches into Warp's)
+from .constants import *  # noqa: E402,F401,F403  (kl.pi, kl.inf, kl.HALF_PI ...)
+from .norms import (norm_huber, norm_l1, norm_l2, norm_pseudo_huber,  # noqa: E402
+                    smooth_normalize)
 from . import autograd  # noqa: E402
 from .interop import from_dlpack, from_torch, to_torch, to_torch_function  # torch: lazily
 

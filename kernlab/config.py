@@ -30,6 +30,10 @@ bounds_check: bool = True
 # When True, a NaN or Inf written by a kernel raises an error naming the kernel and line.
 verify_fp: bool = False
 
+# Warp's switch for warning about arrays overwritten after a recorded read. kernlab always
+# checks (Tape.backward refuses such a recording), so this flag changes nothing.
+verify_autograd_array_access: bool = False
+
 # The GPU architecture (compute capability as an int: 80 for sm_80, 90 for sm_90) that
 # kl.source(k, "ptx") compiles for; None: the first GPU's, or 80 when there is no GPU.
 # (Launches always compile for the GPU they run on.) Warp calls this ptx_target_arch too.

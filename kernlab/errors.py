@@ -63,7 +63,10 @@ class KernelError(Exception):
         self.stage = stage
         super().__init__(self._render())
 
-    def _render(self) -> str:
+    def _render(self, message_first: bool = False) -> str:
+        """The message with the kernel, file, line and a caret under the user's code: after
+        them by default (``str(err)`` ends with the message), before them for displays
+        that show the message first (a notebook's error output)."""
         parts = []
         if self.loc is not None:
             where = f"  --> {_pretty_file(self.loc.file)}, line {self.loc.line}"
@@ -78,11 +81,19 @@ class KernelError(Exception):
         if self.details:
             stage = self.stage or f"compiling kernel '{self.kernel}'"
             parts.append(f"while {stage}:\n{self.details}")
+        if message_first:
+            head, _, tail = self.message.partition("\n")
+            return "\n".join([head, *parts] + ([tail] if tail else []))
         parts.append(self.message)
         return "\n".join(parts)
 
     def __str__(self):  # KeyError would show repr(); every KernelError shows its text
         return self._render()
+
+    def report(self) -> str:
+        """The text a display shows: the message first, then where (str(err) ends with the
+        message instead, as Warp's tests read it)."""
+        return self._render(message_first=True)
 
     @property
     def lineno(self) -> int | None:
@@ -95,6 +106,11 @@ class KernelSyntaxError(KernelError):
 
 class KernelTypeError(KernelError, TypeError):
     """No overload or no implicit conversion fits the types involved."""
+
+
+class KernelUnsupportedTypeError(KernelTypeError, RuntimeError):
+    """An operation the type does not support on this hardware model (atomic_min on int8,
+    ...); a RuntimeError too, as Warp's codegen error is."""
 
 
 class KernelValueError(KernelError, ValueError):
@@ -120,8 +136,13 @@ WarpCodegenAttributeError = KernelAttributeError
 WarpCodegenKeyError = KernelKeyError
 
 
-class LaunchError(KernelError):
-    """Wrong arguments to kl.launch: count, dtype, shape, device."""
+class LaunchError(KernelError, RuntimeError):
+    """Wrong arguments to kl.launch: count, dtype, shape, device (a RuntimeError, as
+    Warp's launch errors are)."""
+
+
+class LaunchValueError(LaunchError, ValueError):
+    """A launch argument that cannot be converted to its parameter's type."""
 
 
 class GradientError(KernelError):

@@ -41,7 +41,8 @@ def matches(pattern: Type, actual: Type) -> bool:
         return actual.is_array and pattern.ndim == actual.ndim \
             and (pattern.dtype is ANY or matches(pattern.dtype, actual.dtype))
     if isinstance(pattern, Vector):
-        return actual.is_vector and actual.length == pattern.length
+        return actual.is_vector and pattern.length in (ANY, actual.length) \
+            and (pattern.dtype is ANY or pattern.dtype == actual.dtype)
     if isinstance(pattern, Matrix):
         return actual.is_matrix and actual.shape == pattern.shape
     return False

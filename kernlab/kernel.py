@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import functools
 import sys
+import typing
+from typing import Callable, ParamSpec, TypeVar
 
 from . import config
 from .errors import KernelError
@@ -28,6 +30,7 @@ class Func:
         self.module = module
         self.overloads: list = [pyfunc]
         self.grad: Func | None = None
+        self.replay: Func | None = None  # @kl.func_replay: what the adjoint recomputes
         functools.update_wrapper(self, pyfunc)
 
     def add_overload(self, pyfunc) -> "Func":
@@ -141,6 +144,21 @@ class Kernel:
         return func
 
     @property
+    def adj(self):
+        """Warp's ``kernel.adj`` view of the parameters: ``adj.args[k]`` has ``label``,
+        ``type``, ``is_read`` (the kernel loads from it) and ``is_write`` (stores or
+        atomics)."""
+        import types as pytypes
+        from .ir.nodes import Op
+        func = self.ir
+        walk = list(func.body.walk())
+        read = {i.args[0] for i in walk if i.op is Op.LOAD}
+        write = {i.args[0] for i in walk if i.op in (Op.STORE, Op.ATOMIC)}
+        args = [pytypes.SimpleNamespace(label=p.name, type=p.type, is_read=p.value in read,
+                                        is_write=p.value in write) for p in func.params]
+        return pytypes.SimpleNamespace(args=args, fun_name=self.key)
+
+    @property
     def enable_backward(self) -> bool:
         """The kernel's enable_backward option, else its module's (default True)."""
         value = self.options.get("enable_backward")
@@ -237,6 +255,18 @@ def kernel(f=None, *, enable_backward: bool | None = None, module=None, **option
     return wrap(f) if f is not None else wrap
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+@typing.overload
+def func(f: Callable[_P, _R]) -> Callable[_P, _R]: ...
+
+
+@typing.overload
+def func(*, module=None, name=None) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]: ...
+
+
 def func(f=None, *, module=None, name=None, **_ignored):
     """Decorator: a function kernels can call; inlined at each call (``@kl.func`` or
     ``@kl.func(...)``). A second @kl.func of the same name in the same scope adds an
@@ -302,6 +332,30 @@ def func_grad(forward: Func):
     def wrap(pyfunc):
         forward.grad = Func(pyfunc)
         return forward.grad
+    return wrap
+
+
+def func_replay(forward: Func):
+    """Decorator: what the adjoint runs instead of ``forward`` when it recomputes the forward
+    pass (``forward`` itself runs once, in the forward launch). Use it for a func with side
+    effects whose result must not change on replay, e.g. one that returns an atomic's result:
+    record the value in an array in ``forward`` and read it back in the replay."""
+    if not isinstance(forward, Func):
+        raise TypeError("@kl.func_replay(f) needs f to be a @kl.func")
+
+    def wrap(pyfunc):
+        forward.replay = Func(pyfunc)
+        return forward.replay
+    return wrap
+
+
+def func_native(snippet=None, adj_snippet=None, replay_snippet=None):
+    """Warp's C++ snippet functions: kernlab compiles no C++, so such a func exists (a
+    module that defines one still imports) but calling it from a kernel is an error."""
+    def wrap(pyfunc):
+        f = Func(pyfunc)
+        f.native = snippet
+        return f
     return wrap
 
 

@@ -23,7 +23,12 @@ class BuiltinFunction:
     def __call__(self, *args, dtype=None):
         if self.builtin in EXPANSIONS:  # quaternion/transform math: run its expansion
             target = to_type(dtype) if dtype is not None else None
-            return call_on_python_values(self.builtin, args, target)
+            out = call_on_python_values(self.builtin, args, target)
+            if self.builtin in ("transform_set_translation", "transform_set_rotation"):
+                np.copyto(args[0], out)  # these write their first argument, as in Warp
+                return None
+            if out is not NotImplemented:
+                return out
         record = REGISTRY[self.builtin]
         vals = [a if isinstance(a, np.ndarray) else np.asarray(a)[()] for a in args]
         vals = [v.astype(np.float32) if isinstance(v, np.floating) and v.dtype == np.float64
@@ -54,6 +59,10 @@ PUBLIC_BUILTINS = [
     "log", "log2", "log10", "sqrt", "pow", "abs", "sign", "floor", "ceil", "round", "min",
     "max", "clamp", "lerp", "smoothstep", "where", "dot", "cross", "length", "length_sq",
     "normalize", "outer", "transpose", "determinant", "mul", "trunc",
+    "rint", "frac", "cbrt", "degrees", "radians", "copysign", "step", "nonzero", "isfinite",
+    "isnan", "isinf", "argmin", "argmax", "add", "sub", "div", "mod", "floordiv", "neg",
+    "bit_and", "bit_or", "bit_xor", "lshift", "rshift", "invert", "cw_mul", "cw_div",
+    "erf", "erfc", "erfinv", "erfcinv",
 ]
 FUNCTIONS = {name: BuiltinFunction(name) for name in PUBLIC_BUILTINS + SPATIAL_BUILTINS}
 FUNCTIONS["transformation"] = BuiltinFunction("transformation")
@@ -66,14 +75,53 @@ atomic_min = SpecialForm("atomic_min", "atomic_min(array, index..., value): retu
 atomic_max = SpecialForm("atomic_max", "atomic_max(array, index..., value): returns the old value")
 printf = SpecialForm("printf", "printf(fmt, *values): C-style formatted debug output")
 kprint = SpecialForm("print", "print(*values): debug output from a kernel")
-expect_eq = SpecialForm("expect_eq", "expect_eq(a, b): print a message if a != b (the kernel "
+class ExpectForm(SpecialForm):
+    """expect_eq / expect_neq / expect_near. Outside a kernel (a func run from Python) they
+    compare the Python values and print a message when the expectation fails, as in Warp."""
+
+    def __call__(self, a, b, tolerance=1e-6):
+        a, b = np.asarray(a), np.asarray(b)
+        if self.__name__ == "expect_near":
+            ok = bool(np.all(np.abs(a - b) <= tolerance))
+        else:
+            ok = a.shape == b.shape and bool(np.all(a == b))
+            ok = ok if self.__name__ == "expect_eq" else not ok
+        if not ok:
+            print(f"{self.__name__} failed: {a} vs {b}")
+        return None
+
+
+expect_eq = ExpectForm("expect_eq", "expect_eq(a, b): print a message if a != b (the kernel "
                         "goes on)")
-expect_neq = SpecialForm("expect_neq", "expect_neq(a, b): print a message if a == b (the kernel "
+expect_neq = ExpectForm("expect_neq", "expect_neq(a, b): print a message if a == b (the kernel "
                          "goes on)")
-expect_near = SpecialForm("expect_near", "expect_near(a, b, tolerance=1e-6): print a message "
+expect_near = ExpectForm("expect_near", "expect_near(a, b, tolerance=1e-6): print a message "
                           "if some component differs by more than tolerance")
 EXPECTS = {expect_eq: "eq", expect_neq: "neq", expect_near: "near"}
 ATOMICS = {atomic_add: "add", atomic_sub: "sub", atomic_min: "min", atomic_max: "max"}
+
+
+class MatrixForm(SpecialForm):
+    """identity / matrix_from_rows / matrix_from_cols: matrices built from their arguments
+    (the frontend lowers them to a constant or to the ``construct`` builtin); in Python they
+    give NumPy matrices."""
+
+    def __call__(self, *args, n=None, dtype=None):
+        if self.__name__ == "identity":
+            count = n if n is not None else args[0]
+            el = to_type(dtype if dtype is not None else float)
+            return np.eye(int(count), dtype=el.np)
+        rows = np.stack([np.asarray(a) for a in args])
+        return rows if self.__name__ == "matrix_from_rows" else rows.T.copy()
+
+
+identity = MatrixForm("identity", "identity(n, dtype=float): the n x n identity matrix")
+matrix_from_rows = MatrixForm("matrix_from_rows", "matrix_from_rows(*rows): a matrix of rows")
+matrix_from_cols = MatrixForm("matrix_from_cols", "matrix_from_cols(*cols): a matrix of cols")
+MATRIX_FORMS = (identity, matrix_from_rows, matrix_from_cols)
+
+grad = SpecialForm("grad", "grad(f)(x, ...): in a kernel, the partial derivatives of the func "
+                   "or builtin f at x, ... (one value, or a tuple for several arguments)")
 
 
 def static(value):

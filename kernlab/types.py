@@ -41,6 +41,8 @@ class Scalar(Type):
 
     @property
     def np(self) -> np.dtype:
+        if self.name == "bfloat16":
+            raise TypeError("kernlab has no bfloat16 arithmetic yet: use float16 or float32")
         return np.dtype({"f": f"float{self.bits}", "i": f"int{self.bits}",
                          "u": f"uint{self.bits}", "b": "bool"}[self.kind])
 
@@ -76,8 +78,11 @@ class Scalar(Type):
     _length_ = 1
 
     def __call__(self, x=0):
-        if self.kind in "iu" and not isinstance(x, (np.ndarray, np.generic)):
-            x = _wrap(int(x), self)  # wp.uint8(-1) == 255, as in C
+        if self.kind in "iu":
+            if not isinstance(x, (np.ndarray, np.generic)):
+                x = _wrap(int(x), self)  # wp.uint8(-1) == 255, as in C
+            with np.errstate(over="ignore", invalid="ignore"):
+                return _int_value_class(self)(x)
         with np.errstate(over="ignore", invalid="ignore"):
             return self.np.type(x)
 
@@ -85,6 +90,25 @@ class Scalar(Type):
         return self.name
 
     __str__ = __repr__
+
+
+_INT_VALUES: dict = {}
+
+
+def _no_pow(self, *args):
+    raise TypeError(f"'**' is not defined for {type(self).__name__} values (as in Warp: "
+                    "raise floats to powers)")
+
+
+def _int_value_class(s: Scalar) -> type:
+    """The Python-side value type of an integer scalar: the NumPy scalar, except that
+    ``**`` is refused (Warp has no integer power)."""
+    cls = _INT_VALUES.get(s.name)
+    if cls is None:
+        cls = type(s.name, (s.np.type,), {"__pow__": _no_pow, "__rpow__": _no_pow,
+                                          "__slots__": (), "__module__": __name__})
+        _INT_VALUES[s.name] = cls
+    return cls
 
 
 def _wrap(value: int, s: Scalar) -> int:
@@ -104,6 +128,7 @@ uint32 = Scalar("uint32", "u", 32)
 int64 = Scalar("int64", "i", 64)
 uint64 = Scalar("uint64", "u", 64)
 bool_ = Scalar("bool", "b", 8)
+bfloat16 = Scalar("bfloat16", "f", 16)  # named (Warp code mentions it), not yet usable
 FLOATS = (float16, float32, float64)
 INTS = (int8, uint8, int16, uint16, int32, uint32, int64, uint64)
 SCALARS = FLOATS + INTS + (bool_,)
@@ -143,8 +168,10 @@ class Vector(Type):
 
     # Warp's class attributes: element type, shape, number of components
     _type_ = property(lambda self: self.dtype)
+    _wp_scalar_type_ = property(lambda self: self.dtype)
     _shape_ = property(lambda self: self.shape)
     _length_ = property(lambda self: self.length)
+    _wp_scalar_type_ = property(lambda self: self.dtype)
 
     @property
     def __name__(self) -> str:
@@ -194,8 +221,10 @@ class Matrix(Type):
         return self.length * self.dtype.nbytes
 
     _type_ = property(lambda self: self.dtype)
+    _wp_scalar_type_ = property(lambda self: self.dtype)
     _shape_ = property(lambda self: self.shape)
     _length_ = property(lambda self: self.length)
+    _wp_scalar_type_ = property(lambda self: self.dtype)
 
     @property
     def __name__(self) -> str:
@@ -220,7 +249,8 @@ class Quaternion(Vector):
     """A quaternion (x, y, z, w): a 4-vector whose ``*`` is the Hamilton product."""
 
     def __call__(self, *args):
-        return _construct(self, _flatten(args))
+        from .spatial_values import quaternion_value
+        return quaternion_value(self, args)
 
     @property
     def __name__(self) -> str:
@@ -237,10 +267,9 @@ class Transformation(Vector):
     """A rigid transform (p, q): translation vec3 then rotation quaternion, 7 components.
     ``*`` composes transforms. In Python, ``transform()`` is the identity (as in Warp)."""
 
-    def __call__(self, *args):
-        if not args:
-            return _construct(self, (0, 0, 0, 0, 0, 0, 1))
-        return _construct(self, _flatten(args))
+    def __call__(self, *args, **kwargs):
+        from .spatial_values import transform_value
+        return transform_value(self, args, kwargs)
 
     @property
     def __name__(self) -> str:
@@ -253,13 +282,6 @@ class Transformation(Vector):
 
 
 _SPATIAL_SUFFIX = {"float32": "", "float64": "d", "float16": "h"}
-
-
-def _flatten(args):
-    """Constructor arguments that mix vectors and scalars, e.g. quat(vec3, w)."""
-    if len(args) <= 1:
-        return args
-    return tuple(x for a in args for x in np.ravel(np.asarray(a)))
 
 
 @dataclass(frozen=True)
@@ -299,28 +321,71 @@ def is_generic(t) -> bool:
     """Whether a type still has an ``Any`` in it (a generic parameter)."""
     if t is ANY:
         return True
+    if isinstance(t, Vector) and t.length is ANY:
+        return True
     if isinstance(t, (ArrayType, Vector, Matrix)):
         return is_generic(t.dtype)
     return False
 
 
+class Value(np.ndarray):
+    """A vector or matrix value on the Python side (what ``vec3(1, 2, 3)`` returns): a NumPy
+    array of the type's shape, with Warp's manners: ``v.x`` .. ``v.w``, ``==`` compares the
+    whole value (a shape mismatch is unequal), and ``str`` prints a Python list."""
+
+    def __eq__(self, other):
+        try:
+            b = np.asarray(other)
+        except Exception:  # noqa: BLE001 - anything that is no array is unequal
+            return False
+        a = np.asarray(self)
+        return a.shape == b.shape and bool(np.all(a == b))
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    __hash__ = None
+
+    def __str__(self):
+        a = np.asarray(self)
+        if a.ndim == 2:
+            return "[" + ",\n ".join(str(row.tolist()) for row in a) + "]"
+        return str(a.tolist())
+
+
+def _component(k):
+    def get(self):
+        return self[k]
+
+    def put(self, value):
+        self[k] = value
+    return property(get, put)
+
+
+for _k, _name in enumerate("xyzw"):
+    setattr(Value, _name, _component(_k))
+
+
 def _construct(t, args):
-    """Python-side value of a vector/matrix type: a NumPy array of its shape and dtype."""
+    """Python-side value of a vector/matrix type: a Value of its shape and dtype."""
     if len(args) == 0:
-        return np.zeros(t.shape, t.dtype.np)
-    if len(args) == 1:
+        out = np.zeros(t.shape, t.dtype.np)
+    elif len(args) == 1:
         a = np.asarray(args[0], dtype=t.dtype.np)
-        if a.ndim == 0:
-            return np.full(t.shape, a, t.dtype.np)
-        return a.reshape(t.shape).copy()
-    return np.array(args, dtype=t.dtype.np).reshape(t.shape)
+        out = np.full(t.shape, a, t.dtype.np) if a.ndim == 0 else a.reshape(t.shape).copy()
+    else:
+        out = np.array(args, dtype=t.dtype.np).reshape(t.shape)
+    return out.view(Value)
 
 
 def vector(length: int, dtype=float32) -> Vector:
-    return Vector(int(length), to_type(dtype))
+    """The vector type of that length and dtype; ``length=Any`` makes a generic pattern."""
+    return Vector(ANY if length is typing.Any else int(length), to_type(dtype))
 
 
 def matrix(shape, dtype=float32) -> Matrix:
+    if any(n is typing.Any or n is ANY for n in shape):
+        return ANY  # generic, like vector(Any, ...)
     rows, cols = shape
     return Matrix(int(rows), int(cols), to_type(dtype))
 
@@ -383,6 +448,8 @@ def to_type(t) -> Type:
         return t
     if t is typing.Any:
         return ANY
+    if isinstance(getattr(t, "kl_class_type", None), Type):  # type(kl.quat()): its type
+        return t.kl_class_type
     if t in _PY_TYPES:
         return _PY_TYPES[t]
     try:
@@ -435,6 +502,21 @@ def dtype_to_numpy(t) -> np.dtype:
     except TypeError:
         pass
     raise TypeError(f"cannot convert {t!r} to a NumPy dtype")
+
+
+def type_repr(t) -> str:
+    """Warp's spelling of a type in messages: int8, vec3ub, mat22f, vector(length=5, ...)."""
+    if isinstance(t, Vector):
+        if t.dtype in SUFFIX and t.length <= 4:
+            return f"vec{t.length}{SUFFIX[t.dtype]}"
+        return f"vector(length={t.length}, dtype={type_repr(t.dtype)})"
+    if isinstance(t, Matrix):
+        if t.dtype in SUFFIX and t.rows == t.cols and t.rows <= 4:
+            return f"mat{t.rows}{t.cols}{SUFFIX[t.dtype]}"
+        return f"matrix(shape=({t.rows}, {t.cols}), dtype={type_repr(t.dtype)})"
+    if isinstance(t, Scalar):
+        return t.name
+    return getattr(t, "__name__", str(t))
 
 
 def type_is_vector(t) -> bool:

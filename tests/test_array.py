@@ -39,7 +39,7 @@ def test_numpy_dtype_argument_is_accepted():
 
 def test_unsupported_numpy_dtype_asks_for_a_dtype():
     with pytest.raises(TypeError, match="dtype="):
-        array(np.zeros(2, np.complex64))
+        array(np.zeros(2, np.complex64))  # (float16 is a kernlab type since Warp has it)
 
 
 def test_shape_reshapes_data():

@@ -7,6 +7,7 @@ fails here until it has a case in GRAD_CASES. Each case is a tiny kernel calling
 its inputs, and a plain-NumPy formula of what the kernel computes, differentiated by
 central differences.
 """
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -201,6 +202,14 @@ def _smoothstep(e0, e1, x):
     return t * t * (3.0 - 2.0 * t)
 
 
+def _erfinv(x):
+    """erf(r) = x by Newton's method from 0 (erf is increasing and convex on either side)."""
+    r = 0.0
+    for _ in range(60):
+        r -= (math.erf(r) - x) / (2.0 / math.sqrt(math.pi) * math.exp(-r * r))
+    return r
+
+
 def _insert(v, idx, s):
     out = np.array(v, dtype=np.float64)
     out[idx] = s
@@ -263,7 +272,11 @@ GRAD_CASES = {
               lambda a, b: a @ b),
             G("mul(matrix2x3, vector)", call2(kl.mul, M23, V, V2), [(M23, U), (V, U)], V2,
               lambda a, b: a @ b)],
+    "cw_mul": [G("vec3d", call2(kl.cw_mul, V, V, V), [(V, U), (V, U)], V, np.multiply),
+               G("mat33d", call2(kl.cw_mul, M, M, M), [(M, U), (M, U)], M, np.multiply)],
+    "cw_div": [G("vec3d", call2(kl.cw_div, V, V, V), [(V, U), (V, POS)], V, np.divide)],
     "div": [G("scalar/scalar", binop("/", S, S, S), [(S, U), (S, POS)], S, lambda a, b: a / b),
+            G("scalar/vector", binop("/", S, V, V), [(S, U), (V, POS)], V, lambda a, b: a / b),
             G("vector/scalar", binop("/", V, S, V), [(V, U), (S, POS)], V, lambda a, b: a / b),
             G("matrix/scalar", binop("/", M, S, M), [(M, U), (S, POS)], M, lambda a, b: a / b)],
     "mod": [G("scalar%scalar", binop("%", S, S, S), [(S, (-3.0, 3.0)), (S, (0.6, 1.4))], S,
@@ -274,9 +287,31 @@ GRAD_CASES = {
                 np.arctan2),
               G("left half plane", call2(kl.atan2, S, S, S), [(S, POS), (S, (-1.5, -0.2))],
                 S, np.arctan2)],
-    "abs": [G("float64", call1(kl.abs, S, S), [(S, AWAY_FROM_0)], S, np.abs)],
-    "min": [G("float64", call2(kl.min, S, S, S), [(S, U), (S, U)], S, np.minimum)],
-    "max": [G("float64", call2(kl.max, S, S, S), [(S, U), (S, U)], S, np.maximum)],
+    "abs": [G("float64", call1(kl.abs, S, S), [(S, AWAY_FROM_0)], S, np.abs),
+            G("vec3d", call1(kl.abs, V, V), [(V, AWAY_FROM_0)], V, np.abs)],
+    "min": [G("float64", call2(kl.min, S, S, S), [(S, U), (S, U)], S, np.minimum),
+            G("vec3d element-wise", call2(kl.min, V, V, V), [(V, U), (V, U)], V, np.minimum),
+            G("min(vec3d)", call1(kl.min, V, S), [(V, U)], S, np.min)],
+    "max": [G("float64", call2(kl.max, S, S, S), [(S, U), (S, U)], S, np.maximum),
+            G("vec3d element-wise", call2(kl.max, V, V, V), [(V, U), (V, U)], V, np.maximum),
+            G("max(vec3d)", call1(kl.max, V, S), [(V, U)], S, np.max)],
+    "frac": [G("positive", call1(kl.frac, S, S), [(S, (1.1, 1.9))], S, lambda x: x - 1.0),
+             G("negative", call1(kl.frac, S, S), [(S, (-2.9, -2.1))], S, lambda x: x + 2.0)],
+    "erf": [G("float64", call1(kl.erf, S, S), [(S, (-2.0, 2.0))], S,
+              np.vectorize(math.erf))],
+    "erfc": [G("float64", call1(kl.erfc, S, S), [(S, (-2.0, 2.0))], S,
+               np.vectorize(math.erfc))],
+    "erfinv": [G("float64", call1(kl.erfinv, S, S), [(S, (-0.95, 0.95))], S,
+                 np.vectorize(_erfinv))],
+    "erfcinv": [G("float64", call1(kl.erfcinv, S, S), [(S, (0.05, 1.95))], S,
+                  np.vectorize(lambda y: _erfinv(1.0 - y)))],
+    "cbrt": [G("positive", call1(kl.cbrt, S, S), [(S, POS)], S, np.cbrt),
+             G("negative", call1(kl.cbrt, S, S), [(S, (-2.0, -0.2))], S, np.cbrt)],
+    "degrees": [G("float64", call1(kl.degrees, S, S), [(S, U)], S, lambda x: x * 180 / np.pi)],
+    "radians": [G("float64", call1(kl.radians, S, S), [(S, U)], S, lambda x: x * np.pi / 180)],
+    "copysign": [G("float64", call2(kl.copysign, S, S, S), [(S, AWAY_FROM_0),
+                                                            (S, AWAY_FROM_0)], S,
+                   lambda x, y: abs(x) * (1.0 if y > 0 else -1.0))],
     "clamp": [G("float64", call3(kl.clamp, S, S, S, S),
                 [(S, (-1.5, 1.5)), (S, (-1.0, -0.2)), (S, (0.2, 1.0))], S, np.clip)],
     "lerp": [G("scalar", call3(kl.lerp, S, S, S, S), [(S, U), (S, U), (S, U)], S,
@@ -411,9 +446,24 @@ VALUE_CASES = {  # builtin -> (argument kinds, domains); s scalar, v vec3, m mat
     "length": ("v", [U]), "length_sq": ("v", [U]), "normalize": ("v", [U]),
     "outer": ("vv", [U, U]), "transpose": ("m", [U]), "determinant": ("m", [U]),
     "mul": ("mv", [U, U]),
+    "rint": ("s", [(-3, 3)]), "frac": ("s", [(-3, 3)]), "cbrt": ("s", [(-3, 3)]),
+    "degrees": ("s", [U]), "radians": ("s", [U]), "copysign": ("ss", [U, U]),
+    "step": ("s", [U]), "nonzero": ("s", [U]), "isfinite": ("s", [U]), "isnan": ("s", [U]),
+    "isinf": ("s", [U]), "argmin": ("v", [U]), "argmax": ("v", [U]), "add": ("ss", [U, U]),
+    "sub": ("ss", [U, U]), "div": ("ss", [U, POS]), "mod": ("ss", [U, POS]),
+    "floordiv": ("ss", [U, POS]), "neg": ("s", [U]),
+    # integer-only builtins run on int32 (the float32 row) and int64 (the float64 row)
+    "bit_and": ("ii", [(-50, 50)] * 2), "bit_or": ("ii", [(-50, 50)] * 2),
+    "bit_xor": ("ii", [(-50, 50)] * 2), "lshift": ("ii", [(-50, 50), (0, 40)]),
+    "rshift": ("ii", [(-50, 50), (0, 40)]), "invert": ("i", [(-50, 50)]),
+    "cw_mul": ("vv", [U, U]), "cw_div": ("vv", [U, POS]),
+    "erf": ("s", [(-2, 2)]), "erfc": ("s", [(-2, 2)]), "erfinv": ("s", [(-0.99, 0.99)]),
+    "erfcinv": ("s", [(0.01, 1.99)]),
 }
-KIND_TYPES = {"float32": {"s": kl.float32, "v": kl.vec3, "m": kl.mat33, "b": kl.bool},
-              "float64": {"s": kl.float64, "v": kl.vec3d, "m": kl.mat33d, "b": kl.bool}}
+KIND_TYPES = {"float32": {"s": kl.float32, "v": kl.vec3, "m": kl.mat33, "b": kl.bool,
+                          "i": kl.int32},
+              "float64": {"s": kl.float64, "v": kl.vec3d, "m": kl.mat33d, "b": kl.bool,
+                          "i": kl.int64}}
 VALUE_RTOL = {"float32": 2e-6, "float64": 1e-13}
 
 
@@ -437,7 +487,8 @@ def test_builtin_value_matches_numpy_reference(backend, rng, name, dtype):
     out_t = _out_type(name, types)
     arrays = []
     for kind, t, dom in zip(kinds, types, domains):
-        data = rng.uniform(-1, 1, N_THREADS) > 0 if kind == "b" else _sample(rng, t, dom)
+        data = rng.uniform(-1, 1, N_THREADS) > 0 if kind == "b" else \
+            rng.integers(*dom, N_THREADS).astype(t.np) if kind == "i" else _sample(rng, t, dom)
         arrays.append(kl.array(data, dtype=t))
     out = kl.zeros(N_THREADS, dtype=out_t)
     kl.launch(_kernel_for(name, types, out_t), N_THREADS, inputs=arrays, outputs=[out])

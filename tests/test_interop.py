@@ -154,8 +154,15 @@ def test_from_dlpack_refuses_elements_whose_components_are_apart():
 
 
 def test_from_dlpack_refuses_types_kernlab_lacks():
-    with pytest.raises(TypeError, match="float16"):
-        kl.from_dlpack(np.zeros(2, np.float16))
+    with pytest.raises(TypeError, match="complex64"):
+        kl.from_dlpack(np.zeros(2, np.complex64))
+
+
+def test_from_dlpack_takes_float16():
+    data = np.array([0.5, -2.0, 65504.0], np.float16)
+    a = kl.from_dlpack(data)
+    assert a.dtype == kl.float16
+    np.testing.assert_array_equal(a.numpy(), data)
 
 
 def test_from_dlpack_refuses_objects_without_the_protocol():

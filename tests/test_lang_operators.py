@@ -97,13 +97,14 @@ def test_int_arithmetic_operators_on_positive_operands(backend):
 
 @pytest.mark.parametrize("column", [3, 4], ids=["true_division", "floordiv"])
 def test_int_division_truncates_toward_zero_like_c_and_warp(backend, column):
-    # Warp's (and C's) integer '/' and '//' truncate: -7 / 2 == -7 // 2 == -3, 7 / -2 == -3
-    # (Python's // would give -4).
+    # Warp's (and C's) integer '/' truncates: -7 / 2 == -3, 7 / -2 == -3; '//' floors since
+    # Warp 1.19, as in Python: -7 // 2 == -4.
     a = np.array([-7, 7, -8, -1], np.int32)
     b = np.array([2, -2, 3, 5], np.int32)
     out = kl.zeros((4, 7), dtype=int)
     run(int_ops, 4, i32(a), i32(b), out)
-    np.testing.assert_array_equal(out.numpy()[:, column], np.trunc(a / b).astype(np.int32))
+    want = np.trunc(a / b) if column == 3 else np.floor_divide(a, b)
+    np.testing.assert_array_equal(out.numpy()[:, column], want.astype(np.int32))
 
 
 def test_int_modulo_takes_the_sign_of_the_dividend_like_c_and_warp(backend):

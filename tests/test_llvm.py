@@ -296,8 +296,9 @@ def test_integer_division_never_traps():
 
     np.testing.assert_array_equal(q.numpy(), wrap32(np.where(b == 0, 0, np.trunc(a / safe))))
     np.testing.assert_array_equal(r.numpy(), np.where(b == 0, 0, np.fmod(a, safe)))
-    # integer // truncates too, as in Warp
-    np.testing.assert_array_equal(f.numpy(), q.numpy())
+    # integer // floors (Warp 1.19, like Python), and never traps either
+    floor = [x // y if y else 0 for x, y in zip(a.astype(np.int64), safe * (b != 0))]
+    np.testing.assert_array_equal(f.numpy(), wrap32(floor))
 
 
 @kl.kernel
@@ -337,9 +338,11 @@ def shifted(x: kl.array(dtype=float), y: kl.array(dtype=float), offset: int):
 
 def test_read_past_the_end_raises_with_the_line():
     line = shifted.pyfunc.__code__.co_firstlineno + 3  # the decorator's line + 3
-    with pytest.raises(IndexError, match=rf"index 5 is out of bounds for axis 0 of array 'x' "
-                                         rf"with shape \(5,\)(.|\n)*line {line}"):
+    with pytest.raises(IndexError) as info:
         run(shifted, (5,), f32(np.zeros(5)), f32(np.zeros(5)), np.int32(1))
+    text = str(info.value)  # where, then the message (Warp's order)
+    assert "index 5 is out of bounds for axis 0 of array 'x' with shape (5,)" in text
+    assert f"line {line}" in text
 
 
 def test_negative_index_raises():

@@ -17,8 +17,10 @@ WRITES = (Op.STORE, Op.ATOMIC)
 def check_differentiable(func: Function):
     used = {a for ins in func.body.walk() for a in ins.args}
     used |= {r.result for ins in func.body.walk() for r in ins.regions if r.result is not None}
+    replaced = {id(i) for ins in func.body.walk() if ins.op is Op.CUSTOM
+                and ins.attrs.get("replay") for i in ins.regions[0].walk()}
     for ins in func.body.walk():
-        if ins.op is Op.ATOMIC and ins.result in used:
+        if ins.op is Op.ATOMIC and ins.result in used and id(ins) not in replaced:
             raise GradientError(f"the value returned by atomic_{ins.attrs['kind']} cannot be "
                                 "differentiated (it depends on the order threads run in)",
                                 ins.loc, kernel=func.name)

@@ -25,6 +25,7 @@ an atomic returns.
 """
 from __future__ import annotations
 
+from ..errors import GradientError
 from ..ir.builder import Builder
 from ..ir.nodes import Block, Function, Instr, Op, Param, Value, Var
 from ..ir.verify import verify
@@ -146,6 +147,7 @@ class _Reverse:
         self.local = _block_local_values(func.body)
         self.snapshots = snapshot_plan(func.body)
         self.sym: dict = {}
+        self.effects = False  # True while emitting a custom gradient body (it writes adj_a)
 
     # ---- adjoint storage -------------------------------------------------------------------
     # A value whose uses all sit in its own block gets its adjoint as a plain SSA value,
@@ -189,7 +191,10 @@ class _Reverse:
         g = self.g
         for ins in block.instrs:
             with g.located(ins.loc):
-                if ins.op in (Op.STORE, Op.ATOMIC, Op.PRINT):
+                if ins.op in (Op.STORE, Op.ATOMIC, Op.PRINT) and not self.effects:
+                    continue
+                if ins.op is Op.CUSTOM and ins.attrs.get("replay"):
+                    self.forward(ins.regions[1], record)  # the replay, not the func
                     continue
                 if ins.op in STRUCTURED and record:
                     self.forward_recorded(ins)
@@ -314,7 +319,7 @@ class _Reverse:
         elif kind in ("min", "max"):  # the gradient goes to the value that won
             final = g.emit(Op.LOAD, [self.map[ins.args[0]], *idx], value.type,
                            site=ins.attrs["site"])
-            adj = g.where(g.eq(final, self.map[value]), adj, g.zeros(value.type))
+            adj = g.route_eq(final, self.map[value], adj)  # component-wise on vectors
         self.accumulate(value, adj)
 
     def rev_IF(self, ins):
@@ -341,12 +346,30 @@ class _Reverse:
     rev_FOR = rev_WHILE = rev_loop
 
     def rev_CUSTOM(self, ins):
+        if ins.attrs.get("replay"):  # the replay is what was recomputed: reverse it
+            self.reverse(ins.regions[1])
+            return
         g = self.g
-        out, adj_ret = ins.attrs["out"], ins.attrs["adj_ret"]
-        adj = self.take(out)
-        g.store(adj_ret, adj if adj is not None else g.zeros(adj_ret.type))
-        self.forward(ins.regions[1], record=False)  # the user's gradient body, as written
+        for out, adj_ret in zip(ins.attrs["outs"], ins.attrs["adj_rets"]):
+            adj = self.take(out)
+            g.store(adj_ret, adj if adj is not None else g.zeros(adj_ret.type))
+        for placeholder, arr in ins.attrs.get("adj_arrays", ()):
+            if arr not in self.adj_arrays:
+                raise GradientError(f"kl.adjoint[{placeholder.name[4:]}] in a custom gradient "
+                                    "needs the array to be a kernel parameter", ins.loc,
+                                    kernel=self.func.name)
+            self.map[placeholder] = self.adj_arrays[arr]
+        start = len(g.block.instrs)
+        self.effects = True
+        try:
+            self.forward(ins.regions[1], record=False)  # the user's gradient body, as written
+        finally:
+            self.effects = False
+        placeholders = {self.map[p] for p, _ in ins.attrs.get("adj_arrays", ())}
+        for new in g.block.instrs[start:]:  # absent gradients: accesses do nothing
+            for sub in [new, *(s for r in new.regions for s in r.walk())]:
+                if sub.op in (Op.LOAD, Op.STORE, Op.ATOMIC) and sub.args[0] in placeholders:
+                    sub.attrs["nullable"] = True
         for a, var in zip(ins.args, ins.attrs["adj_args"]):
             if var is not None:
                 self.accumulate(a, g.load(var))
-

@@ -1,15 +1,16 @@
 """Operators, comparisons, casts, constructors and component access.
 
-Integer division and remainder follow C (and Warp): ``/`` and ``//`` truncate toward zero,
-``%`` takes the sign of the dividend; a zero divisor gives 0 instead of trapping. On
-floats ``//`` is floor(a / b) and ``%`` is fmod.
+Integer division and remainder follow C (and Warp): ``/`` truncates toward zero, ``%``
+takes the sign of the dividend; ``//`` floors (Warp 1.19, like Python); a zero divisor
+gives 0 instead of trapping. On floats ``//`` is floor(a / b) and ``%`` is fmod.
 """
 from __future__ import annotations
 
 import numpy as np
+from llvmlite import ir
 
 from ..types import Matrix, Type, Vector, bool_
-from .registry import builtin, sig
+from .registry import REGISTRY, builtin, sig
 
 
 def _np_type(t: Type):
@@ -107,22 +108,32 @@ def _np_div(a, b):
     return (a / b).astype(t) if np.ndim(a) else t.type(a / b)
 
 
-builtin("div", [sig("N", "N", ret="T"), sig("V", "N", ret="V"), sig("M", "N", ret="M")],
+def _div_grad(g, a, b, r, adj):
+    if b.type.is_scalar:
+        return g.div(adj, b), g.neg(g.div(g.inner(adj, r), b))
+    # s / v, component-wise: d/ds = sum(adj / v), d/dv = -adj r / v
+    return g.inner(adj, g.div(g.const(1, a.type), b)), g.neg(g.cw_div(g.cw_mul(adj, r), b))
+
+
+builtin("div", [sig("N", "N", ret="T"), sig("V", "N", ret="V"), sig("M", "N", ret="M"),
+                sig("N", "V", ret="V"), sig("N", "M", ret="M")],
         _np_div, llvm=lambda cx, a, b: cx.div(a, b), cuda="({0} / {1})",  # ints: kl_div
-        grad=lambda g, a, b, r, adj: (g.div(adj, b), g.neg(g.div(g.inner(adj, r), b))))
+        grad=_div_grad)
 
 
 def _np_floordiv(a, b):
     t = np.result_type(a, b)
     if np.issubdtype(t, np.integer):
-        return _np_div(a, b)  # Warp (C) semantics: integer // truncates, like /
+        if b == 0:
+            return t.type(0)
+        return _wrap_int([int(a) // int(b)], t)[0]  # Python's // floors, as Warp 1.19
     return t.type(np.floor(a / b))
 
 
-# Integers: truncating division, as Warp; floats: floor(a / b).
+# Integers and floats: floor(a / b), as Warp 1.19 (and Python); a zero divisor gives 0.
 builtin("floordiv", [sig("N", "N", ret="T")], _np_floordiv,
-        llvm=lambda cx, a, b: cx.floordiv(a, b) if cx.types[0].is_float else cx.div(a, b),
-        cuda="kl_floordiv({0}, {1})", differentiable=False)
+        llvm=lambda cx, a, b: cx.floordiv(a, b), cuda="kl_floordiv({0}, {1})",
+        differentiable=False)
 
 
 def _np_mod(a, b):
@@ -148,12 +159,38 @@ def _cmp(name, fn, cuda_op):
             cuda=f"({{0}} {cuda_op} {{1}})", differentiable=False)
 
 
+def _vector_equality(name, every):
+    """v == w: every component equal; v != w: some component differs (as Warp)."""
+    op = "==" if every else "!="
+    old = REGISTRY[name]
+
+    def numpy(a, b):
+        found = np.asarray(a == b) if every else np.asarray(a != b)
+        return np.bool_(found.all() if every else found.any())
+
+    def llvm(cx, a, b):
+        bits = cx.cmp(op, a, b)
+        if not isinstance(bits.type, ir.VectorType):
+            return bits
+        parts = [cx.b.extract_element(bits, ir.Constant(ir.IntType(32), i))
+                 for i in range(bits.type.count)]
+        out = parts[0]
+        for p in parts[1:]:
+            out = (cx.b.and_ if every else cx.b.or_)(out, p)
+        return out
+
+    old.sigs += [sig("V", "V", ret=bool_), sig("M", "M", ret=bool_)]
+    old.numpy, old.llvm, old.cuda = numpy, llvm, f"kl_{name}({{0}}, {{1}})"
+
+
 _cmp("eq", lambda a, b: a == b, "==")
 _cmp("ne", lambda a, b: a != b, "!=")
 _cmp("lt", lambda a, b: a < b, "<")
 _cmp("le", lambda a, b: a <= b, "<=")
 _cmp("gt", lambda a, b: a > b, ">")
 _cmp("ge", lambda a, b: a >= b, ">=")
+_vector_equality("eq", every=True)
+_vector_equality("ne", every=False)
 
 builtin("not_", [sig("B", ret=bool_)], lambda a: np.bool_(not a),
         llvm=lambda cx, a: cx.b.not_(a), cuda="(!{0})", differentiable=False)

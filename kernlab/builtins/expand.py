@@ -40,6 +40,19 @@ def _kind_of(t: Type) -> str | None:
     return None
 
 
+# "vector" is any vector (quaternions, transforms and integer vectors too), "matrix" any
+# matrix; all the arguments such a signature names have one type.
+_ANY_KINDS = ("vector", "matrix")
+
+
+def _fits(kind: str, t: Type) -> bool:
+    if kind == "vector":
+        return t.is_vector
+    if kind == "matrix":
+        return t.is_matrix
+    return _kind_of(t) == kind
+
+
 def type_of_kind(kind: str, dtype) -> Type:
     """The kernlab type of argument kind ``kind`` over scalar ``dtype``."""
     if kind == "float":
@@ -66,9 +79,10 @@ class Expansion:
     def matches(self, types) -> bool:
         if len(types) != len(self.params):
             return False
-        kinds = [_kind_of(t) for t in types]
         scalars = {t.scalar for t in types}
-        return kinds == list(self.params) and len(scalars) <= 1
+        shaped = {t for t, k in zip(types, self.params) if k in _ANY_KINDS}
+        return all(_fits(k, t) for k, t in zip(self.params, types)) and len(scalars) <= 1 \
+            and len(shaped) <= 1
 
     def __str__(self):
         return f"{self.name}({', '.join(self.params)})" + (f" -> {self.ret}" if self.ret
@@ -180,8 +194,15 @@ def python_type_of(value, want_kinds=()) -> Type:
 def call_on_python_values(name: str, args, target=None):
     """``kl.quat_rotate(q, v)`` outside a kernel: run the expansion on NumPy values."""
     g = NumpyBuilder()
-    vals = [NpValue(python_type_of(a), _as(np.asarray(a), python_type_of(a))) for a in args]
-    types = [v.type for v in vals]
+    try:
+        types = [python_type_of(a) for a in args]
+    except (TypeError, ValueError, IndexError):
+        if name in REGISTRY:
+            return NotImplemented
+        raise
+    if find_expansion(name, types) is None and name in REGISTRY:
+        return NotImplemented  # a primitive's own arguments (kl.mul of two matrices)
+    vals = [NpValue(t, _as(np.asarray(a), t)) for a, t in zip(args, types)]
     if find_expansion(name, types) is None:  # plain arrays standing for quats/transforms
         for ex in EXPANSIONS.get(name, ()):
             if len(ex.params) == len(vals):

@@ -14,10 +14,11 @@ FLOAT1 = [sig("F", ret="T")]
 FLOAT2 = [sig("F", "F", ret="T")]
 
 
-def _unary(name, ref, grad, intrinsic=None, libm=None, cuda=None, differentiable=True):
-    if intrinsic:
+def _unary(name, ref, grad, intrinsic=None, libm=None, cuda=None, differentiable=True,
+           llvm=None):
+    if llvm is None and intrinsic:
         llvm = lambda cx, x: cx.intr(intrinsic, x)  # noqa: E731
-    else:
+    elif llvm is None:
         llvm = lambda cx, x: cx.libm(libm or name, x)  # noqa: E731
     builtin(name, FLOAT1, lambda x: x.dtype.type(ref(x)), llvm=llvm,
             cuda=cuda or f"{name}({{0}})", grad=grad, differentiable=differentiable)
@@ -60,6 +61,36 @@ def _round_half_away(x):
 _unary("round", _round_half_away, None,
        intrinsic="llvm.round", differentiable=False)
 
+_unary("rint", np.rint, None, intrinsic="llvm.rint", differentiable=False)  # half to even
+# frac(x) = x - trunc(x): slope 1 between integers (Warp's adjoint is 0 there; ours is right)
+_unary("frac", lambda x: x - np.trunc(x), lambda g, x, r, adj: (adj,), cuda="kl_frac({0})",
+       llvm=lambda cx, x: cx.b.fsub(x, cx.intr("llvm.trunc", x)))
+_unary("cbrt", np.cbrt, lambda g, x, r, adj: (
+    g.div(adj, g.mul(g.const(3.0, x.type), g.mul(r, r))),))
+_DEG = 180.0 / np.pi
+
+
+def _scale(name, factor):
+    builtin(name, FLOAT1, lambda x: x.dtype.type(x * x.dtype.type(factor)),
+            llvm=lambda cx, x: cx.b.fmul(x, cx.const(factor)),
+            cuda=f"kl_{name}({{0}})",
+            grad=lambda g, x, r, adj: (g.mul(adj, g.const(factor, x.type)),))
+
+
+_scale("degrees", _DEG)
+_scale("radians", 1.0 / _DEG)
+
+
+def _copysign_grad(g, x, y, r, adj):
+    # |x| sign(y): slope +1 where x and y have the same sign bit, -1 elsewhere; 0 for y
+    same = g.eq(g.copysign(one(g, x), x), g.copysign(one(g, x), y))
+    return g.where(same, adj, g.neg(adj)), None
+
+
+builtin("copysign", FLOAT2, lambda x, y: x.dtype.type(np.copysign(x, y)),
+        llvm=lambda cx, x, y: cx.intr("llvm.copysign", x, y), cuda="copysign({0}, {1})",
+        grad=_copysign_grad)
+
 builtin("atan2", FLOAT2, lambda y, x: y.dtype.type(np.arctan2(y, x)),
         llvm=lambda cx, y, x: cx.libm("atan2", y, x), cuda="atan2({0}, {1})",
         grad=lambda g, y, x, r, adj: (
@@ -73,43 +104,6 @@ builtin("pow", FLOAT2, lambda x, y: x.dtype.type(np.power(x, y)),
             g.mul(adj, g.where(g.gt(x, g.zeros(x.type)), g.mul(r, g.log(x)),
                                g.zeros(x.type)))))
 
-
-builtin("abs", [sig("N", ret="T")], lambda x: x.dtype.type(abs(x)),
-        llvm=lambda cx, x: cx.abs(x), cuda="abs({0})",
-        grad=lambda g, x, r, adj: (g.mul(adj, g.sign(x)),))
-
-# Warp's sign: -1 for x < 0, else 1 (so sign(0) == 1).
-builtin("sign", [sig("N", ret="T")], lambda x: x.dtype.type(-1 if x < 0 else 1),
-        llvm=lambda cx, x: cx.b.select(cx.cmp("<", x, cx.const(0)), cx.const(-1), cx.const(1)),
-        cuda="kl_sign({0})", differentiable=False)
-
-
-def _pick(less):
-    return lambda a, b: a if less(a, b) else b
-
-
-builtin("min", [sig("N", "N", ret="T")], _pick(lambda a, b: a < b),
-        llvm=lambda cx, a, b: cx.b.select(cx.cmp("<", a, b), a, b), cuda="min({0}, {1})",
-        grad=lambda g, a, b, r, adj: (g.where(g.lt(a, b), adj, g.zeros(a.type)),
-                                      g.where(g.lt(a, b), g.zeros(b.type), adj)))
-builtin("max", [sig("N", "N", ret="T")], _pick(lambda a, b: a > b),
-        llvm=lambda cx, a, b: cx.b.select(cx.cmp(">", a, b), a, b), cuda="max({0}, {1})",
-        grad=lambda g, a, b, r, adj: (g.where(g.gt(a, b), adj, g.zeros(a.type)),
-                                      g.where(g.gt(a, b), g.zeros(b.type), adj)))
-
-
-def _np_clamp(x, lo, hi):
-    return x.dtype.type(lo if x < lo else hi if x > hi else x)
-
-
-builtin("clamp", [sig("N", "N", "N", ret="T")], _np_clamp,
-        llvm=lambda cx, x, lo, hi: cx.b.select(
-            cx.cmp("<", x, lo), lo, cx.b.select(cx.cmp(">", x, hi), hi, x)),
-        cuda="clamp({0}, {1}, {2})",
-        grad=lambda g, x, lo, hi, r, adj: (
-            g.where(g.and_(g.ge(x, lo), g.le(x, hi)), adj, g.zeros(x.type)),
-            g.where(g.lt(x, lo), adj, g.zeros(x.type)),
-            g.where(g.and_(g.gt(x, hi), g.ge(x, lo)), adj, g.zeros(x.type))))
 
 builtin("and_", [sig("B", "B", ret=bool_)], lambda a, b: np.bool_(a and b),
         llvm=lambda cx, a, b: cx.b.and_(a, b), cuda="({0} && {1})", differentiable=False)

@@ -235,12 +235,16 @@ def transform_get_rotation(g, t):
     return _quat(g, *(_c(g, t, 3 + k) for k in range(4)))
 
 
+# transform_set_*(t, x) write the new transform into t (frontend/spatial.py, lang.py);
+# the *_copy forms return it.
 @expansion("transform_set_translation_copy", ("transform", "vec3"), "transform")
+@expansion("transform_set_translation", ("transform", "vec3"), "transform")
 def transform_set_translation_copy(g, t, p):
     return _transform(g, p, transform_get_rotation(g, t))
 
 
 @expansion("transform_set_rotation_copy", ("transform", "quat"), "transform")
+@expansion("transform_set_rotation", ("transform", "quat"), "transform")
 def transform_set_rotation_copy(g, t, q):
     return _transform(g, transform_get_translation(g, t), q)
 
@@ -384,6 +388,39 @@ def spatial_adjoint(g, r, s):
     return _mat(g, rows)
 
 
+# ---- generic vector helpers Warp's spatial tests use -------------------------------------------
+
+@expansion("eq", ("vector", "vector"), "bool")
+def vector_eq(g, a, b):
+    """Every component equal (Warp's == on vectors, quaternions and transforms)."""
+    result = None
+    for k in range(a.type.length):
+        same = g.eq(_c(g, a, k), _c(g, b, k))
+        result = same if result is None else g.and_(result, same)
+    return result
+
+
+@expansion("ne", ("vector", "vector"), "bool")
+def vector_ne(g, a, b):
+    return g.not_(vector_eq(g, a, b))
+
+
+def _matrix_from_cols(g, *cols):
+    t = cols[0].type
+    rows = g.construct(*cols, target=Matrix(len(cols), t.length, t.scalar))
+    return g.transpose(rows)
+
+
+def _matrix_from_rows(g, *rows):
+    t = rows[0].type
+    return g.construct(*rows, target=Matrix(len(rows), t.length, t.scalar))
+
+
+for _n in range(1, 7):
+    expansion("matrix_from_cols", ("vector",) * _n, "matrix")(_matrix_from_cols)
+    expansion("matrix_from_rows", ("vector",) * _n, "matrix")(_matrix_from_rows)
+
+
 PUBLIC = ["quat_identity", "quat_from_axis_angle", "quat_to_axis_angle", "quat_rpy",
           "quat_inverse", "quat_rotate", "quat_rotate_inv", "quat_slerp", "quat_to_matrix",
           "quat_from_matrix", "transform_identity", "transform_get_translation",
@@ -391,5 +428,6 @@ PUBLIC = ["quat_identity", "quat_from_axis_angle", "quat_to_axis_angle", "quat_r
           "transform_point", "transform_vector", "transform_to_matrix",
           "transform_from_matrix", "transform_compose", "transform_decompose",
           "transform_set_translation_copy", "transform_set_rotation_copy",
+          "transform_set_translation", "transform_set_rotation",
           "spatial_top", "spatial_bottom", "spatial_dot", "spatial_cross",
-          "spatial_cross_dual", "spatial_adjoint"]
+          "spatial_cross_dual", "spatial_adjoint", "matrix_from_cols", "matrix_from_rows"]

@@ -12,18 +12,26 @@ from __future__ import annotations
 import ast
 import builtins
 
+import numpy as np
+
 from .. import lang, types
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..generics import annotated_types, matches
 from ..ir.nodes import Op, Value
 from ..types import ANY, Matrix, Type, Vector, bool_, float32, int32, to_type
-from .exprs import PY_BUILTINS, Lit, PyObj, _hashable
+from .spatial import NOT_SPATIAL
 from . import structs
+from .exprs import PY_BUILTINS, Lit, PyObj, _hashable
+from .grads import GradOf
 from .source import parse_function
+from .views import ArrayRef
 
 
 class StarSource:
     """Values a ``*`` expands into, computed when the call is lowered (an array slice)."""
+
+    not_a_value = ("slices of arrays are only supported *-unpacked into a call, as in "
+                   "vec3(*a[0:3])")
 
     def __init__(self, items):
         self.items = list(items)
@@ -39,6 +47,11 @@ class CallMixin:
             return self.tid(len(node.args))
         if obj is getattr(lang, "static", None):
             return self.static_value(node)
+        if obj is lang.grad:
+            target = self.expr(node.args[0]) if len(node.args) == 1 else None
+            if not isinstance(target, PyObj) or node.keywords:
+                raise KernelTypeError("grad() takes one func or builtin", self.b.loc)
+            return PyObj(GradOf(target.obj))
         args = self.call_args(node.args)
         kwargs = {}
         for kw in node.keywords:
@@ -46,14 +59,18 @@ class CallMixin:
                 raise KernelSyntaxError("**-unpacking is not supported in kernel calls",
                                         self.b.loc)
             kwargs[kw.arg] = self.expr(kw.value)
+        if structs.is_struct(obj):  # S(...) makes a struct local
+            return structs.construct(self, obj, args, kwargs)
         from ..kernel import Func  # the decorator module sits above the frontend
+        if isinstance(obj, GradOf):
+            return self.grad_call(obj.target, args, kwargs)
         if isinstance(obj, Func):
             return self.call_func(obj, args, kwargs)
-        if structs.is_struct(obj):
-            if kwargs:
-                raise KernelTypeError(f"struct '{obj.__name__}' takes no keyword arguments in "
-                                      "a kernel", self.b.loc)
-            return structs.construct(self, obj, args)
+        if isinstance(obj, lang.MatrixForm):
+            return self.matrix_form(obj, args, kwargs)
+        spatial = self.spatial_call(obj, args, kwargs, node)  # frontend/spatial.py
+        if spatial is not NOT_SPATIAL:
+            return spatial
         if obj is types.vector or obj is types.matrix:
             return self.construct_generic(obj is types.vector, args, kwargs)
         if isinstance(obj, lang.BuiltinFunction):
@@ -63,6 +80,8 @@ class CallMixin:
         if target is not None:
             self.check_shape_kwargs(target, kwargs)
             return self.construct(target, args)
+        if _hashable(obj) and obj in lang.EXPECTS and set(kwargs) <= {"tolerance"}:
+            return self.expect(lang.EXPECTS[obj], args + list(kwargs.values()))
         if kwargs:
             raise KernelTypeError(f"'{ast.unparse(node.func)}' takes no keyword arguments "
                                   "in a kernel", self.b.loc)
@@ -94,8 +113,8 @@ class CallMixin:
         """The values ``*x`` expands into."""
         if isinstance(x, StarSource):
             return x.items
-        if getattr(x, "star", None) is not None:  # a constant slice of a 1-D array
-            return x.star().items
+        if isinstance(x, ArrayRef):
+            return self.view_elements(x)
         if isinstance(x, tuple):
             return list(x)
         if isinstance(x, Value) and (x.type.is_vector or x.type.is_matrix):
@@ -154,6 +173,10 @@ class CallMixin:
                     env[name] = cell.cell_contents
                 except ValueError:
                     pass
+        for name, var in self.scope.names.items():  # len(v) of a vector local works
+            t = getattr(var, "type", None)
+            if isinstance(t, Type) and (t.is_vector or t.is_matrix):
+                env[name] = np.zeros(t.shape, t.scalar.np)
         for name, var in self.scope.names.items():  # constants known now (static loop vars)
             const = getattr(var, "static_value", None)
             if const is not None:
@@ -166,6 +189,8 @@ class CallMixin:
         return self.from_python(value, "static")
 
     def length_of(self, args):
+        if len(args) == 1 and isinstance(args[0], ArrayRef):
+            return args[0].kept[0].length
         x = self.value(args[0]) if len(args) == 1 else None
         if x is not None and x.type.is_array:
             return self.b.emit(Op.SHAPE, [x], int32, dim=0)
@@ -196,6 +221,27 @@ class CallMixin:
         if isinstance(x, tuple) and all(isinstance(e, Lit) for e in x):
             return tuple(e.value for e in x)
         raise KernelTypeError(f"'{name}' must be a constant", self.b.loc)
+
+    def matrix_form(self, form, args, kwargs):
+        """identity(n, dtype=...), matrix_from_rows(*rows), matrix_from_cols(*cols)."""
+        if form is lang.identity:
+            given = dict(zip(("n", "dtype"), args))
+            given.update(kwargs)
+            if set(given) - {"n", "dtype"} or "n" not in given:
+                raise KernelTypeError("identity() takes n and dtype", self.b.loc)
+            n = self.const_arg("n", given["n"])
+            el = to_type(self.const_arg("dtype", given.get("dtype", PyObj(float))))
+            if not isinstance(n, int) or n < 1:
+                raise KernelTypeError("identity(n): n must be a positive constant", self.b.loc)
+            return self.b.const(np.eye(n), Matrix(n, n, el))
+        if kwargs:
+            raise KernelTypeError(f"{form.__name__}() takes no keyword arguments", self.b.loc)
+        vals = self.values(args)
+        if not vals or any(not v.type.is_vector or v.type != vals[0].type for v in vals):
+            raise KernelTypeError(f"{form.__name__}() takes vectors of one type", self.b.loc)
+        t = vals[0].type
+        m = self.b.call("construct", vals, Matrix(len(vals), t.length, t.dtype))
+        return m if form is lang.matrix_from_rows else self.b.call("transpose", [m])
 
     def construct_generic(self, is_vector: bool, args, kwargs):
         """``vector(..., length=n, dtype=t)`` and ``matrix(..., shape=(r, c), dtype=t)``."""
@@ -244,7 +290,7 @@ class CallMixin:
         return self.inline_call(func, pyfunc, raw)
 
     def describe_arg(self, x) -> str:
-        if isinstance(x, Value):
+        if isinstance(x, Value) or structs.is_structish(x):
             return str(x.type)
         if isinstance(x, Lit):
             return type(x.value).__name__ + " literal"
@@ -301,7 +347,8 @@ class CallMixin:
             if isinstance(x.value, int):
                 return t.is_int or (not strict and t.is_float)
             return t.is_float
-        if isinstance(x, Value):
+        if isinstance(x, (Value, ArrayRef)) or structs.is_structish(x):  # a struct: its own
+            return t is ANY or matches(t, x.type)
             return t is ANY or matches(t, x.type)
         return False
 

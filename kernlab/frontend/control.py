@@ -13,10 +13,11 @@ import ast
 from .. import lang
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir.nodes import Block, Op, Value
+from . import structs
 from ..generics import matches
 from ..types import int32, is_generic
-from . import structs
 from .exprs import Lit, PyObj
+from .views import ArrayRef
 from .source import annotation_type, parse_function
 
 
@@ -36,10 +37,9 @@ class ControlMixin:
             return self.for_range(node, it.args[0], backwards=True)
         if _is_range(fn):
             return self.for_range(node, it)
-        if fn is None:
-            seq = self.expr(it)
-            if isinstance(seq, Value) and (seq.type.is_vector or seq.type.is_matrix):
-                return self.for_each(node, seq)
+        seq = self.expr(it)
+        if isinstance(seq, Value) and (seq.type.is_vector or seq.type.is_matrix):
+            return self.for_each(node, seq)
         raise KernelSyntaxError("kernels loop over range(...), reversed(range(...)), or the "
                                 "components of a vector (rows of a matrix)", self.b.loc)
 
@@ -174,14 +174,50 @@ class ControlMixin:
                 continue
             want = t.scalar if (t.is_scalar or t.is_vector or t.is_matrix) \
                 and not is_generic(t) else None
-            v = self.value(a, want)
+            v = a if isinstance(a, ArrayRef) else self.value(a, want)
             if not matches(t, v.type):
                 raise KernelTypeError(f"argument '{p.arg}' of func '{func.__name__}' must be a "
                                       f"{t}, not a {v.type}", self.b.loc)
             vals.append(v)
-        if func.grad is None:
+        if getattr(func, "native", None) is not None:
+            raise KernelTypeError(f"func '{func.__name__}' is a native (C++) snippet, which "
+                                  "kernlab cannot compile", self.b.loc)
+        if func.replay is not None:
+            return self.replay_call(func, src, vals, pyfunc)
+        if func.grad is None or func.grad.pyfunc in self.inlining:  # f called from its grad
             return self.inline_body(func, src, vals, pyfunc=pyfunc)
         return self.custom_call(func, src, vals, pyfunc)
+
+    def replay_call(self, func, src, vals, pyfunc=None):
+        """A func with @kl.func_replay: a CUSTOM region whose second region (the replay,
+        inlined on the same arguments) is what the adjoint recomputes and differentiates."""
+        if func.grad is not None:
+            raise KernelTypeError(f"func '{func.__name__}' has both a custom gradient and a "
+                                  "replay function; kernlab supports one or the other",
+                                  self.b.loc)
+        forward, replay = Block(), Block()
+        with self.b.at(forward):
+            result = self.inline_body(func, src, vals, pyfunc=pyfunc)
+        out = None if result is None else self.b.new_var(result.type, f"{func.__name__}_out")
+        if out is not None:
+            with self.b.at(forward):
+                self.b.store(out, result)
+        rsrc = parse_function(func.replay.pyfunc)
+        if len(rsrc.tree.args.args) != len(vals):
+            raise KernelTypeError(f"replay function '{func.replay.__name__}' must take the "
+                                  f"{len(vals)} parameter(s) of '{func.__name__}'",
+                                  rsrc.loc(rsrc.tree))
+        with self.b.at(replay):
+            r = self.inline_body(func.replay, rsrc, vals)
+            if out is not None:
+                if r is None or r.type != out.type:
+                    raise KernelTypeError(f"replay function '{func.replay.__name__}' must "
+                                          f"return a {out.type}, as '{func.__name__}' does",
+                                          rsrc.loc(rsrc.tree))
+                self.b.store(out, r)
+        self.b.emit(Op.CUSTOM, list(vals), regions=[forward, replay], func=func, out=out,
+                    replay=True)
+        return self.b.load(out) if out is not None else None
 
     def inline_body(self, func, src, vals, adjoints=None, pyfunc=None):
         from .lower import Scope, _has_return
@@ -205,32 +241,62 @@ class ControlMixin:
         return self.b.load(scope.ret_var) if scope.ret_var is not None else None
 
     def custom_call(self, func, src, vals, pyfunc=None):
+        """A func with a custom gradient: a CUSTOM region holding the func inlined and the
+        gradient body, which reads ``adj_ret`` (one per returned value: adj_ret0, ...) and
+        accumulates into ``kl.adjoint[x]`` (a local per scalar/vector parameter, the
+        parameter's adjoint array for an array parameter)."""
         forward, backward = Block(), Block()
         ins_args = list(vals)
         with self.b.at(forward):
             result = self.inline_body(func, src, vals, pyfunc=pyfunc)
-        if result is None:
+        results = list(result) if isinstance(result, tuple) else \
+            [] if result is None else [result]
+        if any(not isinstance(r, Value) for r in results):
             raise KernelTypeError(f"func '{func.__name__}' with a custom gradient must return "
-                                  "a value", self.b.loc)
-        out = self.b.new_var(result.type, f"{func.__name__}_out")
+                                  "scalars, vectors or matrices", self.b.loc)
+        outs = [self.b.new_var(r.type, f"{func.__name__}_out{k}")
+                for k, r in enumerate(results)]
         with self.b.at(forward):
-            self.b.store(out, result)
+            for var, r in zip(outs, results):
+                self.b.store(var, r)
         grad_src = parse_function(func.grad.pyfunc)
         gparams = grad_src.tree.args.args
-        if len(gparams) != len(vals) + 1:
+        if len(gparams) != len(vals) + len(outs):
             raise KernelTypeError(f"custom gradient '{func.grad.__name__}' must take the "
-                                  f"{len(vals)} parameter(s) of '{func.__name__}' and adj_ret",
+                                  f"{len(vals)} parameter(s) of '{func.__name__}' and one "
+                                  f"adjoint per returned value ({len(outs)})",
                                   grad_src.loc(grad_src.tree))
-        adj_ret = self.b.new_var(result.type, "adj_ret")
+        adj_rets = [self.b.new_var(v.type, f"adj_ret{k}") for k, v in enumerate(outs)]
         adj_args = {p.arg: self.b.new_var(v.type, f"adj_{p.arg}")
                     for p, v in zip(gparams, vals) if not v.type.is_array}
+        adj_arrays = [(p.arg, Value(v.type, f"adj_{p.arg}"), v)
+                      for p, v in zip(gparams, vals) if v.type.is_array]
+        adjoints = dict(adj_args)
+        adjoints.update({name: ph for name, ph, _ in adj_arrays})
         with self.b.at(backward):
             for var in adj_args.values():
                 self.b.store(var, self.b.zeros(var.type))
-            self.inline_body(func.grad, grad_src, [*vals, self.b.load(adj_ret)], adj_args)
-        self.b.emit(Op.CUSTOM, ins_args, regions=[forward, backward], func=func, out=out,
-                    adj_ret=adj_ret, adj_args=[adj_args.get(p.arg) for p in gparams[:-1]])
-        return self.b.load(out)
+            self.inline_body(func.grad, grad_src,
+                             [*vals, *(self.b.load(a) for a in adj_rets)], adjoints)
+        self.b.emit(Op.CUSTOM, ins_args, regions=[forward, backward], func=func, outs=outs,
+                    adj_rets=adj_rets, adj_args=[adj_args.get(p.arg) for p in gparams[:len(vals)]],
+                    adj_arrays=[(ph, v) for _, ph, v in adj_arrays],
+                    out=outs[0] if len(outs) == 1 else None)
+        if not outs:
+            return None
+        loads = [self.b.load(v) for v in outs]
+        return loads[0] if len(loads) == 1 else tuple(loads)
+
+    def adjoint_value(self, node):
+        """``kl.adjoint[x]`` read as a value in a custom gradient: an array parameter's
+        adjoint array (so ``kl.adjoint[xs][i] += v`` works), or a scalar's accumulator."""
+        adjoints = getattr(self.scope, "adjoints", None)
+        name = node.slice.id if isinstance(node.slice, ast.Name) else None
+        if adjoints is None or name not in adjoints:
+            raise KernelTypeError("kl.adjoint[x] needs x to be a parameter of the function "
+                                  "this custom gradient is for", self.b.loc)
+        found = adjoints[name]
+        return found if isinstance(found, Value) else self.b.load(found)
 
     def adjoint_target(self, target):
         """The accumulator Var for ``kl.adjoint[x]``, or None if target is something else."""
@@ -241,9 +307,10 @@ class ControlMixin:
             return None
         adjoints = getattr(self.scope, "adjoints", None)
         name = target.slice.id if isinstance(target.slice, ast.Name) else None
-        if adjoints is None or name not in adjoints:
+        if adjoints is None or name not in adjoints or isinstance(adjoints[name], Value):
             raise KernelTypeError("kl.adjoint[x] needs x to be a scalar or vector parameter "
-                                  "of the function this custom gradient is for", self.b.loc)
+                                  "of the function this custom gradient is for (for an "
+                                  "array: kl.adjoint[a][i] += v)", self.b.loc)
         return adjoints[name]
 
 

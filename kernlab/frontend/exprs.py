@@ -15,11 +15,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import lang
-from ..errors import KernelAttributeError, KernelNameError, KernelSyntaxError, KernelTypeError
+from ..builtins.scalars import atomic_type_error
+from ..errors import (KernelAttributeError, KernelNameError, KernelSyntaxError, KernelTypeError,
+                      KernelUnsupportedTypeError)
 from ..ir.nodes import Op, Site, Value
 from ..types import (Matrix, Transformation, Type, Vector, bool_, float32, int32, int64,
                      to_type)
-from . import arrayviews, structs
+from . import structs
 from .source import is_missing, resolve_global
 
 
@@ -47,15 +49,29 @@ class ShapeOf:
 
 
 BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
-          ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "mul"}
+          ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "mul",
+          ast.BitAnd: "bit_and", ast.BitOr: "bit_or", ast.BitXor: "bit_xor",
+          ast.LShift: "lshift", ast.RShift: "rshift"}
+
+
+def _fold_div(a, b):
+    """``/`` on two constants: ints divide as the kernel would (int32, truncating), as in
+    Warp, where ``C / 2`` of an int constant is an int."""
+    if isinstance(a, int) and isinstance(b, int):
+        q = abs(a) // abs(b)
+        return q if (a < 0) == (b < 0) else -q
+    if b == 0:  # IEEE, as the kernel computes it: 2.0 / 0.0 is inf, 0.0 / 0.0 is NaN
+        return math.copysign(math.inf, a) * math.copysign(1.0, b) if a == a and a else math.nan
+    return a / b
+
+
 FOLD = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-        ast.Div: operator.truediv, ast.Pow: operator.pow}
+        ast.Div: _fold_div, ast.Pow: operator.pow}
 CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt",
           ast.GtE: "ge"}
 PY_BUILTINS = {builtins.min: "min", builtins.max: "max", builtins.abs: "abs",
                builtins.pow: "pow", builtins.round: "round"}
 COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
-TRANSFORM_PARTS = {"p": "transform_get_translation", "q": "transform_get_rotation"}
 
 
 class ExprMixin:
@@ -88,9 +104,8 @@ class ExprMixin:
             return self.b.emit(Op.TID, (), int32, dim=0)
         if isinstance(x, PyObj):
             raise KernelTypeError(f"{x.obj!r} cannot be used as a value in a kernel", self.b.loc)
-        if isinstance(x, arrayviews.ArrayRef):
-            raise KernelTypeError(f"a view of array '{x.name}' is an array, not a single value;"
-                                  " index it to read an element", self.b.loc)
+        if hasattr(x, "not_a_value"):
+            raise KernelSyntaxError(x.not_a_value, self.b.loc)
         if structs.is_structish(x):
             raise KernelTypeError(f"'{x.name}' is a struct {x.type}, not a single value; "
                                   "use one of its fields", self.b.loc)
@@ -156,11 +171,13 @@ class ExprMixin:
         if isinstance(obj, np.ndarray) and obj.ndim in (1, 2) and obj.dtype.kind in "fiu":
             el = to_type(obj.dtype)
             t = Vector(obj.shape[0], el) if obj.ndim == 1 else Matrix(*obj.shape, el)
-            return self.b.const(obj, t)
+            return self.b.const(obj, getattr(obj, "kl_type", None) or t)  # quat, transform
         return PyObj(obj)
 
     def expr_Attribute(self, node):
-        base = self.expr(node.value)
+        return self.attribute(self.expr(node.value), node)
+
+    def attribute(self, base, node):
         if structs.is_structish(base):
             return structs.get_field(self, base, node.attr)
         if isinstance(base, PyObj):
@@ -171,34 +188,34 @@ class ExprMixin:
                                       f"'{node.attr}'", self.b.loc) from None
         if isinstance(base, Value) and base.type.is_array and node.attr == "shape":
             return ShapeOf(base)
-        if isinstance(base, arrayviews.ArrayRef) and node.attr in ("shape", "ndim"):
-            return arrayviews.ViewShape(base) if node.attr == "shape" else Lit(base.ndim)
-        if isinstance(base, Value) and base.type.is_array and node.attr == "ndim":
-            return Lit(base.type.ndim)
-        if isinstance(base, Value) and node.attr in TRANSFORM_PARTS \
+        if isinstance(base, Value) and node.attr in ("p", "q") \
                 and isinstance(base.type, Transformation):
-            return self.b.call(TRANSFORM_PARTS[node.attr], [base])
+            return self.transform_part(base, node.attr)  # frontend/spatial.py
         if isinstance(base, Value) and base.type.is_vector and node.attr in COMPONENTS:
             k = COMPONENTS[node.attr]
             if k >= base.type.length:
                 raise KernelTypeError(f"{base.type} has no component '{node.attr}'", self.b.loc)
             return self.b.index(base, self.b.const(k, int32))
+        if isinstance(base, Value):
+            name = getattr(base.type, "__name__", None) or str(base.type)
+            raise KernelAttributeError(f"'{name}' object has no attribute '{node.attr}'",
+                                       self.b.loc)
         raise KernelSyntaxError(f"attribute '.{node.attr}' is not supported here", self.b.loc)
 
     def expr_Subscript(self, node):
-        base = self.expr(node.value)
+        return self.subscript(self.expr(node.value), node)
+
+    def subscript(self, base, node):
+        if isinstance(base, PyObj) and base.obj is lang.adjoint:
+            return self.adjoint_value(node)
         idx = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        if isinstance(base, arrayviews.ArrayRef):  # a view: index or narrow it further
-            return arrayviews.resolve(self, arrayviews.subscript(self, base, idx))
-        if isinstance(base, arrayviews.ViewShape):
-            d = _const_int(self.expr(idx[0])) if len(idx) == 1 else None
-            if d is None or d < 0:
-                raise KernelTypeError("shape index must be a non-negative constant", self.b.loc)
-            return arrayviews.shape(self, base.ref, d)
         if any(isinstance(i, ast.Slice) for i in idx):
             raise KernelSyntaxError("slices are not supported in kernels", self.b.loc)
         if isinstance(base, ShapeOf):
             d = self.expr(idx[0])
+            if len(idx) == 1 and isinstance(d, Lit) and isinstance(d.value, int) \
+                    and base.array.type.ndim <= d.value < 4:
+                return Lit(0)  # past the array's dimensions, as in Warp
             if len(idx) != 1 or not isinstance(d, Lit) or not isinstance(d.value, int) \
                     or not 0 <= d.value < base.array.type.ndim:
                 raise KernelTypeError(f"shape index must be a constant in "
@@ -211,8 +228,6 @@ class ExprMixin:
         if base.type.is_vector or base.type.is_matrix:
             return self.component_call("index", base, raw)
         indices = [self.int_index(i) for i in raw]
-        if base.type.is_array and len(indices) < base.type.ndim:  # a row (sub-array) view
-            return arrayviews.subscript(self, arrayviews.whole(self, base), raw)
         if base.type.is_array:
             return self.load_element(base, indices, node)
         raise KernelTypeError(f"a value of type {base.type} cannot be indexed", self.b.loc)
@@ -222,6 +237,8 @@ class ExprMixin:
         here; a runtime one is checked when the kernel runs (like an array index)."""
         t = base.type
         extents = (t.length,) if t.is_vector else (t.rows, t.cols)
+        raw = [Lit(x.value + n) if isinstance(x, Lit) and type(x.value) is int
+               and -n <= x.value < 0 else x for x, n in zip(raw, extents)]  # q[-1], as Warp
         for d, (x, n) in enumerate(zip(raw, extents)):
             if isinstance(x, Lit) and isinstance(x.value, int) and not 0 <= x.value < n:
                 raise KernelTypeError(f"index {x.value} is out of range for axis {d} of a {t} "
@@ -237,7 +254,8 @@ class ExprMixin:
 
     def load_element(self, arr: Value, indices, node):
         if len(indices) != arr.type.ndim:
-            raise KernelTypeError(f"array '{self.array_name(arr)}' has {arr.type.ndim} "
+            raise KernelTypeError(f"Incorrect number of indices specified for array indexing: "
+                                  f"array '{self.array_name(arr)}' has {arr.type.ndim} "
                                   f"dimension(s) but {len(indices)} index(es) were given",
                                   self.b.loc)
         return self.b.emit(Op.LOAD, [arr, *indices], arr.type.dtype, site=self.site(arr))
@@ -276,10 +294,14 @@ class ExprMixin:
             return self.call_builtin("neg", [x])
         if isinstance(node.op, ast.Not):
             return self.b.not_(self.truth(x))
+        if isinstance(node.op, ast.Invert):
+            return self.call_builtin("invert", [x])
         raise KernelSyntaxError(f"operator {_describe(node.op)} is not supported", self.b.loc)
 
     def truth(self, x) -> Value:
         """A bool Value for a condition: bools as they are, numbers compared with zero."""
+        if isinstance(x, Value) and x.type.is_array:  # `if a:`: a is not a null array
+            return self.b.ne(self.b.emit(Op.SHAPE, [x], int32, dim=0), self.b.zeros(int32))
         v = self.value(x)
         if v.type == bool_:
             return v
@@ -296,10 +318,22 @@ class ExprMixin:
                                         self.b.loc)
             right = self.expr(right_node)
             a, c = self.values([left, right])
-            cmp = self.b.call(name, [a, c])
+            if name in ("eq", "ne") and a.type == c.type and (a.type.is_vector
+                                                               or a.type.is_matrix):
+                cmp = self.compare_all(name, a, c)
+            else:
+                cmp = self.b.call(name, [a, c])
             result = cmp if result is None else self.b.and_(result, cmp)
             left = c
         return result
+
+    def compare_all(self, name, a, c):
+        """``v == w`` / ``v != w`` of vectors or matrices: every component equal, or not."""
+        same = None
+        for x, y in zip(_components(self.b, a), _components(self.b, c)):
+            eq = self.b.eq(x, y)
+            same = eq if same is None else self.b.and_(same, eq)
+        return same if name == "eq" else self.b.not_(same)
 
     def expr_BoolOp(self, node):
         # Short-circuit, as in Python: `i < n and a[i] > 0` never reads a[n].
@@ -345,6 +379,9 @@ class ExprMixin:
                 return self.b.const(_literal_cast(x.value, target), target)
             return self.b.cast(self.value(x), target)
         vals = [self.value(a, target.scalar) for a in args]
+        if len(vals) == 1 and not vals[0].type.is_scalar \
+                and getattr(vals[0].type, "shape", None) == target.shape:
+            return self.b.cast(vals[0], target)  # a copy (of another scalar type: converted)
         if target.is_vector and any(not v.type.is_scalar for v in vals):
             vals = self.components(vals)  # quat(v, w), transform(p, q), vec6(a, b)
         vals = [self.b.cast(v, target.scalar) if v.type.is_scalar and v.type.is_float
@@ -365,9 +402,9 @@ class ExprMixin:
         return _Tid()
 
     def atomic(self, kind, args):
-        if args and isinstance(args[0], arrayviews.ArrayRef):  # through a view
+        if len(args) >= 2 and hasattr(args[0], "axes"):  # a view: the array's own indices
             ref = args[0]
-            args = [ref.base, *arrayviews.indices(self, ref, list(args[1:-1])), args[-1]]
+            args = [ref.base, *self.view_indices(ref, args[1:-1]), args[-1]]
         if len(args) < 3 or not isinstance(args[0], Value) or not args[0].type.is_array:
             raise KernelTypeError(f"atomic_{kind}(array, index..., value) needs an array, its "
                                   "indices and a value", self.b.loc)
@@ -380,11 +417,12 @@ class ExprMixin:
         if val.type != arr.type.dtype:
             raise KernelTypeError(f"atomic_{kind} of a {val.type} into an array of "
                                   f"{arr.type.dtype}", self.b.loc)
-        if kind in ("min", "max") and not arr.type.dtype.is_scalar:
-            raise KernelTypeError(f"atomic_{kind} needs an array of scalars", self.b.loc)
         if arr.type.dtype.scalar.kind == "b":
             raise KernelTypeError(f"atomic_{kind} (and +=, -= on an array element) needs an "
                                   "array of numbers, not of bool", self.b.loc)
+        why = atomic_type_error(kind, arr.type.dtype)
+        if why:
+            raise KernelUnsupportedTypeError(why, self.b.loc)
         return self.b.emit(Op.ATOMIC, [arr, *idx, val], val.type, kind=kind,
                            site=self.site(arr))
 
@@ -458,10 +496,6 @@ def _hashable(obj) -> bool:
 
 class _Tid:
     """Marker for ``tid()``, resolved by the assignment that unpacks it."""
-
-
-def _const_int(x):
-    return x.value if isinstance(x, Lit) and type(x.value) is int else None
 
 
 def _describe(node) -> str:

@@ -14,14 +14,16 @@ from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
 from ..ir.builder import Builder
 from ..ir.nodes import Block, Function, Op, Param, Site, Value, Var
 from ..ir.verify import verify
-from ..types import bool_, int32
+from ..types import bool_, int32, non_atomic_types
 from ..types import is_generic
 from .calls import CallMixin
 from .control import ControlMixin
-from .views import ViewMixin
-from .exprs import ExprMixin, Lit, _describe, _Tid
+from .grads import GradMixin
+from .views import ArrayRef, ViewMixin
+from .exprs import ExprMixin, Lit, PyObj, _describe, _Tid
+from .spatial import SpatialMixin
 from .source import ParsedSource, annotation_type, parse_function
-from . import arrayviews, structs
+from . import structs
 
 
 @dataclass
@@ -46,7 +48,7 @@ def source_to_ir(pyfunc, name: str | None = None, extra_globals: dict | None = N
                    param_types).build_kernel(name)
 
 
-class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
+class Lowerer(CallMixin, GradMixin, SpatialMixin, ViewMixin, ControlMixin, ExprMixin):
     def __init__(self, pyfunc, extra_globals=None, funcs_in_progress=(), param_types=None):
         self.kernel_src = parse_function(pyfunc)
         self.extra_globals = extra_globals
@@ -262,27 +264,17 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
         return isinstance(node, ast.Name) and structs.is_structish(
             self.scope.names.get(node.id))
 
-    def assign_transform_part(self, target, value):
-        """t.p = v / t.q = r on a transform: t = transform_set_*(t, value)."""
-        from ..types import Transformation
-        load = ast.copy_location(_as_load(target.value), target)
-        t = self.value(self.expr(load))
-        if not isinstance(t.type, Transformation):
-            raise KernelSyntaxError(f"cannot assign to attribute '.{target.attr}'", self.b.loc)
-        part = "translation" if target.attr == "p" else "rotation"
-        new = self.b.call(f"transform_set_{part}_copy", [t, self.value(value, t.type.scalar)])
-        self.assign(target.value, new)
-
     def assign_name(self, name, value, declared=None):
         if structs.is_structish(value):
             return structs.assign_name(self, name, value)
         current = self.scope.names.get(name)
-        if isinstance(value, arrayviews.ArrayRef) or isinstance(current, arrayviews.ArrayRef):
-            return arrayviews.bind(self, name, current, value)
         if isinstance(current, Value):
             raise KernelTypeError(f"array parameter '{name}' cannot be reassigned", self.b.loc)
-        if isinstance(value, Value) and value.type.is_array:
-            if current is not None:
+        if isinstance(value, PyObj) and current is None or isinstance(current, PyObj):
+            self.scope.names[name] = value  # a compile-time alias: g = kl.grad(f)
+            return
+        if isinstance(value, ArrayRef) or isinstance(value, Value) and value.type.is_array:
+            if current is not None and not isinstance(current, ArrayRef):
                 raise KernelTypeError(f"'{name}' is a local value; it cannot become an array",
                                       self.b.loc)
             self.scope.names[name] = value  # another name for the same array
@@ -305,31 +297,29 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
         idx_nodes = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
         base = self.expr(target.value) if not isinstance(target.value, ast.Name) \
             else self._name_for_store(target.value)
+        if isinstance(base, Var) and (base.type.is_vector or base.type.is_matrix):
+            self.b.store(base, self.insert_into(self.b.load(base), idx_nodes, value))
+            return
+        if isinstance(target.value, ast.Subscript) and isinstance(base, Value) \
+                and (base.type.is_vector or base.type.is_matrix):  # a[i][k] = s
+            return self.assign_subscript(target.value,
+                                         self.insert_into(base, idx_nodes, value))
+        if isinstance(target.value, ast.Attribute) and self.struct_rooted(target.value) \
+                and isinstance(base, Value) and (base.type.is_vector or base.type.is_matrix):
+            return self.assign(target.value, self.insert_into(base, idx_nodes, value))
         raw = [self.expr(i) for i in idx_nodes]
+        if isinstance(base, ArrayRef):  # a view: store into the array at composed indices
+            indices = self.view_indices(base, raw)
+            base = base.base
+            v = self.value(value, base.type.dtype.scalar)
+            if v.type != base.type.dtype:
+                raise KernelTypeError(f"cannot store a {v.type} into an array of "
+                                      f"{base.type.dtype}", self.b.loc)
+            self.b.emit(Op.STORE, [base, *indices, v], site=self.site(base))
+            return
         if isinstance(base, structs.StructArray):  # a[i] = s for an array of structs
             elem = structs.index(self, base, [self.int_index(i) for i in raw])
             return structs.store_struct(self, elem, value)
-        via_view = isinstance(base, arrayviews.ArrayRef)
-        if via_view:  # view[j] = v stores into the viewed array
-            base, raw = base.base, arrayviews.indices(self, base, raw)
-        elif isinstance(base, Value) and base.type.is_array and len(raw) < base.type.ndim:
-            raise KernelTypeError(f"cannot assign to a row of array '{self.array_name(base)}'"
-                                  "; index every dimension", self.b.loc)
-        if isinstance(target.value, ast.Attribute) and self.struct_rooted(target.value) \
-                and isinstance(base, Value) and (base.type.is_vector or base.type.is_matrix):
-            v = self.value(value, base.type.scalar)  # s.m[i, j] = v: modify the field
-            return self.assign(target.value, self.component_call("insert", base, raw, v))
-        if isinstance(base, Var) and (base.type.is_vector or base.type.is_matrix):
-            old = self.b.load(base)
-            v = self.value(value, base.type.scalar)
-            self.b.store(base, self.component_call("insert", old, raw, v))
-            return
-        if isinstance(target.value, ast.Subscript) and not via_view:  # a[i][k] = s
-            inner = self.expr(target.value)
-            if inner.type.is_vector or inner.type.is_matrix:
-                v = self.value(value, inner.type.scalar)
-                new = self.component_call("insert", inner, raw, v)
-                return self.assign_subscript(target.value, new)
         indices = [self.int_index(i) for i in raw]
         if isinstance(base, Value) and base.type.is_array:
             if len(indices) != base.type.ndim:
@@ -365,13 +355,15 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
             return
         if isinstance(target, ast.Subscript):
             base = self.expr(target.value)
-            is_view = isinstance(base, arrayviews.ArrayRef)
-            if (is_view or isinstance(base, Value) and base.type.is_array) \
-                    and name in ("add", "sub"):
+            # a[i] += v is an atomic add, as in Warp, except on 8/16-bit integers (no
+            # atomics there): a plain read, add and write
+            if (isinstance(base, ArrayRef) or isinstance(base, Value) and base.type.is_array) \
+                    and name in ("add", "sub") \
+                    and base.type.dtype.scalar not in non_atomic_types:
                 idx = target.slice.elts if isinstance(target.slice, ast.Tuple) \
                     else [target.slice]
                 args = [base, *[self.expr(i) for i in idx], self.expr(node.value)]
-                self.atomic(name, args)  # a[i] += v is an atomic add, as in Warp
+                self.atomic(name, args)
                 return
         load = ast.copy_location(_as_load(target), target)
         combined = ast.copy_location(ast.BinOp(load, node.op, node.value), node)
@@ -406,26 +398,26 @@ class Lowerer(CallMixin, ViewMixin, ControlMixin, ExprMixin):
             value = self.expr(node.value) if node.value is not None else None
             if value is None:
                 raise KernelTypeError("a func must return a value", self.b.loc)
+            if structs.is_structish(value):
+                structs.store_return(self, scope, value)
+                self.b.store(scope.ret_flag, self.b.const(True, bool_))
+                return
             if isinstance(value, tuple) or isinstance(scope.ret_var, list):
                 self.return_tuple(scope, value)
                 self.b.store(scope.ret_flag, self.b.const(True, bool_))
                 return
-            if structs.is_structish(value):
-                structs.store_return(self, scope, value)
-            elif scope.ret_var is None:
+            if scope.ret_var is None:
                 v = self.value(value)
                 scope.ret_var = self.b.new_var(v.type, f"{self.scope.src.name}_ret")
-            if not structs.is_structish(value):
-                if isinstance(scope.ret_var, structs.StructVal):
-                    raise KernelTypeError(f"this return gives a {_describe_value(value)}, an "
-                                          f"earlier one a {scope.ret_var.type}", self.b.loc)
-                v = self.value(value, scope.ret_var.type)
-                if v.type != scope.ret_var.type:
-                    raise KernelTypeError(f"this return gives a {v.type}, an earlier one a "
-                                          f"{scope.ret_var.type}", self.b.loc)
-                self.b.store(scope.ret_var, v)
+            if isinstance(scope.ret_var, structs.StructVal):
+                raise KernelTypeError(f"this return gives a {_describe_value(value)}, an "
+                                      f"earlier one a {scope.ret_var.type}", self.b.loc)
+            v = self.value(value, scope.ret_var.type)
+            if v.type != scope.ret_var.type:
+                raise KernelTypeError(f"this return gives a {v.type}, an earlier one a "
+                                      f"{scope.ret_var.type}", self.b.loc)
+            self.b.store(scope.ret_var, v)
         self.b.store(scope.ret_flag, self.b.const(True, bool_))
-
 
     def return_tuple(self, scope, value):
         """``return a, b``: one return variable per element; each return gives as many."""

@@ -17,22 +17,10 @@ and passing s to a func copy the fields (arrays are shared, as arrays are).
 """
 from __future__ import annotations
 
-from ..errors import KernelTypeError
+from ..errors import KernelAttributeError, KernelTypeError
 from ..ir.nodes import Op, Param, Value, Var
 from ..runtime.structs import StructType, is_struct, is_struct_array
-
-
-class KernelAttributeError(KernelTypeError, AttributeError):
-    """A struct has no field of that name (an AttributeError too, as in Python). The
-    message comes last, after the user's line, so that it ends the text as Warp's does."""
-
-    def _render(self) -> str:
-        message, self.message = self.message, ""
-        try:
-            where = super()._render().lstrip("\n")
-        finally:
-            self.message = message
-        return f"{where}\n{message}" if where else message
+from ..types import is_generic
 
 
 class StructVal:
@@ -87,7 +75,7 @@ def bind_struct_param(lo, name: str, t, params: list):
         path = f"{name}.{fname}"
         if ft is None:
             fields[fname] = _Unknown(t, fname)
-        elif is_struct(ft):
+        elif is_struct_type(ft):  # a nested struct, or an array of structs
             fields[fname] = bind_struct_param(lo, path, ft, params)
         else:
             value = Value(ft, path)
@@ -174,13 +162,18 @@ def new_struct(lo, t: StructType, name: str) -> StructVal:
     return StructVal(t, name, fields, len(lo.b._blocks))
 
 
-def construct(lo, t: StructType, args: list) -> StructVal:
-    """``S()`` or ``S(a, b, ...)`` (fields in declaration order) in a kernel."""
+def construct(lo, t: StructType, args: list, kwargs: dict | None = None) -> StructVal:
+    """``S()``, ``S(a, b, ...)`` (fields in declaration order) or ``S(x=a)`` in a kernel."""
     if len(args) > len(t.fields):
         raise KernelTypeError(f"{t.key}() takes at most {len(t.fields)} field value(s), got "
                               f"{len(args)}", lo.b.loc)
     sv = new_struct(lo, t, t.key)
     for fname, a in zip(t.fields, args):
+        set_field(lo, sv, fname, a)
+    for fname, a in (kwargs or {}).items():
+        if fname not in t.fields or fname in list(t.fields)[:len(args)]:
+            raise KernelTypeError(f"{t.key}() got an unexpected or repeated field '{fname}'",
+                                  lo.b.loc)
         set_field(lo, sv, fname, a)
     return sv
 
@@ -337,6 +330,8 @@ def bind_func_arg(lo, name: str, value):
 
 
 def check_func_arg(lo, func, pname: str, t, value):
+    if is_generic(t) and is_structish(value):  # an Any parameter takes the struct
+        return value
     if not is_structish(value) or value.type != t and not (
             isinstance(value, StructArray) and value.type == t):
         raise KernelTypeError(f"argument '{pname}' of func '{func.__name__}' must be a {t}, "

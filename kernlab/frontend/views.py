@@ -1,42 +1,88 @@
-"""Slices and negative indices (mixed into the Lowerer).
+"""Slices, views and negative indices (mixed into the Lowerer).
 
 ``v[1:3]`` of a vector is a new vector of those components, ``m[:2]`` of a matrix a matrix
-of those rows; ``v[-1]`` counts from the end. Bounds must be constants (the result's
-type depends on them). A constant slice of a 1-D array may only be ``*``-unpacked into a
-call (its elements); its stop must be given, since the array's length is known only when
-the kernel runs.
+of those rows; ``v[-1]`` counts from the end. Their bounds must be constants (the result's
+type depends on them).
+
+``a[i]`` of a 2-D array and ``a[lo:hi]`` are views (``ArrayRef``): compile-time objects
+that remember the array and how each of its axes is indexed. Reading, writing, atomics,
+``.shape`` and ``len`` of a view become operations on the array itself at the composed
+indices, so no backend needs to know about views and gradients flow to the array's own
+adjoint. A 1-D view whose bounds are constants may be ``*``-unpacked into a call.
 """
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from ..errors import KernelTypeError, KernelValueError
-from ..ir.nodes import Value
-from ..types import Matrix, Vector, int32
-from . import arrayviews
-from .calls import StarSource
-from .exprs import Lit
+from ..ir.nodes import Op, Value
+from ..types import ArrayType, Matrix, Vector, int32
+from .exprs import Lit, ShapeOf
+
+
+@dataclass
+class Axis:
+    """An axis a view keeps: base index = start + k * step for k in [0, length)."""
+
+    start: object   # Lit or Value
+    step: object    # Lit or Value
+    length: object  # Lit or Value
+    unpacked: int | None = None  # how many elements *view gives (constant bounds only)
+
+
+@dataclass
+class ArrayRef:
+    """A view of the array ``base``: per axis of base, a fixed index (Value/Lit) or an Axis."""
+
+    base: Value
+    axes: list
+    star: str | None = None  # why it cannot be *-unpacked (None: it can)
+    not_a_value = "a view of an array cannot be used as a value here; index it"
+
+    @property
+    def kept(self) -> list:
+        return [a for a in self.axes if isinstance(a, Axis)]
+
+    @property
+    def type(self) -> ArrayType:
+        return ArrayType(self.base.type.dtype, len(self.kept))
+
+    @property
+    def name(self) -> str:
+        return self.base.name
 
 
 class ViewMixin:
-    def expr_Subscript(self, node):
+    def subscript(self, base, node):
         idx = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         has_slice = any(isinstance(i, ast.Slice) for i in idx)
-        if not has_slice and not any(_negative_literal(i) for i in idx):
-            return super().expr_Subscript(node)
-        base = self.expr(node.value)
-        if not isinstance(base, Value):
-            return super().expr_Subscript(node)
+        if isinstance(base, tuple):  # a view's .shape (0 past its dimensions, as in Warp)
+            k = self.expr(idx[0])
+            if len(idx) != 1 or not isinstance(k, Lit) or not 0 <= k.value < 4:
+                raise KernelTypeError("shape index must be a constant in 0..3", self.b.loc)
+            return base[k.value] if k.value < len(base) else Lit(0)
+        if isinstance(base, ArrayRef) or isinstance(base, Value) and base.type.is_array \
+                and (has_slice or len(idx) < base.type.ndim):
+            return self.view_index(base, idx)
+        if not isinstance(base, Value) or not (base.type.is_vector or base.type.is_matrix) \
+                or not has_slice and not any(_negative_literal(i) for i in idx):
+            return super().subscript(base, node)
+        return self.component_slice(base, idx, has_slice)
+
+    def attribute(self, base, node):
+        if isinstance(base, ArrayRef) and node.attr == "shape":
+            return tuple(self.axis_length(a) for a in base.kept)
+        if isinstance(base, ArrayRef) and node.attr == "ndim":
+            return Lit(len(base.kept))
+        if isinstance(base, Value) and base.type.is_array and node.attr == "ndim":
+            return Lit(base.type.ndim)
+        return super().attribute(base, node)
+
+    # ---- vectors and matrices -------------------------------------------------------------
+
+    def component_slice(self, base, idx, has_slice):
         t = base.type
-        if t.is_array:
-            if not has_slice:
-                raise KernelValueError("array indices cannot be negative for arrays; "
-                                       "count from 0", self.b.loc)
-            ref = arrayviews.subscript(self, arrayviews.whole(self, base), idx)
-            ref.star = lambda: self.array_slice(base, idx)  # ``*a[2:5]`` unpacks elements
-            return arrayviews.resolve(self, ref)
-        if not (t.is_vector or t.is_matrix):
-            raise KernelTypeError(f"a value of type {t} cannot be sliced", self.b.loc)
         extents = (t.length,) if t.is_vector else (t.rows, t.cols)
         if len(idx) > len(extents):
             raise KernelTypeError(f"too many indices for a {t}", self.b.loc)
@@ -47,7 +93,7 @@ class ViewMixin:
             return self.component_call("index", base, raw)
         if t.is_matrix and len(idx) == 2:
             return self.matrix_block(base, idx)
-        picks = _slice_range(self.slice_bounds(idx[0]), extents[0], self)
+        picks = list(range(*slice(*self.const_slice(idx[0])).indices(extents[0])))
         parts = [self.b.call("index", [base, self.b.const(k, int32)]) for k in picks]
         if not parts:
             raise KernelValueError("a slice of a vector or matrix must not be empty",
@@ -56,52 +102,258 @@ class ViewMixin:
             return self.b.call("construct", parts, Vector(len(parts), t.dtype))
         return self.b.call("construct", parts, Matrix(len(parts), t.cols, t.dtype))
 
+    def insert_into(self, old: Value, idx, value) -> Value:
+        """``old`` with the components ``[idx]`` replaced by ``value`` (a component, a row,
+        or for a slice a vector/matrix of the slice's size); negative constants count from
+        the end."""
+        t = old.type
+        extents = (t.length,) if t.is_vector else (t.rows, t.cols)
+        if not any(isinstance(i, ast.Slice) for i in idx):
+            raw = [self.expr(i) for i in idx]
+            raw = [Lit(x.value + n) if isinstance(x, Lit) and isinstance(x.value, int)
+                   and not isinstance(x.value, bool) and x.value < 0 else x
+                   for x, n in zip(raw, extents)]
+            return self.component_call("insert", old, raw, self.value(value, t.scalar))
+        if len(idx) > len(extents):
+            raise KernelTypeError(f"too many indices for a {t}", self.b.loc)
+        axes = [self.axis_picks(node, n) for node, n in zip(idx, extents)]
+        if t.is_matrix and len(axes) == 1:
+            axes.append((list(range(t.cols)), False))
+        kept = [len(p) for p, single in axes if not single]
+        spots = [(r,) for r in axes[0][0]] if t.is_vector else \
+            [(r, c) for r in axes[0][0] for c in axes[1][0]]
+        v = value if isinstance(value, Value) else self.value(value, t.scalar)
+        if len(kept) == 1:
+            if not v.type.is_vector:
+                raise KernelValueError(f"The provided value is expected to be a vector of "
+                                       f"length {kept[0]}, with dtype {t.scalar}.", self.b.loc)
+            if v.type.length != kept[0]:
+                raise KernelValueError(f"The length of the provided vector ({v.type.length}) "
+                                       f"isn't compatible with the given slice (expected "
+                                       f"{kept[0]}).", self.b.loc)
+            if v.type.scalar != t.scalar:
+                raise KernelValueError(f"The provided vector is expected to be of length "
+                                       f"{kept[0]} with dtype {t.scalar}.", self.b.loc)
+            parts = [(k,) for k in range(kept[0])]
+        else:
+            want = tuple(kept)
+            if not v.type.is_matrix or v.type.shape != want or v.type.scalar != t.scalar:
+                raise KernelValueError(f"The provided value is expected to be a matrix of "
+                                       f"shape {want}, with dtype {t.scalar}.", self.b.loc)
+            parts = [(r, c) for r in range(want[0]) for c in range(want[1])]
+        new = old
+        for spot, part in zip(spots, parts):
+            comp = self.b.call("index", [v, *[self.b.const(k, int32) for k in part]])
+            new = self.b.call("insert", [new, *[self.b.const(k, int32) for k in spot], comp])
+        return new
+
     def matrix_block(self, base, idx):
         t = base.type
-        rows = _rows_or_one(self, idx[0], t.rows)
-        cols = _rows_or_one(self, idx[1], t.cols)
+        rows, one_row = self.axis_picks(idx[0], t.rows)
+        cols, one_col = self.axis_picks(idx[1], t.cols)
         parts = [self.b.call("index", [base, self.b.const(r, int32), self.b.const(c, int32)])
-                 for r in rows[0] for c in cols[0]]
+                 for r in rows for c in cols]
         if not parts:
             raise KernelValueError("a slice of a matrix must not be empty", self.b.loc)
-        if rows[1] and cols[1]:
+        if one_row and one_col:
             return parts[0]
-        if rows[1] or cols[1]:
+        if one_row or one_col:
             return self.b.call("construct", parts, Vector(len(parts), t.dtype))
-        return self.b.call("construct", parts, Matrix(len(rows[0]), len(cols[0]), t.dtype))
+        return self.b.call("construct", parts, Matrix(len(rows), len(cols), t.dtype))
 
-    def slice_bounds(self, node):
-        """(start, stop, step) of a slice node as ints or None; constants only."""
-        out = []
-        for part in (node.lower, node.upper, node.step):
-            if part is None:
-                out.append(None)
-                continue
-            x = self.expr(part)
-            if not (isinstance(x, Lit) and isinstance(x.value, int)
-                    and not isinstance(x.value, bool)):
+    def axis_picks(self, node, n):
+        """(indices, is_single) for one axis of a matrix subscript beside a slice."""
+        if isinstance(node, ast.Slice):
+            return list(range(*slice(*self.const_slice(node)).indices(n))), False
+        x = self.expr(node)
+        if not (isinstance(x, Lit) and isinstance(x.value, int)):
+            raise KernelValueError("an index beside a slice must be a constant", self.b.loc)
+        k = x.value + n if x.value < 0 else x.value
+        if not 0 <= k < n:
+            raise KernelTypeError(f"index {x.value} is out of range (0..{n - 1})", self.b.loc)
+        return [k], True
+
+    def const_slice(self, node):
+        """(start, stop, step) of a slice as ints or None; every given bound a constant."""
+        out = [self.slice_part(p) for p in (node.lower, node.upper, node.step)]
+        for x in out:
+            if x is not None and not isinstance(x, Lit):
                 raise KernelValueError("Slice component must be a compile-time constant "
                                        "integer", self.b.loc)
-            out.append(x.value)
+        out = [None if x is None else x.value for x in out]
         if out[2] == 0:
-            raise KernelValueError("slice step cannot be zero", self.b.loc)
+            raise KernelValueError("Slice step cannot be zero", self.b.loc)
         return tuple(out)
 
-    def array_slice(self, arr, idx):
-        if arr.type.ndim != 1 or len(idx) != 1:
-            raise KernelTypeError("only a constant slice of a 1-D array can be unpacked "
-                                  "with *", self.b.loc)
-        start, stop, step = self.slice_bounds(idx[0])
-        if stop is None:
-            raise KernelValueError("unpacking an array slice requires explicit upper bound",
-                                   self.b.loc)
-        if (start is not None and start < 0) or stop < 0:
-            raise KernelValueError("slice bounds cannot be negative for arrays", self.b.loc)
-        if step is not None and step < 0:
-            raise KernelValueError("slice step cannot be negative for arrays", self.b.loc)
-        picks = range(start or 0, stop, step or 1)
-        return StarSource([self.load_element(arr, [self.b.const(k, int32)], None)
-                           for k in picks])
+    def slice_part(self, node):
+        if node is None:
+            return None
+        x = self.expr(node)
+        if isinstance(x, Lit) and isinstance(x.value, int) and not isinstance(x.value, bool):
+            return x
+        if isinstance(x, Value) and x.type.is_scalar and x.type.is_int:
+            return x
+        raise KernelTypeError("slice bounds must be integers", self.b.loc)
+
+    # ---- array views ---------------------------------------------------------------------
+
+    def as_ref(self, arr) -> ArrayRef:
+        if isinstance(arr, ArrayRef):
+            return arr
+        return ArrayRef(arr, [Axis(Lit(0), Lit(1), self.b.emit(Op.SHAPE, [arr], int32, dim=d))
+                              for d in range(arr.type.ndim)])
+
+    def view_index(self, base, idx):
+        ref = self.as_ref(base)
+        kept = [k for k, a in enumerate(ref.axes) if isinstance(a, Axis)]
+        if len(idx) > len(kept):
+            raise KernelTypeError(f"array '{ref.name}' has {len(kept)} dimension(s) but "
+                                  f"{len(idx)} index(es) were given", self.b.loc)
+        axes, star = list(ref.axes), None
+        for pos, node in zip(kept, idx):
+            axis = axes[pos]
+            if isinstance(node, ast.Slice):
+                axes[pos], star = self.slice_axis(axis, node)
+            else:
+                i = self.expr(node)
+                i = self.from_end(i, axis.length) if isinstance(i, Lit) else self.int_index(i)
+                axes[pos] = self.add(axis.start, self.mul(i, axis.step))
+        out = ArrayRef(ref.base, axes, star)
+        if out.kept:
+            return out
+        indices = [self.value(a, int32) for a in axes]
+        return self.b.emit(Op.LOAD, [ref.base, *indices], ref.base.type.dtype,
+                           site=self.site(ref.base))
+
+    def slice_axis(self, axis: Axis, node):
+        """The Axis a slice of ``axis`` keeps (Python's slice semantics; a negative constant
+        bound counts from the end), and why it cannot be *-unpacked (or None)."""
+        start, stop, step = (self.slice_part(p) for p in (node.lower, node.upper, node.step))
+        if isinstance(step, Lit) and step.value == 0:
+            raise KernelValueError("Slice step cannot be zero", self.b.loc)
+        star = None
+        if any(x is not None and not isinstance(x, Lit) for x in (start, stop, step)):
+            star = "Slice component must be a compile-time constant integer"
+        elif stop is None:
+            star = "unpacking an array slice requires explicit upper bound"
+        elif any(isinstance(x, Lit) and x.value < 0 for x in (start, stop)):
+            star = "slice bounds cannot be negative for arrays"
+        elif step is not None and step.value < 0:
+            star = "slice step cannot be negative for arrays"
+        k = Lit(1) if step is None else step
+        n = axis.length
+        up = self.forward_part(start, stop, n)
+        down = self.backward_part(start, stop, n)
+        if isinstance(k, Lit):
+            lo, span = up if k.value > 0 else down
+            size = Lit(abs(k.value))
+        else:  # a step known only at run time: both, chosen by its sign
+            pos = self.b.gt(self.value(k, int32), self.b.zeros(k.type))
+            lo = self.pick(pos, up[0], down[0])
+            span = self.pick(pos, up[1], down[1])
+            size = self.pick(pos, k, self.call_builtin("neg", [k]))
+        length = self.max0(span) if isinstance(size, Lit) and size.value == 1 else \
+            self.max0(self.div(self.add(span, self.sub(size, Lit(1))), size))
+        unpacked = len(range(start.value if start is not None else 0, stop.value, k.value)) \
+            if star is None else None
+        return Axis(self.add(axis.start, self.mul(lo, axis.step)), self.mul(axis.step, k),
+                    length, unpacked), star
+
+    def forward_part(self, start, stop, n):
+        lo = Lit(0) if start is None else self.clamp(self.from_end(start, n), 0, n)
+        hi = n if stop is None else self.clamp(self.from_end(stop, n), 0, n)
+        return lo, self.sub(hi, lo)
+
+    def backward_part(self, start, stop, n):
+        last = self.sub(n, Lit(1))
+        lo = last if start is None else self.clamp(self.from_end(start, n), -1, last)
+        hi = Lit(-1) if stop is None else self.clamp(self.from_end(stop, n), -1, last)
+        return lo, self.sub(lo, hi)
+
+    def pick(self, cond, a, c):
+        return self.call_builtin("where", [cond, a, c])
+
+    def from_end(self, x, n):
+        """A negative constant index counts from the end of an axis of length n."""
+        return self.add(n, x) if isinstance(x, Lit) and x.value < 0 else x
+
+    def axis_length(self, axis: Axis):
+        return axis.length
+
+    def view_elements(self, ref: ArrayRef) -> list:
+        """The loads ``*view`` expands into (a 1-D view with constant bounds)."""
+        if ref.star is not None:
+            raise KernelValueError(ref.star, self.b.loc)
+        if len(ref.kept) != 1 or ref.kept[0].unpacked is None:
+            raise KernelValueError("only a slice of a 1-D array with constant bounds can be "
+                                   "unpacked with *", self.b.loc)
+        axis = ref.kept[0]
+        out = []
+        for k in range(axis.unpacked):
+            full = [self.value(self.add(axis.start, self.mul(Lit(k), axis.step)), int32)
+                    if a is axis else self.value(a, int32) for a in ref.axes]
+            out.append(self.b.emit(Op.LOAD, [ref.base, *full], ref.base.type.dtype,
+                                   site=self.site(ref.base)))
+        return out
+
+    def view_indices(self, ref: ArrayRef, raw) -> list[Value]:
+        """The base array's indices for ``view[raw...]`` (one index per kept axis)."""
+        kept = ref.kept
+        if len(raw) != len(kept):
+            raise KernelTypeError(f"a view of '{ref.name}' has {len(kept)} dimension(s) but "
+                                  f"{len(raw)} index(es) were given", self.b.loc)
+        it = iter(raw)
+        return [self.value(self.add(a.start, self.mul(self.int_index(next(it)), a.step))
+                           if isinstance(a, Axis) else a, int32) for a in ref.axes]
+
+    # ---- folded integer arithmetic on Lit/Value ------------------------------------------
+
+    def add(self, a, c):
+        if isinstance(a, Lit) and isinstance(c, Lit):
+            return Lit(a.value + c.value)
+        if isinstance(c, Lit) and c.value == 0:
+            return a
+        if isinstance(a, Lit) and a.value == 0:
+            return c
+        return self.call_builtin("add", [a, c])
+
+    def sub(self, a, c):
+        if isinstance(a, Lit) and isinstance(c, Lit):
+            return Lit(a.value - c.value)
+        if isinstance(c, Lit) and c.value == 0:
+            return a
+        return self.call_builtin("sub", [a, c])
+
+    def mul(self, a, c):
+        if isinstance(c, int):
+            c = Lit(c)
+        if isinstance(c, Lit) and c.value == 1:
+            return a
+        if isinstance(a, Lit) and a.value == 1:
+            return c
+        if isinstance(a, Lit) and isinstance(c, Lit):
+            return Lit(a.value * c.value)
+        return self.call_builtin("mul", [a, c])
+
+    def div(self, a, c):
+        if isinstance(c, int):
+            c = Lit(c)
+        if isinstance(a, Lit) and isinstance(c, Lit):
+            return Lit(int(a.value / c.value))
+        return self.call_builtin("div", [a, c])
+
+    def max0(self, a):
+        if isinstance(a, Lit):
+            return Lit(max(0, a.value))
+        return self.call_builtin("max", [a, Lit(0)])
+
+    def clamp(self, x, lo: int, hi):
+        """min(max(x, lo), hi), folded where the operands are constants."""
+        if isinstance(x, Lit) and isinstance(hi, Lit):
+            return Lit(min(max(x.value, lo), hi.value))
+        low = Lit(max(x.value, lo)) if isinstance(x, Lit) else self.call_builtin(
+            "max", [x, Lit(lo)])
+        return self.call_builtin("min", [low, hi])
 
 
 def _negative_literal(node) -> bool:
@@ -109,18 +361,4 @@ def _negative_literal(node) -> bool:
         and isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, int)
 
 
-def _slice_range(bounds, n, lowerer):
-    return list(range(*slice(*bounds).indices(n)))
-
-
-def _rows_or_one(lowerer, node, n):
-    """(indices, is_single) for one axis of a matrix subscript."""
-    if isinstance(node, ast.Slice):
-        return _slice_range(lowerer.slice_bounds(node), n, lowerer), False
-    x = lowerer.expr(node)
-    if not (isinstance(x, Lit) and isinstance(x.value, int)):
-        raise KernelValueError("an index beside a slice must be a constant", lowerer.b.loc)
-    k = x.value + n if x.value < 0 else x.value
-    if not 0 <= k < n:
-        raise KernelTypeError(f"index {x.value} is out of range (0..{n - 1})", lowerer.b.loc)
-    return [k], True
+__all__ = ["ArrayRef", "Axis", "ViewMixin", "ShapeOf"]

@@ -161,13 +161,16 @@ def _structured(ins, depth, lines, args, lhs):
         lines.append("  " * depth + "do:")
         _block(body, depth + 1, lines)
     elif op is Op.CUSTOM:
-        name = ins.attrs["func"].__name__
-        _emit(lines, depth, f"{_names.var(ins.attrs['out'])} = {name}({args}) with custom "
-              "gradient:",
-              ins.loc)
+        name, out = ins.attrs["func"].__name__, ins.attrs["out"]
+        lhs = f"{_names.var(out)} = " if out is not None else ""
+        kind = "replay" if ins.attrs.get("replay") else "custom gradient"
+        _emit(lines, depth, f"{lhs}{name}({args}) with {kind}:", ins.loc)
         _block(ins.regions[0], depth + 1, lines)
         if ins.regions[1].instrs:
-            lines.append("  " * depth + f"gradient ({ins.attrs['func'].grad.__name__}):")
+            f = ins.attrs["func"]
+            what = f"replay ({f.replay.__name__})" if ins.attrs.get("replay") else \
+                f"gradient ({f.grad.__name__})"
+            lines.append("  " * depth + f"{what}:")
             _block(ins.regions[1], depth + 1, lines)
     else:  # pragma: no cover - every op is printed above
         raise AssertionError(op)

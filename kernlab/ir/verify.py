@@ -29,8 +29,11 @@ def _check_block(func, block: Block, defined: set, known_vars: set):
             raise IRError(f"{func.name}: storing {ins.args[0].type} into {var!r}:{var.type}")
         if ins.op is Op.CALL and "builtin" not in ins.attrs:
             raise IRError(f"{func.name}: call without a builtin at {ins.loc}")
-        for region in ins.regions:
-            _check_block(func, region, scope, known_vars)
+        for k, region in enumerate(ins.regions):
+            inside = scope
+            if ins.op is Op.CUSTOM and k == 1:  # a gradient body names the adjoint arrays
+                inside = scope | {ph for ph, _ in ins.attrs.get("adj_arrays", ())}
+            _check_block(func, region, inside, known_vars)
             if region.result is not None:
                 inner = scope | {i.result for i in region.walk() if i.result is not None}
                 if region.result not in inner:

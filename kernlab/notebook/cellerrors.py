@@ -64,12 +64,7 @@ def user_frames(shell, tb) -> list[str]:
 
 def render(shell, err: KernelError, tb=None) -> list[str]:
     """The structured traceback (a list of lines) for a kernlab error."""
-    text = str(err)
-    message = getattr(err, "message", "")
-    if message and text.endswith(message) and text != message:
-        # str() ends with the message (Warp's tests match it with '...$'); a reader wants it
-        # first, then where: the STYLE.md order
-        text = message + "\n" + text[:-len(message)].rstrip("\n")
+    text = err.report()  # the message first, then where
     loc = err.loc
     if loc is not None:
         name = cell_name(shell, loc.file)

@@ -87,7 +87,8 @@ def get_listing(kernel, target: str, adjoint: bool = False) -> Listing:
 
 
 def describe_failure(target: str, exc: BaseException) -> str:
-    reason = str(exc).strip() or type(exc).__name__
+    report = getattr(exc, "report", None)  # a KernelError: its message first
+    reason = (report() if callable(report) else str(exc)).strip() or type(exc).__name__
     if target in ("cuda", "ptx"):
         if isinstance(exc, ImportError):
             reason = f"this kernlab has no CUDA backend ({reason})"

@@ -223,6 +223,26 @@ class array:
     def _bump_version(self) -> None:
         self._vbox[0] += 1
 
+    # --- Read tracking (kl.config.verify_autograd_array_access; see runtime/tape.py) -----
+
+    _is_read = False
+
+    def mark_read(self) -> None:
+        """Flag this array (and the arrays it is a view of) as read by a recorded launch."""
+        a = self
+        while a is not None:
+            a._is_read = True
+            a = getattr(a, "_ref", None)
+
+    def mark_write(self, **where) -> None:
+        """A recorded launch or copy writes this array: warn if a recorded launch read it."""
+        if self._is_read:
+            from .tape import warn_overwrite
+            warn_overwrite(self, **where)
+
+    def mark_init(self) -> None:
+        self._is_read = False
+
     # --- Gradients ------------------------------------------------------------------------
 
     @property

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from .. import config
-from ..errors import LaunchError
+from ..errors import LaunchError, LaunchValueError
 from ..ir.nodes import Op
 from ..kernel import Kernel
 from . import tape as _tape
@@ -46,10 +46,8 @@ def convert_arg(kernel_name: str, param, value, device, allow_none=False):
         return LaunchError(f"kernel '{kernel_name}': parameter '{name}' ({t}) {what}")
 
     if t.is_array:
-        if value is None:
-            if allow_none:
-                return None
-            raise fail("got None; pass an array")
+        if value is None:  # a null array, as in Warp: `if a:` is False, and any access to
+            return None    # it is out of bounds (its shape is all zeros)
         if isinstance(value, np.ndarray) and device.is_cpu \
                 and value.dtype == t.dtype.scalar.np:  # Warp passes NumPy memory as it is
             value = array(value, dtype=t.dtype, copy=False)
@@ -76,6 +74,15 @@ def convert_arg(kernel_name: str, param, value, device, allow_none=False):
         return np.zeros(t.shape, t.scalar.np)
     if isinstance(value, (int, float)) and value == 0 and allow_none:
         return np.zeros(t.shape, t.scalar.np)
+    tname = getattr(t, "__name__", str(t))
+    if value is None:
+        raise LaunchValueError(f"kernel '{kernel_name}': parameter '{name}' ({t}) got None: "
+                               f"Failed to convert argument for param {name} to {tname}")
+    if isinstance(value, (bool, int, float, np.generic)) or \
+            (isinstance(value, np.ndarray) and value.ndim == 0):
+        raise LaunchError(f"kernel '{kernel_name}': parameter '{name}' ({t}): argument "
+                          f"'{name}' expects {tname} but got a single value ({value!r}); pass "
+                          f"all {math.prod(t.shape)} components")
     try:
         arr = np.asarray(value)
     except (TypeError, ValueError):
@@ -177,6 +184,8 @@ class Launch:
                       convert_arg(kernel.key, p, None, self.device, allow_none=True)
                       for p in func.params]
         self.params = list(params)
+        self.null_arrays = False  # True: None arrays were passed on purpose (null arrays)
+        self.struct_args = None  # the user's arguments where the kernel takes structs
 
     def _func(self):
         return self.kernel.adjoint_ir if self.adjoint else self.kernel.ir
@@ -186,15 +195,17 @@ class Launch:
         return f"<kernlab {kind}Launch of {self.kernel.key} dim={self.dim}>"
 
     def launch(self, stream=None):
+        if self.struct_args is not None:  # structs may have changed since: flatten again
+            self.struct_args.refresh(self)
         n = len(self.kernel.params)
         args = list(self.params)
         for k, p in enumerate(self.kernel.params):
-            if p.type.is_array and args[k] is None:
+            if p.type.is_array and args[k] is None and not self.null_arrays:
                 raise LaunchError(f"kernel '{self.kernel.key}': parameter '{p.name}' has no "
                                   "array; set it with set_param_by_name or set_param_at_index")
         if self.adjoint:  # an array's adjoint left as None: its own gradient
             for k, p in enumerate(self.kernel.params):
-                if p.type.is_array and args[n + k] is None:
+                if p.type.is_array and args[n + k] is None and args[k] is not None:
                     args[n + k] = args[k].grad
         _run(self.kernel, self.dim, args, self.device, self.adjoint)
 
@@ -203,6 +214,8 @@ class Launch:
 
     def set_param_at_index(self, index: int, value, adjoint: bool = False):
         """Set argument ``index`` (its adjoint with adjoint=True, on an adjoint launch)."""
+        if self.struct_args is not None and not adjoint:
+            return self.struct_args.set(self, index, value)
         n = len(self.kernel.params)
         if adjoint:
             if not self.adjoint:
@@ -217,6 +230,9 @@ class Launch:
                                          allow_none=index >= n or param.type.is_array)
 
     def set_param_by_name(self, name: str, value, adjoint: bool = False):
+        if self.struct_args is not None and not adjoint \
+                and self.struct_args.index_of(name) is not None:
+            return self.set_param_at_index(self.struct_args.index_of(name), value)
         for k, p in enumerate(self.kernel.params):
             if p.name == name:
                 self.set_param_at_index(k, value, adjoint=adjoint)
@@ -247,15 +263,15 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
         raise LaunchError(f"kl.launch({kernel.key}): give dim, the number of threads")
     dims = (dim,) if type(dim) is int and 0 <= dim <= MAX_THREADS else _dims(dim)
     inputs, outputs = inputs or (), outputs or ()
-    generic = kernel.param_types is None and kernel.is_generic  # its IR needs types first
-    if not generic and getattr(kernel.ir, "struct_signature", None) is not None:  # leaves
-        from .structs import flatten_launch
-        inputs, outputs, adj_inputs, adj_outputs = flatten_launch(
-            kernel, inputs, outputs, adj_inputs, adj_outputs, device, adjoint)
     n_in = len(inputs)
     primal = list(inputs) + list(outputs) if outputs else list(inputs)
     if kernel.param_types is None and kernel.is_generic:  # Any parameters: this launch's
         kernel = kernel.for_arguments(primal)
+    structs = None
+    if getattr(kernel.ir, "struct_signature", None) is not None:  # one value per leaf field
+        from .structs import flatten_launch
+        structs, primal, n_in, adj_inputs, adj_outputs = flatten_launch(
+            kernel, inputs, outputs, adj_inputs, adj_outputs, device, adjoint)
     plan = _plan(kernel)
     if len(primal) != len(plan):
         params = kernel.params
@@ -275,13 +291,17 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
                        for p, v in zip(kernel.adjoint_ir.params[len(params):], adj)]
     cmd = Launch(kernel, dev, params=args, adjoint=adjoint, dim=dims, max_blocks=max_blocks,
                  block_dim=block_dim)
+    cmd.struct_args = structs
     if record_cmd:
         return cmd
+    cmd.null_arrays = True  # kl.launch(k, n, inputs=[None, ...]): a null array, as in Warp
     cmd.launch()
     if record_tape and not adjoint:
         tape = _tape.active_tape()
         if tape is not None:  # recorded after it ran: versions include its own writes
             tape.record_launch(cmd, n_inputs=n_in)
+            if structs is not None:
+                structs.record_gradients(tape)
     return None
 
 

@@ -349,12 +349,34 @@ def copy_flat(dst, dst_start: int, src, src_start: int, count: int) -> None:
 
 
 def may_share_memory(a, b) -> bool:
-    """Whether two storages may overlap (NumPy's bounds test; on a GPU, the byte ranges)."""
+    """Whether two storages may overlap: NumPy's exact test where it is cheap (so two
+    fields of an array of structs, or a[::2] and a[1::2], do not), its bounds test where
+    not; on a GPU, the byte ranges."""
     if type(a) is np.ndarray and type(b) is np.ndarray:
-        return bool(np.may_share_memory(a, b))
+        try:
+            return bool(np.shares_memory(a, b, max_work=10_000))
+        except np.exceptions.TooHardError:
+            return bool(np.may_share_memory(a, b))
     if type(a) is np.ndarray or type(b) is np.ndarray or a.size == 0 or b.size == 0:
         return False
     if a.ordinal != b.ordinal:
         return False
     (alo, ahi), (blo, bhi) = a.span(), b.span()
-    return a.ptr + alo < b.ptr + bhi and b.ptr + blo < a.ptr + ahi
+    if not (a.ptr + alo < b.ptr + bhi and b.ptr + blo < a.ptr + ahi):
+        return False
+    try:  # the byte ranges meet; NumPy's exact test on the addresses (never read)
+        return bool(np.shares_memory(_address_view(a), _address_view(b), max_work=10_000))
+    except (np.exceptions.TooHardError, ValueError, TypeError):
+        return True
+
+
+class _Addresses:
+    def __init__(self, d: DeviceArray):
+        self.__array_interface__ = {"shape": d.shape, "typestr": d.dtype.str,
+                                    "strides": d.strides, "data": (d.ptr, True), "version": 3}
+
+
+def _address_view(d: DeviceArray) -> np.ndarray:
+    """A NumPy array with a device array's addresses, shape and strides, for overlap tests
+    only: its memory is on the GPU and must never be read."""
+    return np.asarray(_Addresses(d))

@@ -43,10 +43,11 @@ class StructType(Type):
         self.fields: dict[str, Type | None] = {}
         self.annotations: dict = {}
         for name, ann in getattr(cls, "__annotations__", {}).items():
+            ann = _evaluated(cls, ann)
             self.annotations[name] = ann
             self.fields[name] = field_type(ann)
         self.cls = type(cls.__name__, (StructInstance,),
-                        {"_type": self, "__qualname__": cls.__qualname__,
+                        {"_type": self, "_kl_type": self, "__qualname__": cls.__qualname__,
                          "__module__": cls.__module__, "__doc__": cls.__doc__})
         self._np = None
 
@@ -106,6 +107,19 @@ def is_struct(t) -> bool:
 
 def is_struct_array(t) -> bool:
     return isinstance(t, ArrayType) and isinstance(t.dtype, StructType)
+
+
+def _evaluated(cls, ann):
+    """A string annotation (``from __future__ import annotations``) as the object it names
+    in the class's module; left as the string when it names nothing there."""
+    if not isinstance(ann, str):
+        return ann
+    import sys
+    module = sys.modules.get(cls.__module__)
+    try:
+        return eval(ann, dict(vars(module)) if module else {}, dict(vars(cls)))  # noqa: S307
+    except Exception:  # the field is reported when a kernel uses it
+        return ann
 
 
 def field_type(ann):
@@ -194,6 +208,13 @@ class StructInstance:
             setattr(out, name, value)
         return out
 
+    def __ctype__(self) -> "StructInstance":
+        """The value a launch takes for this struct (Warp hands out its C struct): a copy,
+        so later changes to this instance do not reach a launch it was given to."""
+        out = self._type.cls()
+        out.assign(self)
+        return out
+
     def numpy_value(self) -> np.void:
         """This instance as one record of ``S.np`` (arrays as pointer, shape and strides)."""
         rec = np.zeros((), self._type.np)
@@ -207,12 +228,11 @@ class StructInstance:
                 rec[name] = value
         return rec[()]
 
-    def __eq__(self, other):
-        if type(other) is not type(self):
-            return NotImplemented
-        return all(_same(getattr(self, n), getattr(other, n)) for n in self._type.fields)
-
-    __hash__ = None
+    def same_values(self, other) -> bool:
+        """Whether other is an instance of the same struct with equal field values (the
+        same arrays). Instances compare and hash by identity, as Warp's do."""
+        return type(other) is type(self) and all(
+            _same(getattr(self, n), getattr(other, n)) for n in self._type.fields)
 
     def __repr__(self):
         parts = []
@@ -239,7 +259,9 @@ def grad_struct(inst: StructInstance) -> StructInstance:
 def _same(a, b) -> bool:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return np.array_equal(a, b)
-    if isinstance(a, (int, float, np.generic, StructInstance)):
+    if isinstance(a, StructInstance):
+        return a.same_values(b)
+    if isinstance(a, (int, float, np.generic)):
         return a == b
     return a is b  # arrays: the same array
 
@@ -369,10 +391,11 @@ def field_views(a, prefix: str):
     out = []
     for name, t in st.fields.items():
         label = f"{prefix}.{name}"
-        data = a._storage()[name]
-        grad = a.grad._storage()[name] if a.grad is not None else None
+        data = _field_of(a._storage(), name)
+        grad = _field_of(a.grad._storage(), name) if a.grad is not None else None
+        vbox = _field_version(a._vbox, name)
         if isinstance(t, StructType):
-            sub = array._wrap(data, t, a.device, None, a._vbox)
+            sub = array._wrap(data, t, a.device, None, vbox)
             if grad is not None:
                 sub._grad = array._wrap(grad, t, a.device)
             out += field_views(sub, label)
@@ -380,8 +403,50 @@ def field_views(a, prefix: str):
             out.append((label, None))
         else:
             g = array._wrap(grad, t, a.device) if grad is not None else None
-            out.append((label, array._wrap(data, t, a.device, g, a._vbox)))
+            out.append((label, array._wrap(data, t, a.device, g, vbox)))
     return out
+
+
+class _FieldVersion(list):
+    """The version counter of one field of an array of structs (an array's ``_vbox``):
+    the field's own writes plus those counted for the whole array, so that a kernel
+    writing one field does not make a read of another look stale to the tape."""
+
+    def __init__(self, parent: list):
+        super().__init__([0])
+        self.parent = parent
+
+    def __getitem__(self, k):
+        own = list.__getitem__(self, k)
+        return own + self.parent[0] if k == 0 else own
+
+    def __setitem__(self, k, value):
+        list.__setitem__(self, k, value - self.parent[0] if k == 0 else value)
+
+
+def _field_version(vbox: list, name: str) -> _FieldVersion:
+    """The persistent counter of field ``name``, kept beside the array's own (views of
+    the array share both)."""
+    if len(vbox) < 2:
+        vbox.append({})
+    boxes = vbox[1]
+    if name not in boxes:
+        boxes[name] = _FieldVersion(vbox)
+    return boxes[name]
+
+
+def _field_of(data, name: str):
+    """The view of one field of every record: NumPy's, or the same on GPU memory."""
+    if isinstance(data, np.ndarray):
+        return data[name]
+    from .storage import DeviceArray
+    ftype, offset = data.dtype.fields[name][:2]
+    inner, step = [], ftype.base.itemsize
+    for n in reversed(ftype.shape):
+        inner.append(step)
+        step *= n
+    return DeviceArray(data.buffer, data.offset + offset, data.shape + ftype.shape,
+                       data.strides + tuple(reversed(inner)), ftype.base)
 
 
 def struct_leaves(st: StructType, prefix: str):
@@ -471,7 +536,8 @@ def _leaf_values(kname, name, t, value, device, adjoint):
                 continue
             fvalue = getattr(value, fname)
             path = f"{name}.{fname}"
-            if isinstance(ft, StructType):
+            if isinstance(ft, StructType) or (isinstance(ft, ArrayType) and
+                                              isinstance(ft.dtype, StructType)):
                 out += _leaf_values(kname, path, ft, fvalue, device, adjoint)
             elif isinstance(ft, ArrayType) and fvalue is None:
                 out.append(None if adjoint else _empty(ft, device))
@@ -483,6 +549,8 @@ def _leaf_values(kname, name, t, value, device, adjoint):
         n = sum(1 for _, at in array_leaves(t, name) if at is not None)
         if value is None and adjoint:
             return [None] * n
+        if value is None:  # an unset array field: an empty array of the struct
+            return [_empty(at, device) for _, at in array_leaves(t, name) if at is not None]
         if not isinstance(value, array) or value.dtype is not t.dtype or \
                 value.ndim != t.ndim:
             got = f"an array of {value.dtype} with {value.ndim} dimension(s)" \
@@ -494,14 +562,19 @@ def _leaf_values(kname, name, t, value, device, adjoint):
 
 
 def flatten_launch(kernel, inputs, outputs, adj_inputs, adj_outputs, device, adjoint):
-    """kl.launch's argument lists with struct arguments flattened (adjoints too)."""
+    """For kl.launch: (StructArgs, the flat arguments, how many are inputs, the flat
+    adj_inputs and adj_outputs)."""
+    from .device import get_device
     n_in, n = len(inputs), len(kernel.ir.struct_signature)
-    inputs, outputs = flatten_launch_args(kernel, inputs, outputs, device)
+    user = list(inputs) + list(outputs)
+    dev = get_device(device) if device is not None else _first_device(user)
+    flat_in, flat_out = flatten_launch_args(kernel, inputs, outputs, dev)
     if adjoint and (adj_inputs is not None or adj_outputs is not None):
         adj_inputs, adj_outputs = flatten_launch_args(
             kernel, list(adj_inputs or [None] * n_in),
-            list(adj_outputs or [None] * (n - n_in)), device, True)
-    return inputs, outputs, adj_inputs, adj_outputs
+            list(adj_outputs or [None] * (n - n_in)), dev, True)
+    return (StructArgs(kernel, user, dev or get_device(None)), flat_in + flat_out,
+            len(flat_in), adj_inputs, adj_outputs)
 
 
 def element_record(value, st: StructType) -> np.ndarray:
@@ -511,3 +584,77 @@ def element_record(value, st: StructType) -> np.ndarray:
             raise TypeError(f"an array of {st.key} cannot hold a {type(value).__name__}")
         return np.asarray(value.numpy_value(), dtype=st.np)
     return np.asarray(value, dtype=st.np)
+
+
+class StructArgs:
+    """The arguments of a launch as the user gave them, where some are structs: a Launch
+    keeps them so that set_param_* take the user's indices and names, and each run
+    flattens the structs again (a field changed after kl.launch(..., record_cmd=True) is
+    seen by the next cmd.launch(), as in Warp)."""
+
+    def __init__(self, kernel, values, device):
+        self.kernel, self.values, self.device = kernel, list(values), device
+
+    def _slots(self):
+        """(flat start, flat count) of each user argument."""
+        func, out, start = self.kernel.ir, [], 0
+        for (name, t), v in zip(func.struct_signature, self.values):
+            n = len(_leaf_values(self.kernel.key, name, t, v, self.device, True)) \
+                if (isinstance(t, StructType) or is_struct_array(t)) else 1
+            out.append((start, n))
+            start += n
+        return out
+
+    def refresh(self, cmd) -> None:
+        """Re-flatten every struct argument into cmd.params."""
+        from .launch import convert_arg
+        func = self.kernel.ir
+        for (start, n), (name, t), v in zip(self._slots(), func.struct_signature,
+                                            self.values):
+            if isinstance(t, StructType) or is_struct_array(t):
+                leaves = _leaf_values(self.kernel.key, name, t, v, self.device, False)
+                for k, leaf in enumerate(leaves):
+                    cmd.params[start + k] = convert_arg(self.kernel.key, func.params[start + k],
+                                                        leaf, self.device)
+
+    def set(self, cmd, index: int, value) -> None:
+        """cmd.set_param_at_index(index, value) with the user's index."""
+        from ..errors import LaunchError
+        from .launch import convert_arg
+        sig = self.kernel.ir.struct_signature
+        if not 0 <= index < len(sig):
+            raise LaunchError(f"kernel '{self.kernel.key}' has no parameter at index {index}")
+        name, t = sig[index]
+        if isinstance(t, StructType) or is_struct_array(t):
+            _leaf_values(self.kernel.key, name, t, value, self.device, False)  # checks it
+            self.values[index] = value
+            self.refresh(cmd)
+            return
+        start = self._slots()[index][0]
+        param = self.kernel.ir.params[start]
+        cmd.params[start] = convert_arg(self.kernel.key, param, value, self.device,
+                                        allow_none=param.type.is_array)
+        self.values[index] = value
+
+    def index_of(self, name: str):
+        for k, (pname, _) in enumerate(self.kernel.ir.struct_signature):
+            if pname == name:
+                return k
+        return None
+
+    def record_gradients(self, tape) -> None:
+        """tape.gradients[s] for each struct argument s: the struct of its gradients."""
+        for v in self.values:
+            if isinstance(v, StructInstance):
+                tape.gradients[v] = grad_struct(v)
+
+
+def add_elements(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a + b, field by field where they are struct records (accumulating gradients of
+    arrays of structs)."""
+    if a.dtype.names is None:
+        return a + b
+    out = np.empty_like(a)
+    for name in a.dtype.names:
+        out[name] = add_elements(a[name], b[name])
+    return out

@@ -21,12 +21,14 @@ and each record remembers it.
 from __future__ import annotations
 
 import math
+import sys
 import types
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import config
 from ..errors import GradientError
 from ..ir.nodes import Op
 from . import array as array_mod
@@ -94,6 +96,35 @@ class GradientMap(dict):
         return super().__getitem__(key)
 
 
+def warn_overwrite(a, arg_name=None, kernel_name=None, filename=None, lineno=None,
+                   copy_site=None):
+    """Warp's verify_autograd_array_access warning (printed to stderr, as Warp does)."""
+    if copy_site is not None:
+        what = f"is being written to by an array copy at {copy_site}"
+    else:
+        what = (f"passed to argument '{arg_name}' in kernel '{kernel_name}' at "
+                f"{filename}:{lineno} is being written to")
+    print(f"Warning: Array {a.shape} of {a.dtype} {what} but has already been read from in "
+          "a previous launch. This may corrupt gradient computation in the backward pass. "
+          "(kernlab refuses such a recording in Tape.backward().)", file=sys.stderr)
+
+
+def _user_site() -> str:
+    """file:line of the innermost caller outside kernlab."""
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(root):
+        frame = frame.f_back
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else "?"
+
+
+def _clear_read(a):
+    while a is not None:
+        a._is_read = False
+        a = getattr(a, "_ref", None)
+
+
 class Tape:
     def __init__(self):
         self.gradients = GradientMap()
@@ -146,10 +177,24 @@ class Tape:
         self._info[id(cmd)] = RecordedLaunch(cmd, versions, _aliased(
             func, cmd.params, read, written_params(func)))
         self.launches.append(cmd)
+        if config.verify_autograd_array_access:
+            code = getattr(cmd.kernel.pyfunc, "__code__", None)
+            written = set(written_params(func))
+            for k, (p, a) in enumerate(zip(func.params, cmd.params)):
+                if isinstance(a, array) and k in written:
+                    a.mark_write(arg_name=p.name, kernel_name=cmd.kernel.key,
+                                 filename=getattr(code, "co_filename", "?"),
+                                 lineno=getattr(code, "co_firstlineno", "?"))
+            for p, a in zip(func.params, cmd.params):
+                if isinstance(a, array) and p.value in read:
+                    a.mark_read()
 
     def _record_array_op(self, kind, dest, src, **info):
         self._track(dest)
         self._track(src)
+        if config.verify_autograd_array_access:
+            dest.mark_write(copy_site=_user_site())
+            src.mark_read()
         self.launches.append(RecordedArrayOp(kind, dest, src, info))
 
     def record_func(self, backward, arrays):
@@ -213,7 +258,22 @@ class Tape:
                 self._launch_adjoint(rec)
             elif callable(rec):
                 rec()
+        if config.verify_autograd_array_access:  # the recorded reads are consumed
+            self._clear_reads()
         _notify_backward(self)
+
+    def _clear_reads(self):
+        for rec in self.launches:
+            if isinstance(rec, RecordedArrayOp):
+                _clear_read(rec.src)
+                _clear_read(rec.dest)
+            elif id(rec) in self._info:
+                for a in rec.params:
+                    if isinstance(a, array):
+                        _clear_read(a)
+        for a in self.gradients:
+            if isinstance(a, array):
+                _clear_read(a)
 
     def _launch_adjoint(self, cmd):
         from .launch import _run
@@ -255,6 +315,8 @@ class Tape:
 
     def reset(self):
         """Forget the recording and zero the gradients; the tape can record again."""
+        if config.verify_autograd_array_access:
+            self._clear_reads()
         self.zero()
         self.launches = []
         self.scopes = []
@@ -361,7 +423,11 @@ def _array_op_adjoint(rec: RecordedArrayOp):
     n, do, so = n * k, do * k, so * k
     # works on either device (and across them, for a.to(device)): read, add, write back
     incoming = np.array(array_mod._read_flat(dest.grad, do, n))
-    array_mod._write_flat(src.grad, so, array_mod._read_flat(src.grad, so, n) + incoming)
+    # consume before accumulating: right also when source and destination overlap
+    # (a copy within one array): the overwritten elements' gradient goes only to the source
     if rec.kind != "clone" and not dest.retain_grad:
         array_mod._write_flat(dest.grad, do, np.zeros(n, incoming.dtype))
+    from .structs import add_elements  # records of a struct add field by field
+    array_mod._write_flat(src.grad, so, add_elements(array_mod._read_flat(src.grad, so, n),
+                                                     incoming))
     src.grad._bump_version()

@@ -150,8 +150,10 @@ class _Result(unittest.TestResult):
             self.records[test.id()] = (kind, f"{subtest._subDescription()}: {_first_error(err)}")
 
 
-def run_file(name: str, use_warp: bool, per_test_s: float) -> dict:
-    """Import one Warp test file and run its tests; {test id: (status, message)}."""
+def run_file(name: str, use_warp: bool, per_test_s: float, skip: int = 0) -> dict:
+    """Import one Warp test file and run its tests (all but the first ``skip``); {test id:
+    (status, message)}. Each test's start and result go to stdout as they happen, so the
+    parent knows which test a crash (a signal) killed."""
     tests_dir = warp_tests_dir()
     if not use_warp:
         import kernlab
@@ -179,8 +181,11 @@ def run_file(name: str, use_warp: bool, per_test_s: float) -> dict:
             else:
                 yield t
 
-    for test in each(suite):
+    for k, test in enumerate(each(suite)):
+        if k < skip:
+            continue
         tid = test.id().replace("warp.tests.", "", 1)
+        print(f"{_STARTED}{k} {tid}", flush=True)
         if not use_warp and excluded_reason(tid) is not None:
             result.records[test.id()] = ("excluded", excluded_reason(tid))
             continue
@@ -192,25 +197,54 @@ def run_file(name: str, use_warp: bool, per_test_s: float) -> dict:
         finally:
             signal.alarm(0)
         result.records.setdefault(test.id(), ("pass", ""))
+        print(_DONE + json.dumps([tid, result.records[test.id()]]), flush=True)
     return {k.replace("warp.tests.", "", 1): v for k, v in result.records.items()}
 
 
 # ---------------------------------------------------------------- the parent process
 
+_STARTED, _DONE = "@@STARTED@@", "@@DONE@@"
+
+
 def run_child(name, use_warp, per_test_s, file_s) -> dict:
-    cmd = [sys.executable, __file__, "--child", name, "--per-test", str(per_test_s)]
-    if use_warp:
-        cmd.append("--warp")
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=file_s, env=env)
-    except subprocess.TimeoutExpired:
-        return {f"{name}:file": ("error", f"the file ran longer than {file_s} s")}
-    marker = "@@RESULTS@@"
-    if marker not in proc.stdout:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-        return {f"{name}:file": ("error", f"child exited {proc.returncode}: {tail[0][:200]}")}
-    return json.loads(proc.stdout.rsplit(marker, 1)[1])
+    """Run one file in child processes. A test that kills its process (a crash is the worst
+    failure there is) is recorded as such, and the file goes on after it in a new child."""
+    records: dict = {}
+    skip = 0
+    deadline = time.monotonic() + file_s
+    while True:
+        cmd = [sys.executable, __file__, "--child", name, "--per-test", str(per_test_s),
+               "--skip", str(skip)] + (["--warp"] if use_warp else [])
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                                  timeout=max(1.0, deadline - time.monotonic()))
+            out, code = proc.stdout, proc.returncode
+        except subprocess.TimeoutExpired as e:
+            out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            code = None
+        started = None
+        for line in out.splitlines():
+            if line.startswith(_STARTED):
+                index, tid = line[len(_STARTED):].split(" ", 1)
+                started = (int(index), tid)
+            elif line.startswith(_DONE):
+                tid, rec = json.loads(line[len(_DONE):])
+                records[tid] = tuple(rec)
+                started = None
+        marker = "@@RESULTS@@"
+        if marker in out:
+            records.update(json.loads(out.rsplit(marker, 1)[1]))
+            return records
+        if code is None:
+            records[f"{name}:file"] = ("error", f"the file ran longer than {file_s:.0f} s")
+            return records
+        if started is None:  # died outside a test (import, collection)
+            tail = (proc.stderr or out).strip().splitlines()[-1:] or ["no output"]
+            records[f"{name}:file"] = ("error", f"child exited {code}: {tail[0][:200]}")
+            return records
+        records[started[1]] = ("error", f"CRASH: the test killed its process (exit {code})")
+        skip = started[0] + 1
 
 
 def load_baseline() -> set[str] | None:
@@ -233,10 +267,11 @@ def main(argv=None) -> int:
     ap.add_argument("--min-percent", type=float, default=None,
                     help="exit 1 when fewer of the baseline's tests pass")
     ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--skip", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
     if args.child:
-        records = run_file(args.child, args.warp, args.per_test)
+        records = run_file(args.child, args.warp, args.per_test, args.skip)
         sys.stdout.flush()
         print("@@RESULTS@@" + json.dumps(records))
         return 0

@@ -10,6 +10,10 @@ typedef int int32;
 typedef long long int64;
 typedef unsigned int uint32;
 typedef unsigned long long uint64;
+typedef signed char int8;
+typedef unsigned char uint8;
+typedef short int16;
+typedef unsigned short uint16;
 
 template <bool B, typename T = void> struct enable_if_t_ {};
 template <typename T> struct enable_if_t_<true, T> { typedef T type; };
@@ -233,11 +237,16 @@ __device__ inline int32 kl_mod(int32 a, int32 b) { return kl_int_mod(a, b); }
 __device__ inline int64 kl_mod(int64 a, int64 b) { return kl_int_mod(a, b); }
 __device__ inline uint32 kl_mod(uint32 a, uint32 b) { return b == 0 ? 0u : a % b; }
 
-// // : integers truncate like / (Warp's C semantics), floats are floor(a / b).
+// // floors (Warp 1.19, like Python): floor(a / b) for floats; signed integers round the
+// truncated quotient down when it is inexact and the signs differ.
 __device__ inline float32 kl_floordiv(float32 a, float32 b) { return floor(a / b); }
 __device__ inline float64 kl_floordiv(float64 a, float64 b) { return floor(a / b); }
-__device__ inline int32 kl_floordiv(int32 a, int32 b) { return kl_div(a, b); }
-__device__ inline int64 kl_floordiv(int64 a, int64 b) { return kl_div(a, b); }
+template <typename T> __device__ inline T kl_int_floordiv(T a, T b) {
+    T q = kl_int_div(a, b), r = kl_int_mod(a, b);
+    return (r != 0 && ((r < 0) != (b < 0))) ? T(q - 1) : q;
+}
+__device__ inline int32 kl_floordiv(int32 a, int32 b) { return kl_int_floordiv(a, b); }
+__device__ inline int64 kl_floordiv(int64 a, int64 b) { return kl_int_floordiv(a, b); }
 __device__ inline uint32 kl_floordiv(uint32 a, uint32 b) { return kl_div(a, b); }
 
 // ---- casts ------------------------------------------------------------------------------
@@ -345,12 +354,70 @@ __device__ inline mat<R, C, T> operator*(const mat<R, K, T>& a, const mat<K, C, 
 // sign(0) is 1, as in Warp.
 template <typename T> __device__ inline T kl_sign(T x) { return x < 0 ? T(-1) : T(1); }
 
-// min / max / clamp keep the first operand unless the comparison says otherwise (so NaN
-// behaves as in the interpreter, not as fminf).
-template <typename T> __device__ inline T min(T a, T b) { return a < b ? a : b; }
-template <typename T> __device__ inline T max(T a, T b) { return a > b ? a : b; }
-template <typename T> __device__ inline T clamp(T x, T lo, T hi) {
-    return x < lo ? lo : (x > hi ? hi : x);
+// min / max follow C's fmin / fmax (a NaN operand is missing), as Warp; clamp(x, lo, hi) is
+// min(max(lo, x), hi). Element-wise on vectors; min(v) / max(v) reduce one.
+template <typename T> __device__ inline T kl_min(T a, T b) { return a <= b ? a : (b == b ? b : a); }
+template <typename T> __device__ inline T kl_max(T a, T b) { return a >= b ? a : (b == b ? b : a); }
+template <typename T> __device__ inline T kl_clamp(T x, T lo, T hi) {
+    return kl_min(kl_max(lo, x), hi);
+}
+template <typename T> __device__ inline T kl_route_min(T a, T b, T adj) {
+    return (a == a && (b != b || a < b)) ? adj : T(0);
+}
+template <typename T> __device__ inline T kl_route_max(T a, T b, T adj) {
+    return (a == a && (b != b || a > b)) ? adj : T(0);
+}
+template <typename T> __device__ inline T kl_route_eq(T a, T b, T adj) {
+    return (a == b || (a != a && b != b)) ? adj : T(0);
+}
+// erfinv: Giles' polynomial, then two Newton steps on erf, in double (see builtins/special.py)
+__device__ inline double kl_erfinv_d(double x) {
+    double ax = x < 0 ? -x : x;
+    if (!(ax < 1.0)) return ax == 1.0 ? (x < 0 ? -kl_inf<double>() : kl_inf<double>())
+                                      : kl_nan<double>();
+    double w = -log((1.0 - x) * (1.0 + x)), p;
+    if (w < 5.0) {
+        w -= 2.5;
+        p = 2.81022636e-08; p = 3.43273939e-07 + p * w; p = -3.5233877e-06 + p * w;
+        p = -4.39150654e-06 + p * w; p = 0.00021858087 + p * w; p = -0.00125372503 + p * w;
+        p = -0.00417768164 + p * w; p = 0.246640727 + p * w; p = 1.50140941 + p * w;
+    } else {
+        w = sqrt(w) - 3.0;
+        p = -0.000200214257; p = 0.000100950558 + p * w; p = 0.00134934322 + p * w;
+        p = -0.00367342844 + p * w; p = 0.00573950773 + p * w; p = -0.0076224613 + p * w;
+        p = 0.00943887047 + p * w; p = 1.00167406 + p * w; p = 2.83297682 + p * w;
+    }
+    double r = p * x;
+    for (int k = 0; k < 2; ++k)
+        r -= (erf(r) - x) / (1.1283791670955126 * exp(-r * r));
+    return r;
+}
+template <typename T> __device__ inline T kl_erfinv(T x) { return T(kl_erfinv_d(double(x))); }
+template <typename T> __device__ inline T kl_erfcinv(T y) {
+    return T(kl_erfinv_d(1.0 - double(y)));
+}
+template <typename T> __device__ inline T kl_step(T x) { return x < T(0) ? T(1) : T(0); }
+template <typename T> __device__ inline T kl_nonzero(T x) { return x == T(0) ? T(0) : T(1); }
+template <typename T> __device__ inline T kl_frac(T x) { return x - trunc(x); }
+template <typename T> __device__ inline T kl_degrees(T x) { return x * T(57.29577951308232); }
+template <typename T> __device__ inline T kl_radians(T x) { return x * T(0.017453292519943295); }
+template <typename T> __device__ inline bool kl_isnan(T x) { return x != x; }
+template <typename T> __device__ inline bool kl_isinf(T x) {
+    return x == kl_inf<T>() || x == -kl_inf<T>();
+}
+template <typename T> __device__ inline bool kl_isfinite(T x) { return x == x && !kl_isinf(x); }
+#define KL_INT_TESTS(T) \
+    __device__ inline bool kl_isfinite(T) { return true; } \
+    __device__ inline bool kl_isnan(T) { return false; } \
+    __device__ inline bool kl_isinf(T) { return false; }
+KL_INT_TESTS(int8) KL_INT_TESTS(uint8) KL_INT_TESTS(int16) KL_INT_TESTS(uint16)
+KL_INT_TESTS(int32) KL_INT_TESTS(uint32) KL_INT_TESTS(int64) KL_INT_TESTS(uint64)
+// shifts: the count is masked to the promoted width, as on the CPU
+template <typename T> __device__ inline T kl_lshift(T a, T b) {
+    return T(a << (b & (sizeof(T) < 4 ? 31 : 8 * sizeof(T) - 1)));
+}
+template <typename T> __device__ inline T kl_rshift(T a, T b) {
+    return T(a >> (b & (sizeof(T) < 4 ? 31 : 8 * sizeof(T) - 1)));
 }
 
 template <typename V, typename T> __device__ inline V lerp(const V& a, const V& b, T t) {
@@ -363,6 +430,110 @@ template <typename T> __device__ inline T smoothstep(T e0, T e1, T x) {
 }
 
 // ---- vector and matrix functions ---------------------------------------------------------
+KL_VEC_FN vec<N, T> kl_min(const vec<N, T>& a, const vec<N, T>& b) {
+    vec<N, T> out; for (int i = 0; i < N; ++i) out.c[i] = kl_min(a.c[i], b.c[i]); return out;
+}
+KL_VEC_FN vec<N, T> kl_max(const vec<N, T>& a, const vec<N, T>& b) {
+    vec<N, T> out; for (int i = 0; i < N; ++i) out.c[i] = kl_max(a.c[i], b.c[i]); return out;
+}
+KL_VEC_FN vec<N, T> kl_route_min(const vec<N, T>& a, const vec<N, T>& b, const vec<N, T>& g) {
+    vec<N, T> out;
+    for (int i = 0; i < N; ++i) out.c[i] = kl_route_min(a.c[i], b.c[i], g.c[i]);
+    return out;
+}
+KL_VEC_FN vec<N, T> kl_route_max(const vec<N, T>& a, const vec<N, T>& b, const vec<N, T>& g) {
+    vec<N, T> out;
+    for (int i = 0; i < N; ++i) out.c[i] = kl_route_max(a.c[i], b.c[i], g.c[i]);
+    return out;
+}
+KL_VEC_FN vec<N, T> kl_route_eq(const vec<N, T>& a, const vec<N, T>& b, const vec<N, T>& g) {
+    vec<N, T> out;
+    for (int i = 0; i < N; ++i) out.c[i] = kl_route_eq(a.c[i], b.c[i], g.c[i]);
+    return out;
+}
+KL_MAT_FN mat<R, C, T> kl_route_eq(const mat<R, C, T>& a, const mat<R, C, T>& b,
+                                   const mat<R, C, T>& g) {
+    mat<R, C, T> out;
+    for (int i = 0; i < R; ++i) out.r[i] = kl_route_eq(a.r[i], b.r[i], g.r[i]);
+    return out;
+}
+template <typename T> __device__ inline bool kl_eq(const T& a, const T& b) { return a == b; }
+template <typename T> __device__ inline bool kl_ne(const T& a, const T& b) { return a != b; }
+KL_VEC_FN bool kl_eq(const vec<N, T>& a, const vec<N, T>& b) {
+    for (int i = 0; i < N; ++i) if (!(a.c[i] == b.c[i])) return false;
+    return true;
+}
+KL_VEC_FN bool kl_ne(const vec<N, T>& a, const vec<N, T>& b) { return !kl_eq(a, b); }
+KL_MAT_FN bool kl_eq(const mat<R, C, T>& a, const mat<R, C, T>& b) {
+    for (int i = 0; i < R; ++i) if (!kl_eq(a.r[i], b.r[i])) return false;
+    return true;
+}
+KL_MAT_FN bool kl_ne(const mat<R, C, T>& a, const mat<R, C, T>& b) { return !kl_eq(a, b); }
+KL_VEC_FN vec<N, T> kl_cw_mul(const vec<N, T>& a, const vec<N, T>& b) {
+    vec<N, T> out; for (int i = 0; i < N; ++i) out.c[i] = a.c[i] * b.c[i]; return out;
+}
+KL_VEC_FN vec<N, T> kl_cw_div(const vec<N, T>& a, const vec<N, T>& b) {
+    vec<N, T> out; for (int i = 0; i < N; ++i) out.c[i] = kl_div(a.c[i], b.c[i]); return out;
+}
+KL_MAT_FN mat<R, C, T> kl_cw_mul(const mat<R, C, T>& a, const mat<R, C, T>& b) {
+    mat<R, C, T> out; for (int i = 0; i < R; ++i) out.r[i] = kl_cw_mul(a.r[i], b.r[i]);
+    return out;
+}
+KL_MAT_FN mat<R, C, T> kl_cw_div(const mat<R, C, T>& a, const mat<R, C, T>& b) {
+    mat<R, C, T> out; for (int i = 0; i < R; ++i) out.r[i] = kl_cw_div(a.r[i], b.r[i]);
+    return out;
+}
+KL_VEC_FN vec<N, T> operator/(T s, const vec<N, T>& v) {
+    vec<N, T> out; for (int i = 0; i < N; ++i) out.c[i] = kl_div(s, v.c[i]); return out;
+}
+KL_MAT_FN mat<R, C, T> operator/(T s, const mat<R, C, T>& m) {
+    mat<R, C, T> out; for (int i = 0; i < R; ++i) out.r[i] = s / m.r[i]; return out;
+}
+KL_VEC_FN bool kl_isfinite(const vec<N, T>& v) {
+    for (int i = 0; i < N; ++i) if (!kl_isfinite(v.c[i])) return false;
+    return true;
+}
+KL_VEC_FN bool kl_isnan(const vec<N, T>& v) {
+    for (int i = 0; i < N; ++i) if (kl_isnan(v.c[i])) return true;
+    return false;
+}
+KL_VEC_FN bool kl_isinf(const vec<N, T>& v) {
+    for (int i = 0; i < N; ++i) if (kl_isinf(v.c[i])) return true;
+    return false;
+}
+KL_MAT_FN bool kl_isfinite(const mat<R, C, T>& m) {
+    for (int i = 0; i < R; ++i) if (!kl_isfinite(m.r[i])) return false;
+    return true;
+}
+KL_MAT_FN bool kl_isnan(const mat<R, C, T>& m) {
+    for (int i = 0; i < R; ++i) if (kl_isnan(m.r[i])) return true;
+    return false;
+}
+KL_MAT_FN bool kl_isinf(const mat<R, C, T>& m) {
+    for (int i = 0; i < R; ++i) if (kl_isinf(m.r[i])) return true;
+    return false;
+}
+// the first smallest (largest) component; NaN components lose, as in an fmin reduction
+KL_VEC_FN uint32 kl_argmin(const vec<N, T>& v) {
+    uint32 k = 0;
+    for (int i = 1; i < N; ++i)
+        if (v.c[i] < v.c[k] || (v.c[k] != v.c[k] && v.c[i] == v.c[i])) k = i;
+    return k;
+}
+KL_VEC_FN uint32 kl_argmax(const vec<N, T>& v) {
+    uint32 k = 0;
+    for (int i = 1; i < N; ++i)
+        if (v.c[i] > v.c[k] || (v.c[k] != v.c[k] && v.c[i] == v.c[i])) k = i;
+    return k;
+}
+KL_VEC_FN T kl_min(const vec<N, T>& v) { return v.c[kl_argmin(v)]; }
+KL_VEC_FN T kl_max(const vec<N, T>& v) { return v.c[kl_argmax(v)]; }
+KL_VEC_FN vec<N, T> abs(const vec<N, T>& v) {
+    vec<N, T> out; for (int i = 0; i < N; ++i) out.c[i] = abs(v.c[i]); return out;
+}
+KL_VEC_FN vec<N, T> kl_sign(const vec<N, T>& v) {
+    vec<N, T> out; for (int i = 0; i < N; ++i) out.c[i] = kl_sign(v.c[i]); return out;
+}
 KL_VEC_FN T dot(const vec<N, T>& a, const vec<N, T>& b) {
     T acc = a.c[0] * b.c[0];
     for (int i = 1; i < N; ++i) acc += a.c[i] * b.c[i];
@@ -512,6 +683,7 @@ __device__ inline float32 kl_atomic_add(float32* p, float32 v) { return atomicAd
 __device__ inline float64 kl_atomic_add(float64* p, float64 v) { return atomicAdd(p, v); }
 __device__ inline int32 kl_atomic_add(int32* p, int32 v) { return atomicAdd(p, v); }
 __device__ inline uint32 kl_atomic_add(uint32* p, uint32 v) { return atomicAdd(p, v); }
+__device__ inline uint64 kl_atomic_add(uint64* p, uint64 v) { return atomicAdd(p, v); }
 __device__ inline int64 kl_atomic_add(int64* p, int64 v) {
     return int64(atomicAdd((uint64*)p, uint64(v)));
 }
@@ -526,6 +698,8 @@ __device__ inline int64 kl_atomic_min(int64* p, int64 v) { return atomicMin(p, v
 __device__ inline int32 kl_atomic_max(int32* p, int32 v) { return atomicMax(p, v); }
 __device__ inline uint32 kl_atomic_max(uint32* p, uint32 v) { return atomicMax(p, v); }
 __device__ inline int64 kl_atomic_max(int64* p, int64 v) { return atomicMax(p, v); }
+__device__ inline uint64 kl_atomic_min(uint64* p, uint64 v) { return atomicMin(p, v); }
+__device__ inline uint64 kl_atomic_max(uint64* p, uint64 v) { return atomicMax(p, v); }
 
 template <typename T, typename Bits, typename Pick>
 __device__ inline T kl_atomic_cas_loop(T* p, T v, Pick pick) {
@@ -568,6 +742,16 @@ KL_VEC_FN vec<N, T> kl_atomic_add(vec<N, T>* p, const vec<N, T>& v) {
 KL_MAT_FN mat<R, C, T> kl_atomic_add(mat<R, C, T>* p, const mat<R, C, T>& v) {
     mat<R, C, T> old;
     for (int i = 0; i < R; ++i) old.r[i] = kl_atomic_add(&p->r[i], v.r[i]);
+    return old;
+}
+KL_VEC_FN vec<N, T> kl_atomic_min(vec<N, T>* p, const vec<N, T>& v) {
+    vec<N, T> old;
+    for (int i = 0; i < N; ++i) old.c[i] = kl_atomic_min(&p->c[i], v.c[i]);
+    return old;
+}
+KL_VEC_FN vec<N, T> kl_atomic_max(vec<N, T>* p, const vec<N, T>& v) {
+    vec<N, T> old;
+    for (int i = 0; i < N; ++i) old.c[i] = kl_atomic_max(&p->c[i], v.c[i]);
     return old;
 }
 KL_VEC_FN vec<N, T> kl_atomic_sub(vec<N, T>* p, const vec<N, T>& v) {

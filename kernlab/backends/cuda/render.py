@@ -24,7 +24,7 @@ import numpy as np
 
 from ...errors import KernelError
 from ...ir.nodes import Block, Function, Instr, Op, Value
-from ...types import ArrayType, Type
+from ...types import ArrayType, Matrix, Type, Vector, float32, float64
 from .header import HEADER_NAME, STATUS_NOT_FINITE
 
 INDENT = "    "
@@ -58,14 +58,24 @@ def entry_name(func: Function) -> str:
 
 # ---- types and literals ------------------------------------------------------------------
 
+# The vector and matrix names kernlab_cuda.h typedefs; every other one (vec3i, quatd, ...)
+# is spelled as its template.
+HEADER_TYPEDEFS = frozenset(f"{kind}{n}{suffix}" for kind, ns in (("vec", "234"),
+                                                              ("mat", ("22", "33", "44")))
+                            for n in ns for suffix in ("", "d"))
+
+
 def ctype(t: Type) -> str:
     """The C++ spelling of a kernlab type (the header's typedefs where there is one)."""
     if isinstance(t, ArrayType):
         return f"array_t<{ctype(t.dtype)}>"
     if t.is_scalar:
+        if t.kind == "f" and t.bits == 16:
+            raise KernelError(f"{t} kernels run on the CPU only for now (the CUDA backend has "
+                              "no half type yet)", stage="rendering CUDA C")
         return "bool" if t.kind == "b" else t.name
     short = repr(t)
-    if not short.startswith(("vector", "matrix")):
+    if short in HEADER_TYPEDEFS:
         return short  # vec3, mat33d, ...
     if t.is_vector:
         return f"vec<{t.length}, {ctype(t.dtype)}>"
@@ -501,7 +511,8 @@ def call_expression(ins: Instr, args: list[str]) -> str:
 
 def _override(ins: Instr) -> str | None:
     bi, types = ins.attrs["builtin"], [a.type for a in ins.args]
-    if bi.name == "div" and types[0].is_scalar and types[0].kind in "iu":
+    if bi.name == "div" and types[0].is_scalar and types[1].is_scalar \
+            and types[0].kind in "iu":
         return "kl_div({0}, {1})"  # C's / traps or is undefined for a zero divisor
     if bi.name == "cast":
         target = ins.attrs["target"]

@@ -12,12 +12,13 @@ import numpy as np
 from llvmlite import ir
 
 from ...builtins.linalg import cofactor_expand, det_expand
-from ...types import Matrix, Scalar, Type, Vector
+from ...types import Matrix, Scalar, Type, Vector, float32
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
 
-_FLOAT_TYPES = {32: ir.FloatType(), 64: ir.DoubleType()}
+# float16 registers are LLVM half: every operation rounds to half, as Warp's CPU half does
+_FLOAT_TYPES = {16: ir.HalfType(), 32: ir.FloatType(), 64: ir.DoubleType()}
 _CMP_OPS = {"==", "!=", "<", "<=", ">", ">="}
 
 
@@ -40,7 +41,21 @@ def mem_type(s: Scalar) -> ir.Type:
 def is_float(ty: ir.Type) -> bool:
     if isinstance(ty, ir.VectorType):
         ty = ty.element
-    return isinstance(ty, (ir.FloatType, ir.DoubleType))
+    return isinstance(ty, (ir.HalfType, ir.FloatType, ir.DoubleType))
+
+
+def _like(ty: ir.Type, element: ir.Type) -> ir.Type:
+    """element, or a vector of it as long as ty when ty is a vector."""
+    return ir.VectorType(element, ty.count) if isinstance(ty, ir.VectorType) else element
+
+
+def _mangle(ty: ir.Type) -> str:
+    """An overloaded intrinsic's type suffix: f32, f64, f16, i32, v3f32 ..."""
+    if isinstance(ty, ir.VectorType):
+        return f"v{ty.count}{_mangle(ty.element)}"
+    if isinstance(ty, ir.IntType):
+        return f"i{ty.width}"
+    return {ir.HalfType: "f16", ir.FloatType: "f32"}.get(type(ty), "f64")
 
 
 def constant(t: Type, value) -> ir.Constant:
@@ -148,7 +163,7 @@ class BuiltinContext:
         return {"add": self.b.add, "sub": self.b.sub, "mul": self.b.mul}[op](a, b)
 
     def div(self, a: ir.Value, b: ir.Value) -> ir.Value:
-        b = self.splat(b, a.type)
+        a, b = self.splat(a, b.type), self.splat(b, a.type)
         if is_float(a.type):
             return self.b.fdiv(a, b)
         return self._int_divrem(a, b, rem=False)
@@ -162,7 +177,14 @@ class BuiltinContext:
         """floor(a / b) for floats; integers truncate like ``/`` (C and Warp semantics)."""
         if is_float(a.type):
             return self.intr("llvm.floor", self.b.fdiv(a, b))
-        return self._int_divrem(a, b, rem=False)
+        q = self._int_divrem(a, b, rem=False)
+        if self._kind(a) == "u":
+            return q
+        r = self._int_divrem(a, b, rem=True)  # q - 1 when inexact and the signs differ
+        zero = ir.Constant(a.type, 0)
+        signs_differ = self.b.icmp_signed("<", self.b.xor(r, b), zero)
+        fix = self.b.and_(self.b.icmp_signed("!=", r, zero), signs_differ)
+        return self.b.sub(q, self.b.zext(fix, a.type))
 
     def _int_divrem(self, a, b, rem: bool):
         """C division/remainder that never traps: x / 0 == 0, x % 0 == 0, MIN / -1 wraps."""
@@ -204,12 +226,19 @@ class BuiltinContext:
     # ---- intrinsics and libm --------------------------------------------------------------
 
     def intr(self, name: str, *args: ir.Value) -> ir.Value:
-        fn = self.module.declare_intrinsic(name, [args[0].type])
+        ty = args[0].type
+        symbol = f"{name}.{_mangle(ty)}"  # llvm.fabs.f32, llvm.fabs.v3f32 ...
+        fn = self.module.globals.get(symbol)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ty, [ty] * len(args)), symbol)
         return self.b.call(fn, list(args))
 
     def libm(self, name: str, *args: ir.Value) -> ir.Value:
         """Call the C math library: ``tanf`` for float, ``tan`` for double."""
         ty = args[0].type
+        if isinstance(ty, ir.HalfType):  # half: the float function, rounded back to half
+            wide = [self.b.fpext(a, ir.FloatType()) for a in args]
+            return self.b.fptrunc(self.libm(name, *wide), ty)
         symbol = name + ("f" if isinstance(ty, ir.FloatType) else "")
         fn = self.module.globals.get(symbol)
         if fn is None:
@@ -227,6 +256,15 @@ class BuiltinContext:
         if src == dst:
             return x
         b = self.b
+        if (src.kind == "f" and src.bits == 16 or dst.kind == "f" and dst.bits == 16) \
+                and float32 not in (src, dst) and dst.kind != "b":
+            # Only half <-> float has an instruction (F16C); any other conversion with half
+            # becomes a compiler-rt call (__truncdfhf2, ...) that the JIT cannot resolve and
+            # that would jump to address 0. Go through float32 (for double -> half this
+            # rounds twice: a tie can land one half-ulp off).
+            mid = ir.FloatType() if not isinstance(to, ir.VectorType) \
+                else ir.VectorType(ir.FloatType(), to.count)
+            return self.convert(self.convert(x, src, float32, mid), float32, dst, to)
         if dst.kind == "b":
             zero = ir.Constant(x.type, None)
             return b.fcmp_unordered("!=", x, zero) if src.kind == "f" \
@@ -234,7 +272,7 @@ class BuiltinContext:
         if src.kind == "b":
             return b.uitofp(x, to) if dst.kind == "f" else b.zext(x, to)
         if src.kind == "f" and dst.kind == "f":
-            return b.fpext(x, to) if dst.bits > src.bits else b.fptrunc(x, to)
+            return self.float_convert(x, to)
         if src.kind == "f":
             sat = "llvm.fptoui.sat" if dst.kind == "u" else "llvm.fptosi.sat"
             fn = self.module.declare_intrinsic(sat, [to, x.type],
@@ -247,6 +285,36 @@ class BuiltinContext:
         if dst.bits > src.bits:
             return b.zext(x, to) if src.kind == "u" else b.sext(x, to)
         return x  # int32 <-> uint32: the same bits
+
+    def float_convert(self, x: ir.Value, to: ir.Type) -> ir.Value:
+        """Float <-> float, correctly rounded, without the double <-> half helpers of the C
+        runtime (not every libgcc has them): double -> half goes through float rounded to
+        odd, which keeps the final rounding exact; half -> double through float (exact)."""
+        b = self.b
+        src = x.type.element if isinstance(x.type, ir.VectorType) else x.type
+        dst = to.element if isinstance(to, ir.VectorType) else to
+        rank = {ir.HalfType: 0, ir.FloatType: 1, ir.DoubleType: 2}
+        if rank[type(dst)] == rank[type(src)]:
+            return x
+        if rank[type(dst)] > rank[type(src)]:
+            if isinstance(src, ir.HalfType) and isinstance(dst, ir.DoubleType):
+                x = b.fpext(x, _like(x.type, ir.FloatType()))
+            return b.fpext(x, to)
+        if isinstance(src, ir.DoubleType) and isinstance(dst, ir.HalfType):
+            x = self._to_float_round_odd(x)
+        return b.fptrunc(x, to)
+
+    def _to_float_round_odd(self, x):
+        b = self.b
+        f32, i32 = _like(x.type, ir.FloatType()), _like(x.type, I32)
+        t = b.fptrunc(x, f32)  # nearest; step back toward zero when it rounded away
+        bits = b.bitcast(t, i32)
+        wide = b.fpext(t, x.type)
+        away = b.fcmp_ordered(">", self.intr("llvm.fabs", wide), self.intr("llvm.fabs", x))
+        bits = b.select(away, b.sub(bits, self.splat(I32(1), i32)), bits)
+        inexact = b.fcmp_ordered("!=", b.fpext(b.bitcast(bits, f32), x.type), x)
+        odd = b.or_(bits, self.splat(I32(1), i32))
+        return b.bitcast(b.select(inexact, odd, bits), f32)
 
     def construct(self, args) -> ir.Value:
         target = self.ret

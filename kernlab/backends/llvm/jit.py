@@ -49,11 +49,19 @@ PARALLEL_THRESHOLD_LOOPS = 512  # the same for kernels with long loops: each thr
                                 # and these already run on the pool (see _run_checked)
 MAX_THREADS = 2**31 - 1     # thread ids are int32
 
-_CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double, "int32": ctypes.c_int32,
-           "int64": ctypes.c_int64, "uint32": ctypes.c_uint32, "bool": ctypes.c_uint8}
-_FORMATS = {ctypes.c_float: "f", ctypes.c_double: "d", ctypes.c_int32: "i",
-            ctypes.c_int64: "q", ctypes.c_uint32: "I", ctypes.c_uint8: "B",
-            ctypes.c_void_p: "Q"}
+_POINTER_FORMAT = "Q"
+
+
+def _scalar_format(s) -> str:
+    """The struct-module format of one scalar in the argument block ('e' is half)."""
+    if s.kind == "b":
+        return "B"
+    if s.kind == "f":
+        return {16: "e", 32: "f", 64: "d"}[s.bits]
+    code = {8: "b", 16: "h", 32: "i", 64: "q"}[s.bits]
+    return code.upper() if s.kind == "u" else code
+
+
 _ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 _OBJECT_MAGIC = {"linux": b"\x7fELF", "darwin": b"\xcf\xfa\xed\xfe", "win32": b"\x64\x86"}
 
@@ -70,17 +78,20 @@ class ArgLayout:
     a struct format that fills everything before the status block in one call."""
 
     def __init__(self, func: Function):
-        fields = []
+        fields, formats = [], {}
         for k, p in enumerate(func.params):
             t = p.type
             if isinstance(t, ArrayType):
                 fields += [(f"p{k}", ctypes.c_void_p), (f"p{k}_shape", ctypes.c_int64 * t.ndim),
                            (f"p{k}_strides", ctypes.c_int64 * t.ndim)]
-            elif t.is_scalar:
-                fields.append((f"p{k}", _CTYPES[t.name]))
+                formats.update({f"p{k}": _POINTER_FORMAT, f"p{k}_shape": "q",
+                                f"p{k}_strides": "q"})
             else:
-                fields.append((f"p{k}", _CTYPES[t.scalar.name] * t.length))
+                ctype = ctypes.c_uint8 if t.scalar.kind == "b" else t.scalar._type_
+                fields.append((f"p{k}", ctype if t.is_scalar else ctype * t.length))
+                formats[f"p{k}"] = _scalar_format(t.scalar)
         fields.append(("dims", ctypes.c_int64 * 4))
+        formats["dims"] = "q"
         packed = len(fields)
         fields += [("flag", ctypes.c_int32), ("site", ctypes.c_int32), ("axis", ctypes.c_int32),
                    ("param", ctypes.c_int32), ("index", ctypes.c_int64)]
@@ -92,8 +103,8 @@ class ArgLayout:
             pad = self.offsets[name] - pos
             fmt += f"{pad}x" if pad else ""
             is_array = issubclass(ctype, ctypes.Array)
-            count, element = (ctype._length_, ctype._type_) if is_array else (1, ctype)
-            fmt += f"{count}{_FORMATS[element]}"
+            count = ctype._length_ if is_array else 1
+            fmt += f"{count}{formats[name]}"
             pos = self.offsets[name] + ctypes.sizeof(ctype)
         self.packer = struct.Struct(fmt)
         self.status = struct.Struct("<iiiiq")

@@ -439,10 +439,15 @@ class _BodyLowering:
     def _printf_arg(self, x, s: Scalar):
         b = self.b
         if s.kind == "f":
-            return (b.fpext(x, ir.DoubleType()) if s.bits == 32 else x), "%g"
+            return self.cx.float_convert(x, ir.DoubleType()), "%g"
         if s.kind == "b":
-            return b.select(x, self._cstring("True"), self._cstring("False")), "%s"
-        return x, {"i": "%d" if s.bits == 32 else "%lld", "u": "%u"}[s.kind]
+            ptr = I8.as_pointer()  # "True" and "False" are arrays of different lengths
+            return b.select(x, b.bitcast(self._cstring("True"), ptr),
+                            b.bitcast(self._cstring("False"), ptr)), "%s"
+        if s.bits < 32:  # printf's varargs take int
+            x = (b.zext if s.kind == "u" else b.sext)(x, I32)
+        long = "ll" if s.bits == 64 else ""
+        return x, f"%{long}{'u' if s.kind == 'u' else 'd'}"
 
     def _cstring(self, text: str):
         strings = self.e.strings
@@ -513,7 +518,7 @@ def _stack_size(t: Type) -> int:
 def _size(ty: ir.Type) -> int:
     if isinstance(ty, ir.IntType):
         return ty.width // 8
-    return 4 if isinstance(ty, ir.FloatType) else 8
+    return {ir.HalfType: 2, ir.FloatType: 4}.get(type(ty), 8)
 
 
 _FP_ATOMIC = {"min": "minnum", "max": "maxnum"}  # what atomicrmw fmin/fmax compute
