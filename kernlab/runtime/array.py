@@ -382,6 +382,11 @@ class array:
         indexedarray. See array_views.py."""
         return views.getitem(self, key)
 
+    def __ctype__(self) -> "array":
+        """What a launch takes for this array (Warp hands out its C descriptor, for
+        ``Launch.set_param_*_from_ctype``): the array itself."""
+        return self
+
     # --- Arithmetic (array_ops.py): kernels, so recorded on a tape ----------------------
 
     __array_ufunc__ = None  # NumPy operands defer to these operators
