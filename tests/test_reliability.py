@@ -757,7 +757,7 @@ def test_exact_values_of_every_scalar_type_are_accepted(backend):
     kl.launch(takes_everything, 3, inputs=list(args.values()))
 
 
-@pytest.mark.parametrize("dim", [-1, (1, 2, 3, 4), (), "3", 3.0, None, (3, -1), (2.0,),
+@pytest.mark.parametrize("dim", [-1, (1, 2, 3, 4, 5), (), "3", 3.0, None, (3, -1), (2.0,),
                                  2**31, (2**16, 2**16)])
 def test_a_bad_launch_dim_is_a_launch_error(backend, dim):
     with pytest.raises(kl.LaunchError):
@@ -775,7 +775,7 @@ def test_adjoint_arguments_are_validated(backend):
     idx = kl.array(np.array([0, 1, 2]), dtype=int)
     bad = [([kl.zeros(4, dtype=kl.float64), None], [kl.zeros(3, dtype=float)], "'adj_x'"),
            ([kl.zeros(5, dtype=float), None], [kl.zeros(3, dtype=float)], "of 'x'"),
-           ([np.zeros(4, np.float32), None], [kl.zeros(3, dtype=float)], "'x'"),
+           ([np.zeros(4, np.float64), None], [kl.zeros(3, dtype=float)], "'x'"),
            ([None, None], [kl.zeros(3, dtype=float), None], "entries")]
     for adj_in, adj_out, needle in bad:
         with pytest.raises(kl.LaunchError, match=needle):

@@ -220,8 +220,8 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, ViewMixin, ControlMixin, ExprM
 
     def assign_tid(self, target):
         names = target.elts if isinstance(target, ast.Tuple) else [target]
-        if len(names) > 3:
-            raise KernelTypeError("tid() has at most 3 dimensions", self.b.loc)
+        if len(names) > 4:
+            raise KernelTypeError("tid() has at most 4 dimensions", self.b.loc)
         self.func.ndim = max(self.func.ndim, len(names))
         for d, t in enumerate(names):
             self.assign(t, self.b.emit(Op.TID, (), int32, dim=d))

@@ -24,9 +24,9 @@ MAX_THREADS = 2**31 - 1  # thread ids are int32
 def _dims(dim) -> tuple:
     dims = (dim,) if isinstance(dim, (int, np.integer)) else \
         tuple(dim) if isinstance(dim, (tuple, list)) else None
-    if dims is None or not 1 <= len(dims) <= 3 \
+    if dims is None or not 1 <= len(dims) <= 4 \
             or not all(isinstance(d, (int, np.integer)) and d >= 0 for d in dims):
-        raise LaunchError(f"launch dim must be an int or a tuple of 1 to 3 non-negative ints, "
+        raise LaunchError(f"launch dim must be an int or a tuple of 1 to 4 non-negative ints, "
                           f"not {dim!r}")
     dims = tuple(int(d) for d in dims)
     if math.prod(dims) > MAX_THREADS:
