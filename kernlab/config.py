@@ -5,8 +5,7 @@
 """
 from __future__ import annotations
 
-import enum as _enum
-
+import enum
 import os
 
 
@@ -54,9 +53,10 @@ cache_dir: str | None = default_cache_dir()
 verbose: bool = False
 
 
-class DeterministicMode(_enum.IntEnum):
-    """Warp's module option ``deterministic`` (accepted, no effect: kernlab's CPU atomics
-    are ordered by thread slices, and its adjoints accumulate the same way every run)."""
+class DeterministicMode(enum.IntEnum):
+    """Warp's module option ``deterministic`` (how atomics are ordered on a GPU). kernlab
+    accepts it and runs as it always does: CPU atomics are exact per element; the order of
+    floating-point accumulation across threads is not fixed."""
 
     NOT_GUARANTEED = 0
     RUN_TO_RUN = 1

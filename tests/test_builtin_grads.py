@@ -320,6 +320,8 @@ GRAD_CASES = {
              G("matrix", call3(kl.lerp, M, M, S, M), [(M, U), (M, U), (S, U)], M,
                lambda a, b, t: a * (1 - t) + b * t),
              G("vector", call3(kl.lerp, V, V, S, V), [(V, U), (V, U), (S, U)], V,
+               lambda a, b, t: a * (1 - t) + b * t),
+             G("matrix", call3(kl.lerp, M, M, S, M), [(M, U), (M, U), (S, U)], M,
                lambda a, b, t: a * (1 - t) + b * t)],
     "smoothstep": [G("float64", call3(kl.smoothstep, S, S, S, S),
                      [(S, (-1.0, -0.5)), (S, (0.5, 1.0)), (S, (-1.2, 1.2))], S, _smoothstep)],

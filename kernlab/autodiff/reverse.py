@@ -19,9 +19,12 @@ two forward passes plus the reverse. Loop-carried state is therefore exact for a
 count — runtime bounds, while, break, continue and early return included (they are flags in
 the IR, so just more carried locals).
 
-What cannot be differentiated is rejected here, with the user's line: an array element
-overwritten after it was read (the replay would read the new value), and using the value
-an atomic returns.
+Every array store consumes the gradient of the element it overwrites (reads it, then zeroes
+it), so overwritten values get none, as Warp 1.19 does (``retain`` lists the arrays made with
+retain_grad, whose gradients stay). What cannot be differentiated is rejected here, with the
+user's line (autodiff/checks.py): an array element overwritten after it was read when an
+adjoint needs the value read (the replay would read the new value), and using the value an
+atomic returns.
 """
 from __future__ import annotations
 

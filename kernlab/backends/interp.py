@@ -95,6 +95,9 @@ class Interpreter:
         arr = env[ins.args[0]]
         idx = tuple(int(env[a]) for a in ins.args[1:1 + n_index])
         if arr is None:
+            if not ins.attrs.get("nullable"):  # the user's null array: nothing is in bounds
+                site = self.func.sites[ins.attrs["site"]]
+                self._fail(out_of_bounds_error(self.func, site, 0, idx[0], (0,) * len(idx)))
             return None, idx
         shape = arr.shape[: len(idx)]
         for d, (i, n) in enumerate(zip(idx, shape)):

@@ -73,7 +73,7 @@ __device__ inline uint32 abs(uint32 x) { return x; }
 // ---- launch plumbing: grid size and the status word --------------------------------------
 struct kl_dims {
     int64 size;       // threads in the launch: the product of shape[0..ndim)
-    int64 shape[3];   // the launch grid, row-major
+    int64 shape[4];   // the launch grid, row-major
     int32 ndim;
     int32 pad;
 };
