@@ -388,22 +388,7 @@ def spatial_adjoint(g, r, s):
     return _mat(g, rows)
 
 
-# ---- generic vector helpers Warp's spatial tests use -------------------------------------------
-
-@expansion("eq", ("vector", "vector"), "bool")
-def vector_eq(g, a, b):
-    """Every component equal (Warp's == on vectors, quaternions and transforms)."""
-    result = None
-    for k in range(a.type.length):
-        same = g.eq(_c(g, a, k), _c(g, b, k))
-        result = same if result is None else g.and_(result, same)
-    return result
-
-
-@expansion("ne", ("vector", "vector"), "bool")
-def vector_ne(g, a, b):
-    return g.not_(vector_eq(g, a, b))
-
+# ---- matrices from vectors (Warp's spatial tests use them) -------------------------------------------
 
 def _matrix_from_cols(g, *cols):
     t = cols[0].type

@@ -420,7 +420,11 @@ class ExprMixin:
             raise KernelTypeError(f"atomic_{kind}(array, index..., value) needs an array, its "
                                   "indices and a value", self.b.loc)
         arr = args[0]
-        idx = [self.int_index(i) for i in args[1:-1]]
+        extra = 2 if kind == "cas" else 1  # cas: compare, value; the others: value
+        if kind == "cas" and len(args) < 4:
+            raise KernelTypeError("atomic_cas(array, index..., compare, value) needs an array, "
+                                  "its indices, a compare value and a value", self.b.loc)
+        idx = [self.int_index(i) for i in args[1:-extra]]
         if len(idx) != arr.type.ndim:
             raise KernelTypeError(f"atomic_{kind} on a {arr.type.ndim}-d array needs "
                                   f"{arr.type.ndim} index(es)", self.b.loc)
@@ -434,7 +438,16 @@ class ExprMixin:
         why = atomic_type_error(kind, arr.type.dtype)
         if why:
             raise KernelUnsupportedTypeError(why, self.b.loc)
-        return self.b.emit(Op.ATOMIC, [arr, *idx, val], val.type, kind=kind,
+        operands = [val]
+        if kind == "cas" and not arr.type.dtype.is_scalar:
+            raise KernelTypeError("atomic_cas needs an array of scalars", self.b.loc)
+        if kind == "cas":
+            compare = self.value(args[-2], arr.type.dtype.scalar)
+            if compare.type != arr.type.dtype:
+                raise KernelTypeError(f"atomic_cas compares a {compare.type} with an element "
+                                      f"of {arr.type.dtype}", self.b.loc)
+            operands = [compare, val]
+        return self.b.emit(Op.ATOMIC, [arr, *idx, *operands], val.type, kind=kind,
                            site=self.site(arr))
 
     def expect(self, kind: str, args):

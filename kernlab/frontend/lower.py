@@ -220,8 +220,8 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, ViewMixin, ControlMixin, ExprM
 
     def assign_tid(self, target):
         names = target.elts if isinstance(target, ast.Tuple) else [target]
-        if len(names) > 3:
-            raise KernelTypeError("tid() has at most 3 dimensions", self.b.loc)
+        if len(names) > 4:
+            raise KernelTypeError("tid() has at most 4 dimensions", self.b.loc)
         self.func.ndim = max(self.func.ndim, len(names))
         for d, t in enumerate(names):
             self.assign(t, self.b.emit(Op.TID, (), int32, dim=d))
@@ -366,13 +366,15 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, ViewMixin, ControlMixin, ExprM
             base = self.expr(target.value)
             # a[i] += v is an atomic add, as in Warp, except on 8/16-bit integers (no
             # atomics there): a plain read, add and write
+            kind = {"add": "add", "sub": "sub", "bit_and": "and", "bit_or": "or",
+                    "bit_xor": "xor"}.get(name)
             if (isinstance(base, ArrayRef) or isinstance(base, Value) and base.type.is_array) \
-                    and name in ("add", "sub") \
+                    and kind \
                     and base.type.dtype.scalar not in non_atomic_types:
                 idx = target.slice.elts if isinstance(target.slice, ast.Tuple) \
                     else [target.slice]
                 args = [base, *[self.expr(i) for i in idx], self.expr(node.value)]
-                self.atomic(name, args)
+                self.atomic(kind, args)
                 return
         # read, combine, write: the target is read before the value (as Python does)
         old = self.expr(ast.copy_location(_as_load(target), target))
