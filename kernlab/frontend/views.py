@@ -138,7 +138,12 @@ class ViewMixin:
             raw = [Lit(x.value + n) if isinstance(x, Lit) and isinstance(x.value, int)
                    and not isinstance(x.value, bool) and x.value < 0 else x
                    for x, n in zip(raw, extents)]
-            return self.component_call("insert", old, raw, self.value(value, t.scalar))
+            v = self.value(value, t.scalar)
+            slot = t.scalar if len(raw) == len(extents) else Vector(t.cols, t.dtype)
+            if v.type != slot and not (v.type.is_scalar and slot.is_scalar):
+                raise KernelTypeError(f"Composite slot assignment expects value of type "
+                                      f"{slot}, got {v.type}", self.b.loc)
+            return self.component_call("insert", old, raw, v)
         if len(idx) > len(extents):
             raise KernelTypeError(f"too many indices for a {t}", self.b.loc)
         axes = [self.axis_picks(node, n) for node, n in zip(idx, extents)]
