@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from ..errors import KernelTypeError, KernelValueError
 from ..ir.nodes import Op, Value
 from ..types import ArrayType, Matrix, Vector, int32
-from .exprs import Lit, ShapeOf
+from .exprs import EmptyVector, Lit, ShapeOf
 
 
 @dataclass
@@ -95,9 +95,10 @@ class ViewMixin:
             return self.matrix_block(base, idx)
         picks = list(range(*slice(*self.const_slice(idx[0])).indices(extents[0])))
         parts = [self.b.call("index", [base, self.b.const(k, int32)]) for k in picks]
+        if not parts and t.is_vector:
+            return EmptyVector(Vector(0, t.dtype))
         if not parts:
-            raise KernelValueError("a slice of a vector or matrix must not be empty",
-                                   self.b.loc)
+            raise KernelValueError("a slice of a matrix must not be empty", self.b.loc)
         if t.is_vector:
             return self.b.call("construct", parts, Vector(len(parts), t.dtype))
         return self.b.call("construct", parts, Matrix(len(parts), t.cols, t.dtype))
@@ -207,7 +208,8 @@ class ViewMixin:
         ref = self.as_ref(base)
         kept = [k for k, a in enumerate(ref.axes) if isinstance(a, Axis)]
         if len(idx) > len(kept):
-            raise KernelTypeError(f"array '{ref.name}' has {len(kept)} dimension(s) but "
+            raise KernelTypeError("Incorrect number of indices specified for array indexing: "
+                                  f"array '{ref.name}' has {len(kept)} dimension(s) but "
                                   f"{len(idx)} index(es) were given", self.b.loc)
         axes, star = list(ref.axes), None
         for pos, node in zip(kept, idx):
@@ -300,7 +302,8 @@ class ViewMixin:
         """The base array's indices for ``view[raw...]`` (one index per kept axis)."""
         kept = ref.kept
         if len(raw) != len(kept):
-            raise KernelTypeError(f"a view of '{ref.name}' has {len(kept)} dimension(s) but "
+            raise KernelTypeError("Incorrect number of indices specified for array indexing: "
+                                  f"a view of '{ref.name}' has {len(kept)} dimension(s) but "
                                   f"{len(raw)} index(es) were given", self.b.loc)
         it = iter(raw)
         return [self.value(self.add(a.start, self.mul(self.int_index(next(it)), a.step))

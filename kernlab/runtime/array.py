@@ -297,15 +297,15 @@ class array:
         return storage.to_host(self._storage())
 
     def list(self) -> list:
-        """The elements in flat (C) order: Python numbers, or NumPy arrays for vector and
-        matrix elements."""
+        """The elements in flat (C) order: Python numbers, or vector/matrix values (what
+        ``dtype(...)`` makes, as Warp's list() gives vector and matrix instances)."""
         flat = self.numpy().reshape((self.size,) + self.dtype.shape)
         if getattr(self.dtype, "is_struct", False):
             from .structs import record_to_instance
             return [record_to_instance(self.dtype, rec) for rec in flat]
         if self.dtype.is_scalar:
             return flat.tolist()
-        return [np.array(element) for element in flat]
+        return [self.dtype(np.array(element)) for element in flat]
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         data = self._storage()
@@ -381,6 +381,11 @@ class array:
         an element of a GPU array is read back as NumPy); index arrays give an
         indexedarray. See array_views.py."""
         return views.getitem(self, key)
+
+    def __ctype__(self) -> "array":
+        """What a launch takes for this array (Warp hands out its C descriptor, for
+        ``Launch.set_param_*_from_ctype``): the array itself."""
+        return self
 
     # --- Arithmetic (array_ops.py): kernels, so recorded on a tape ----------------------
 

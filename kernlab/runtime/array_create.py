@@ -26,6 +26,8 @@ def empty(shape=None, dtype=float32, device=None, requires_grad=False, pinned=Fa
           retain_grad=False, **kw) -> array:
     """An array whose contents are unspecified until written."""
     strides = kw.pop("strides", None)
+    if "n" in kw:  # Warp's older spelling: empty(n=length)
+        shape = (kw.pop("n"),)
     if kw:
         raise TypeError(f"unexpected argument(s) {', '.join(kw)}")
     dtype = to_type(dtype)

@@ -24,9 +24,9 @@ MAX_THREADS = 2**31 - 1  # thread ids are int32
 def _dims(dim) -> tuple:
     dims = (dim,) if isinstance(dim, (int, np.integer)) else \
         tuple(dim) if isinstance(dim, (tuple, list)) else None
-    if dims is None or not 1 <= len(dims) <= 3 \
+    if dims is None or not 1 <= len(dims) <= 4 \
             or not all(isinstance(d, (int, np.integer)) and d >= 0 for d in dims):
-        raise LaunchError(f"launch dim must be an int or a tuple of 1 to 3 non-negative ints, "
+        raise LaunchError(f"launch dim must be an int or a tuple of 1 to 4 non-negative ints, "
                           f"not {dim!r}")
     dims = tuple(int(d) for d in dims)
     if math.prod(dims) > MAX_THREADS:
@@ -178,6 +178,7 @@ class Launch:
         self.max_blocks, self.block_dim = max_blocks, block_dim
         dim = bounds if dim is None else dim
         self.dim = _dims(dim) if dim is not None else (0,)
+        by_hand = params is None
         if params is None:
             func = self._func()
             params = [None if p.type.is_array else
@@ -186,6 +187,10 @@ class Launch:
         self.params = list(params)
         self.null_arrays = False  # True: None arrays were passed on purpose (null arrays)
         self.struct_args = None  # the user's arguments where the kernel takes structs
+        if by_hand and getattr(self.kernel.ir, "struct_signature", None) is not None:
+            from .struct_launch import StructArgs  # set_param_* take the user's indices
+            self.struct_args = StructArgs(kernel, [None] * len(kernel.ir.struct_signature),
+                                          self.device)
 
     def _func(self):
         return self.kernel.adjoint_ir if self.adjoint else self.kernel.ir
@@ -269,7 +274,7 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
         kernel = kernel.for_arguments(primal)
     structs = None
     if getattr(kernel.ir, "struct_signature", None) is not None:  # one value per leaf field
-        from .structs import flatten_launch
+        from .struct_launch import flatten_launch
         structs, primal, n_in, adj_inputs, adj_outputs = flatten_launch(
             kernel, inputs, outputs, adj_inputs, adj_outputs, device, adjoint)
     plan = _plan(kernel)

@@ -271,9 +271,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     if args.child:
+        results_fd = os.dup(1)  # a test may leave stdout captured (a capture never ended)
         records = run_file(args.child, args.warp, args.per_test, args.skip)
         sys.stdout.flush()
-        print("@@RESULTS@@" + json.dumps(records))
+        with os.fdopen(results_fd, "w") as out:
+            out.write("@@RESULTS@@" + json.dumps(records) + "\n")
         return 0
 
     if warp_tests_dir() is None:

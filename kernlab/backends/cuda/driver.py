@@ -228,7 +228,7 @@ class ArrayArg(ctypes.Structure):
 class DimsArg(ctypes.Structure):
     """``kl_dims``."""
 
-    _fields_ = [("size", ctypes.c_int64), ("shape", ctypes.c_int64 * 3),
+    _fields_ = [("size", ctypes.c_int64), ("shape", ctypes.c_int64 * 4),
                 ("ndim", ctypes.c_int32), ("pad", ctypes.c_int32)]
 
 
@@ -358,7 +358,7 @@ def pack_parameters(func: Function, block_type, dims, args, array_pointer, statu
             value = _param_ctype(t)(*np.asarray(a, t.scalar.np).reshape(-1).tolist())
         setattr(block, f"p{k}", value)
     block.status = status
-    block.dims = DimsArg(math.prod(dims), (ctypes.c_int64 * 3)(*dims, *[1] * (3 - len(dims))),
+    block.dims = DimsArg(math.prod(dims), (ctypes.c_int64 * 4)(*dims, *[1] * (4 - len(dims))),
                          len(dims), 0)
     return block
 

@@ -62,7 +62,7 @@ class _EntryBuilder:
             b.store(ir.Constant(PTR, None), self.stack["buf"])
             b.store(I64(0), self.stack["cap"])
         self.params = {p.value: self._read_param(k, p) for k, p in enumerate(func.params)}
-        self.dims = [self._field("dims", I64, d, name=f"dim{d}") for d in range(3)]
+        self.dims = [self._field("dims", I64, d, name=f"dim{d}") for d in range(4)]
         self.status = b.gep(args, [I64(self.offsets["flag"])], source_etype=I8,
                             name="status")
         done = self.done = self.fn.append_basic_block("done")
@@ -134,7 +134,8 @@ class _EntryBuilder:
                 absent[a.param] = b.icmp_unsigned("==", a.ptr, ir.Constant(PTR, None))
             ok = b.and_(ok, holds(a, b.icmp_signed("==", a.strides[-1],
                                                    I64(a.type.dtype.nbytes))))
-        total = b.mul(b.mul(self.dims[0], self.dims[1]), self.dims[2], name="threads")
+        total = b.mul(b.mul(b.mul(self.dims[0], self.dims[1]), self.dims[2]), self.dims[3],
+                      name="threads")
         for arr, axis, dim in sorted(self._hoistable(), key=lambda x: (x[0].id, x[1], x[2])):
             view = self.params[arr]
             extent = total if self.func.ndim == 1 else self.dims[dim]
@@ -156,7 +157,7 @@ class _EntryBuilder:
 
     def _thread_loops(self, start, end, fast):
         """Run the body for every thread in [start, end): one loop for 1-D kernels; for
-        2-D/3-D, a loop over rows of the last launch dim with an inner loop along it."""
+        2-D to 4-D, a loop over rows of the last launch dim with an inner loop along it."""
         b, ndim = self.b, self.func.ndim
         tag = "fast" if fast else "gen"
         if ndim == 1:
@@ -177,8 +178,10 @@ class _EntryBuilder:
         row_len = b.sub(last, j_lo)
         left = b.sub(end, flat)
         row_len = b.select(b.icmp_signed("<", left, row_len), left, row_len, name="row_len")
-        coords = [q] if ndim == 2 else [b.sdiv(q, b.trunc(self.dims[1], I32)),
-                                        b.srem(q, b.trunc(self.dims[1], I32))]
+        coords = [q]  # the row q over dims[0 .. ndim-1) -> its coordinates, last fastest
+        for d in range(ndim - 2, 0, -1):
+            n = b.trunc(self.dims[d], I32)
+            coords[:1] = [b.sdiv(coords[0], n), b.srem(coords[0], n)]
         self._counted_loop(j_lo, b.add(j_lo, row_len, flags=("nsw",)),
                            lambda j: self._thread(coords + [j], fast), f"{tag}_j", fast)
         nxt = b.add(flat, row_len, name="flat_next", flags=("nsw",))

@@ -90,7 +90,7 @@ class ArgLayout:
                 ctype = ctypes.c_uint8 if t.scalar.kind == "b" else t.scalar._type_
                 fields.append((f"p{k}", ctype if t.is_scalar else ctype * t.length))
                 formats[f"p{k}"] = _scalar_format(t.scalar)
-        fields.append(("dims", ctypes.c_int64 * 3))
+        fields.append(("dims", ctypes.c_int64 * 4))
         formats["dims"] = "q"
         packed = len(fields)
         fields += [("flag", ctypes.c_int32), ("site", ctypes.c_int32), ("axis", ctypes.c_int32),
@@ -549,12 +549,12 @@ def _describe(data, nd: int) -> tuple:
 
 
 def _grid(dims, ndim) -> list:
-    """The launch dims as the kernel reads them (padded with 1 to three entries): extra
+    """The launch dims as the kernel reads them (padded with 1 to four entries): extra
     leading dims fold into the first one, missing ones are 1."""
     dims = [int(d) for d in dims]
     if ndim > 1 and len(dims) > ndim:
         dims = [math.prod(dims[: len(dims) - ndim + 1])] + dims[len(dims) - ndim + 1:]
-    return (dims + [1, 1, 1])[:3]
+    return (dims + [1, 1, 1, 1])[:4]
 
 
 def _param_plan(t):
