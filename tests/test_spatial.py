@@ -12,6 +12,7 @@ import pytest
 
 import kernlab as kl
 from kernlab.builtins.expand import EXPANSIONS
+from kernlab.builtins.random import PUBLIC as RANDOM
 from kernlab.lang import BuiltinFunction
 
 N = 4  # threads, one sample each
@@ -278,7 +279,8 @@ CASES = [
 ]
 # covered by kernels of their own below
 SPECIAL = {"quat_identity", "transform_identity", "quat_to_axis_angle", "transform_decompose",
-           "eq", "ne", "matrix_from_cols", "matrix_from_rows"}
+           "matrix_from_cols", "matrix_from_rows"}
+SPECIAL |= set(RANDOM)  # tests/test_random.py
 
 
 def jacobians(kernel, inputs, outputs):
