@@ -228,7 +228,6 @@ CASES = [
     Case("quat_inverse", F("quat_inverse"), ("quat",), "quat", qconj),
     Case("mul", F("mul"), ("quat", "quat"), "quat", qmul),
     Case("mul", F("mul"), ("transform", "transform"), "transform", tmul),
-    Case("div", F("div"), ("float", "quat"), "quat", lambda s, q: s / q),
     Case("normalize", F("normalize"), ("quat",), "quat", lambda q: q / np.linalg.norm(q)),
     Case("quat_rotate", F("quat_rotate"), ("quat", "vec3"), "vec3", qrot),
     Case("quat_rotate_inv", F("quat_rotate_inv"), ("quat", "vec3"), "vec3", qrot_inv),

@@ -118,11 +118,6 @@ def quat_mul(g, a, b):
     return _quat_from_parts(g, v, g.sub(g.mul(aw, bw), g.dot(av, bv)))
 
 
-@expansion("div", ("float", "quat"), "quat")
-def scalar_div_quat(g, s, q):
-    return _quat(g, *(g.div(s, _c(g, q, k)) for k in range(4)))
-
-
 @expansion("normalize", ("quat",), "quat")
 def quat_normalize(g, q):
     """q / |q|; the zero quaternion gives the identity (as in Warp)."""
