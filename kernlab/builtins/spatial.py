@@ -389,7 +389,7 @@ def spatial_adjoint(g, r, s):
     return _mat(g, rows)
 
 
-# ---- matrices from vectors (Warp's spatial tests use them) -------------------------------------------
+# ---- matrices from vectors (Warp's spatial tests use them) ----------------------------
 
 def _matrix_from_cols(g, *cols):
     t = cols[0].type
