@@ -347,6 +347,17 @@ class Value(np.ndarray):
     def __ne__(self, other):
         return not self.__eq__(other)
 
+    # % is C's fmod, as in kernels (NumPy's % would floor)
+    def __mod__(self, other):
+        return np.fmod(self, other)
+
+    def __rmod__(self, other):
+        return np.fmod(other, self)
+
+    def __imod__(self, other):
+        self[...] = np.fmod(self, other)
+        return self
+
     __hash__ = None
 
     def __str__(self):

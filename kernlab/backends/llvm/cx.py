@@ -44,6 +44,13 @@ def is_float(ty: ir.Type) -> bool:
     return isinstance(ty, (ir.HalfType, ir.FloatType, ir.DoubleType))
 
 
+def _const_like(ty: ir.Type, value) -> ir.Constant:
+    """value as a constant of ty, splatted over a vector type."""
+    if isinstance(ty, ir.VectorType):
+        return ir.Constant(ty, [ir.Constant(ty.element, value)] * ty.count)
+    return ir.Constant(ty, value)
+
+
 def _like(ty: ir.Type, element: ir.Type) -> ir.Type:
     """element, or a vector of it as long as ty when ty is a vector."""
     return ir.VectorType(element, ty.count) if isinstance(ty, ir.VectorType) else element
@@ -181,7 +188,7 @@ class BuiltinContext:
         if self._kind(a) == "u":
             return q
         r = self._int_divrem(a, b, rem=True)  # q - 1 when inexact and the signs differ
-        zero = ir.Constant(a.type, 0)
+        zero = _const_like(a.type, 0)
         signs_differ = self.b.icmp_signed("<", self.b.xor(r, b), zero)
         fix = self.b.and_(self.b.icmp_signed("!=", r, zero), signs_differ)
         return self.b.sub(q, self.b.zext(fix, a.type))
@@ -189,13 +196,13 @@ class BuiltinContext:
     def _int_divrem(self, a, b, rem: bool):
         """C division/remainder that never traps: x / 0 == 0, x % 0 == 0, MIN / -1 wraps."""
         ty = a.type
-        zero, one = ir.Constant(ty, 0), ir.Constant(ty, 1)
+        zero, one = _const_like(ty, 0), _const_like(ty, 1)
         is_zero = self.b.icmp_unsigned("==", b, zero)
         if self._kind(a) == "u":
             safe = self.b.select(is_zero, one, b)
             q = (self.b.urem if rem else self.b.udiv)(a, safe)
             return self.b.select(is_zero, zero, q)
-        minus_one = ir.Constant(ty, -1)
+        minus_one = _const_like(ty, -1)
         is_m1 = self.b.icmp_signed("==", b, minus_one)
         safe = self.b.select(self.b.or_(is_zero, is_m1), one, b)
         q = (self.b.srem if rem else self.b.sdiv)(a, safe)
