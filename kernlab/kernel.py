@@ -30,7 +30,8 @@ class Func:
         self.key = pyfunc.__name__
         self.module = module
         self.overloads: list = [pyfunc]
-        self.grad: Func | None = None
+        self.grad: Func | None = None  # the latest @kl.func_grad
+        self.grads: dict = {}  # overload (Python function) -> its @kl.func_grad
         self.replay: Func | None = None  # @kl.func_replay: what the adjoint recomputes
         functools.update_wrapper(self, pyfunc)
 
@@ -44,6 +45,12 @@ class Func:
             self.overloads.append(pyfunc)
         self.pyfunc = pyfunc
         return self
+
+    def grad_for(self, pyfunc):
+        """The custom gradient of the overload ``pyfunc`` (the only one's, if one)."""
+        if pyfunc in self.grads:
+            return self.grads[pyfunc]
+        return self.grad if len(self.overloads) == 1 or not self.grads else None
 
     def __call__(self, *args, **kwargs):
         from .pycall import call_func
@@ -370,8 +377,23 @@ def func_grad(forward: Func):
 
     def wrap(pyfunc):
         forward.grad = Func(pyfunc)
+        forward.grads[_overload_of_grad(forward, pyfunc)] = forward.grad
         return forward.grad
     return wrap
+
+
+def _overload_of_grad(forward: Func, grad_pyfunc):
+    """The overload of ``forward`` whose parameter types lead the gradient's parameters
+    (the latest overload when none does: the gradient's own checks then report it)."""
+    try:
+        lead = _signature_key(grad_pyfunc)
+        for f in reversed(forward.overloads):
+            key = _signature_key(f)
+            if lead[:len(key)] == key:
+                return f
+    except Exception:  # noqa: BLE001 — unreadable annotations: reported when compiled
+        pass
+    return forward.pyfunc
 
 
 def func_replay(forward: Func):

@@ -184,9 +184,10 @@ class ControlMixin:
                                   "kernlab cannot compile", self.b.loc)
         if func.replay is not None:
             return self.replay_call(func, src, vals, pyfunc)
-        if func.grad is None or func.grad.pyfunc in self.inlining:  # f called from its grad
+        grad = func.grad_for(pyfunc)  # the custom gradient of this overload, if any
+        if grad is None or grad.pyfunc in self.inlining:  # f called from its grad
             return self.inline_body(func, src, vals, pyfunc=pyfunc)
-        return self.custom_call(func, src, vals, pyfunc)
+        return self.custom_call(func, src, vals, pyfunc, grad)
 
     def replay_call(self, func, src, vals, pyfunc=None):
         """A func with @kl.func_replay: a CUSTOM region whose second region (the replay,
@@ -240,7 +241,7 @@ class ControlMixin:
             return tuple(self.b.load(v) for v in scope.ret_var)
         return self.b.load(scope.ret_var) if scope.ret_var is not None else None
 
-    def custom_call(self, func, src, vals, pyfunc=None):
+    def custom_call(self, func, src, vals, pyfunc=None, grad=None):
         """A func with a custom gradient: a CUSTOM region holding the func inlined and the
         gradient body, which reads ``adj_ret`` (one per returned value: adj_ret0, ...) and
         accumulates into ``kl.adjoint[x]`` (a local per scalar/vector parameter, the
@@ -259,10 +260,11 @@ class ControlMixin:
         with self.b.at(forward):
             for var, r in zip(outs, results):
                 self.b.store(var, r)
-        grad_src = parse_function(func.grad.pyfunc)
+        grad = grad or func.grad
+        grad_src = parse_function(grad.pyfunc)
         gparams = grad_src.tree.args.args
         if len(gparams) != len(vals) + len(outs):
-            raise KernelTypeError(f"custom gradient '{func.grad.__name__}' must take the "
+            raise KernelTypeError(f"custom gradient '{grad.__name__}' must take the "
                                   f"{len(vals)} parameter(s) of '{func.__name__}' and one "
                                   f"adjoint per returned value ({len(outs)})",
                                   grad_src.loc(grad_src.tree))
@@ -276,7 +278,7 @@ class ControlMixin:
         with self.b.at(backward):
             for var in adj_args.values():
                 self.b.store(var, self.b.zeros(var.type))
-            self.inline_body(func.grad, grad_src,
+            self.inline_body(grad, grad_src,
                              [*vals, *(self.b.load(a) for a in adj_rets)], adjoints)
         self.b.emit(Op.CUSTOM, ins_args, regions=[forward, backward], func=func, outs=outs,
                     adj_rets=adj_rets, adj_args=[adj_args.get(p.arg) for p in gparams[:len(vals)]],
