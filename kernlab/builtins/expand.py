@@ -5,11 +5,15 @@ builtins on ``g`` (``g.mul(a, b)``, ``g.index(q, g.const(3))``). That one defini
 every fact about it: the frontend expands a call in place, so the interpreter, LLVM and
 CUDA backends run the primitives it calls and reverse mode differentiates them; on Python
 values the same function runs on ``NumpyBuilder``, whose calls run the primitives' NumPy
-references. Quaternion and transform math (spatial.py) is written this way.
+references. Quaternion and transform math (spatial.py) and the random numbers (random.py)
+are written this way.
 
-Signatures name argument kinds (``"quat"``, ``"vec3"``, ``"float"``, ...); all arguments
-share one float scalar type. An expansion may also overload a primitive builtin for the
-kinds it names (``mul`` of two quaternions is the Hamilton product); it is tried first.
+Signatures name argument kinds (``"quat"``, ``"vec3"``, ``"float"``, ``"vector"`` for any
+vector, ``"int"``/``"uint32"`` for integers); the float arguments share one scalar type.
+An expansion may also overload a primitive builtin for the kinds it names (``mul`` of two
+quaternions is the Hamilton product); it is tried first. One that ``writes`` arguments
+(``randf(state)``, ``transform_set_translation(t, p)``) returns their new values first;
+the frontend (frontend/spatial.py) assigns them.
 """
 from __future__ import annotations
 
