@@ -6,6 +6,7 @@ for, and machine code per (backend, adjoint, bounds_check) variant.
 from __future__ import annotations
 
 import functools
+import weakref
 import sys
 import typing
 from typing import Callable, ParamSpec, TypeVar
@@ -229,7 +230,9 @@ class Module:
     def __init__(self, name: str):
         self.name = name
         self.options: dict = {"enable_backward": True}
-        self.kernels: dict = {}  # key -> the latest kernel defined under that name
+        # key -> the latest kernel defined under that name; weak, so that a module never
+        # keeps a kernel (and its compiled code) alive
+        self.kernels = weakref.WeakValueDictionary()
 
     def hash_module(self) -> str:
         """A hash of what the module's kernels are: their source and the types their
