@@ -513,3 +513,22 @@ def test_component_multiply_assign_on_an_array_is_refused_for_gradients():
         kl.launch(scale, 1, inputs=[x, y])
     with pytest.raises(kl.GradientError):
         tape.backward(grads={y: kl.array(np.ones((1, 3), np.float32), dtype=kl.vec3)})
+
+
+@kl.kernel
+def from_ptr(a: kl.array2d(dtype=float), out: kl.array(dtype=float)):
+    flat = kl.array(ptr=a.ptr, shape=(6,), dtype=float)
+    out[0] = flat[4]
+    cube = kl.array(ptr=a.ptr, shape=(3, 2), dtype=float)
+    out[1] = cube[2, 1]
+    cube[0, 1] = 100.0
+
+
+def test_array_from_the_pointer_of_a_parameter_reads_it_row_major():
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+    a, out = kl.array(data), kl.zeros(2)
+    kl.launch(from_ptr, 1, inputs=[a, out])
+    assert out.numpy().tolist() == [4.0, 5.0]
+    expected = data.copy()
+    expected.reshape(-1)[1] = 100.0
+    np.testing.assert_array_equal(a.numpy(), expected)

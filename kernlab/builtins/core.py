@@ -111,7 +111,8 @@ def _np_div(a, b):
 
 def _div_grad(g, a, b, r, adj):
     if b.type.is_scalar:
-        return g.div(adj, b), g.neg(g.div(g.inner(adj, r), b))
+        # -(adj . a) / b^2, in Warp's order of operations (float16 rounds as in Warp)
+        return g.div(adj, b), g.neg(g.div(g.inner(adj, a), g.mul(b, b)))
     # s / v, component-wise: d/ds = sum(adj / v), d/dv = -adj r / v
     return g.inner(adj, g.div(g.const(1, a.type), b)), g.neg(g.cw_div(g.cw_mul(adj, r), b))
 
