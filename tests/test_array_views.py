@@ -208,3 +208,12 @@ def test_vector_arrays_scale_by_numbers():
     np.testing.assert_array_equal((-v).numpy(), -np.arange(6).reshape(2, 3))
     with pytest.raises(ArrayError, match="same shape"):
         v + kl.zeros(3, dtype=kl.vec3)
+
+
+def test_numpy_operands_and_ufuncs():
+    a = kl.array([1.0, 2.0, 3.0], dtype=float)
+    r = np.float32(2.0) * a  # a NumPy scalar defers to the array
+    assert isinstance(r, kl.array)
+    np.testing.assert_array_equal(r.numpy(), [2.0, 4.0, 6.0])
+    np.testing.assert_array_equal((np.ones(3, np.float32) + a).numpy(), [2.0, 3.0, 4.0])
+    np.testing.assert_array_equal(np.isfinite(a), [True, True, True])  # ufuncs still read it

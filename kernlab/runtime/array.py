@@ -389,7 +389,7 @@ class array:
 
     # --- Arithmetic (array_ops.py): kernels, so recorded on a tape ----------------------
 
-    __array_ufunc__ = None  # NumPy operands defer to these operators
+    __array_priority__ = 1000  # NumPy scalars and arrays defer to these operators
 
     def _binary(self, name, other, reflected=False, out=None):
         from .array_ops import binary
