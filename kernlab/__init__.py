@@ -5,14 +5,16 @@
 from __future__ import annotations
 
 from . import config, types
+from .config import DeterministicMode
 from .errors import (GradientError, KernelAttributeError, KernelError, KernelKeyError,
                      KernelNameError, KernelSyntaxError, KernelTypeError, KernelValueError,
                      LaunchError, WarpCodegenAttributeError, WarpCodegenError,
                      WarpCodegenKeyError, WarpCodegenTypeError, WarpCodegenValueError)
-from .kernel import (Func, Kernel, Module, func, func_grad, func_native, func_replay,
-                     get_module, kernel, overload, source)
-from .lang import (FUNCTIONS as _FUNCTIONS, adjoint, atomic_add, atomic_max, atomic_min,
-                   atomic_sub, constant, expect_eq, expect_near, expect_neq, grad, identity,
+from .kernel import (Func, Kernel, Module, force_load, func, func_grad, func_native,
+                     func_replay, get_module, kernel, load_module, overload, source)
+from .lang import (FUNCTIONS as _FUNCTIONS, adjoint, atomic_add, atomic_and, atomic_cas,
+                   atomic_exch, atomic_max, atomic_min, atomic_or, atomic_sub, atomic_xor,
+                   constant, expect_eq, expect_near, expect_neq, grad, identity,
                    kprint as print, matrix_from_cols, matrix_from_rows, printf, static,
                    tid)  # noqa: A004
 from .types import matrix, vector  # types in Python; constructors with shape=/length= in kernels

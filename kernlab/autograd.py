@@ -40,11 +40,12 @@ def _preserved(arrays, values=True):
     on leaving."""
     arrays = list({id(a): a for a in arrays if isinstance(a, array)}.values())
     saved = [(a, a.numpy().copy() if values else None, a.grad,
-              None if a.grad is None else a.grad.numpy().copy()) for a in arrays]
+              None if a.grad is None else a.grad.numpy().copy(), a._is_read) for a in arrays]
     try:
         yield
     finally:
-        for a, data, grad, gdata in saved:
+        for a, data, grad, gdata, was_read in saved:
+            a._is_read = was_read  # a caller's pending tape still counts its reads
             if data is not None:
                 _write_flat(a, 0, data.reshape(-1))
             a.grad = grad
@@ -191,12 +192,13 @@ def jacobian_fd(function, dim=None, inputs=None, outputs=None, input_output_mask
     """The Jacobians by central finite differences (forward passes only)."""
     prob = _Problem(function, dim, inputs, outputs, device)
     in_arrays = [a for a in prob.inputs if isinstance(a, array)]
-    with _preserved(in_arrays, values=True):
+    with _preserved(in_arrays, values=restore_inputs):
         start = [a.numpy().copy() for a in in_arrays]
 
         def run():
-            for a, data in zip(in_arrays, start):
-                _write_flat(a, 0, data.reshape(-1))
+            if restore_inputs:
+                for a, data in zip(in_arrays, start):
+                    _write_flat(a, 0, data.reshape(-1))
             return prob.evaluate()
 
         with _preserved(prob.outputs or [], values=True):
@@ -211,10 +213,13 @@ def jacobian_fd(function, dim=None, inputs=None, outputs=None, input_output_mask
                     for a, data in zip(outs, saved_outs):
                         if data is not None:
                             _write_flat(a, 0, data.reshape(-1))
-                for a, data in zip(in_arrays, start):
-                    _write_flat(a, 0, data.reshape(-1))
                 a = prob.inputs[i]
-                orig = float(start[in_arrays.index(a)].reshape(-1)[k])
+                if restore_inputs:
+                    for b, data in zip(in_arrays, start):
+                        _write_flat(b, 0, data.reshape(-1))
+                    orig = float(start[in_arrays.index(a)].reshape(-1)[k])
+                else:  # Warp's restore_inputs=False: probe wherever the inputs drifted to
+                    orig = float(_read_flat(a, k, 1)[0])
                 _write_flat(a, k, [orig + delta])
                 got = prob.function(*prob.inputs) if not prob.is_kernel else None
                 if prob.is_kernel:
@@ -222,6 +227,8 @@ def jacobian_fd(function, dim=None, inputs=None, outputs=None, input_output_mask
                            device=prob.device, record_tape=False)
                     got = prob.outputs
                 got = list(got) if isinstance(got, (tuple, list)) else [got]
+                if not restore_inputs:
+                    _write_flat(a, k, [float(_read_flat(a, k, 1)[0]) - delta])
                 return [g.numpy().astype(np.float64).reshape(-1) if isinstance(g, array)
                         else None for g in got]
 

@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import enum
 import os
 
 
@@ -50,3 +51,13 @@ cache_dir: str | None = default_cache_dir()
 
 # Print what the compiler and the cache are doing.
 verbose: bool = False
+
+
+class DeterministicMode(enum.IntEnum):
+    """Warp's module option ``deterministic`` (how atomics are ordered on a GPU). kernlab
+    accepts it and runs as it always does: CPU atomics are exact per element; the order of
+    floating-point accumulation across threads is not fixed."""
+
+    NOT_GUARANTEED = 0
+    RUN_TO_RUN = 1
+    GPU_TO_GPU = 2

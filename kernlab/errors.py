@@ -51,8 +51,9 @@ def _pretty_file(path: str) -> str:
     return path
 
 
-class KernelError(Exception):
-    """Base of all kernlab compile and launch errors. ``loc`` is a SourceLoc or None."""
+class KernelError(RuntimeError):
+    """Base of all kernlab compile and launch errors. ``loc`` is a SourceLoc or None. A
+    RuntimeError, as Warp's codegen errors are."""
 
     def __init__(self, message: str, loc: SourceLoc | None = None, kernel: str | None = None,
                  details: str | None = None, stage: str | None = None):

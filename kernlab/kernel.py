@@ -75,6 +75,8 @@ class Kernel:
         self.module = module if isinstance(module, Module) else get_module(
             module if module is not None else getattr(pyfunc, "__module__", None))
         self.param_types = param_types  # a generic kernel's specialisation: concrete types
+        if param_types is None:
+            self.module.kernels[key or pyfunc.__name__] = self
         self._ir: Function | None = None
         self._adjoint: Function | None = None
         self._adjoint_retain: dict = {}  # retained param indices -> adjoint IR
@@ -227,6 +229,29 @@ class Module:
     def __init__(self, name: str):
         self.name = name
         self.options: dict = {"enable_backward": True}
+        self.kernels: dict = {}  # key -> the latest kernel defined under that name
+
+    def hash_module(self) -> str:
+        """A hash of what the module's kernels are: their source and the types their
+        parameters name, structs by their fields (a struct redefined unchanged keeps the
+        hash), as Warp's module hash."""
+        import hashlib
+        import inspect
+
+        from .generics import annotated_types
+        from .runtime.structs import content_key
+        h = hashlib.sha256()
+        for key in sorted(self.kernels):
+            k = self.kernels[key]
+            h.update(key.encode())
+            try:
+                h.update(inspect.getsource(k.pyfunc).encode())
+                types = annotated_types(k.pyfunc)
+            except (OSError, TypeError, KernelError):
+                types = []
+            for t in types:
+                h.update(content_key(t).encode())
+        return h.hexdigest()
 
     def __repr__(self):
         return f"<kernlab module {self.name}>"
@@ -241,6 +266,17 @@ def get_module(name=None) -> Module:
     if name not in _MODULES:
         _MODULES[name] = Module(name)
     return _MODULES[name]
+
+
+def load_module(module=None, device=None, recursive: bool = False, block_dim=None):
+    """Warp's ``wp.load_module``: compile a module's kernels ahead of use. kernlab compiles
+    each kernel on its first launch (and caches the code), so there is nothing to do."""
+    return get_module(module)
+
+
+def force_load(device=None, modules=None, block_dim=None):
+    """Warp's ``wp.force_load``: nothing to do (kernels compile on first launch)."""
+    return None
 
 
 def kernel(f=None, *, enable_backward: bool | None = None, module=None, **options):

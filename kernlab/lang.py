@@ -9,6 +9,7 @@ import numpy as np
 
 from .builtins import REGISTRY
 from .builtins.expand import EXPANSIONS, call_on_python_values
+from .builtins.random import PUBLIC as RANDOM_BUILTINS
 from .builtins.spatial import PUBLIC as SPATIAL_BUILTINS
 from .types import Type, to_type
 
@@ -62,9 +63,10 @@ PUBLIC_BUILTINS = [
     "rint", "frac", "cbrt", "degrees", "radians", "copysign", "step", "nonzero", "isfinite",
     "isnan", "isinf", "argmin", "argmax", "add", "sub", "div", "mod", "floordiv", "neg",
     "bit_and", "bit_or", "bit_xor", "lshift", "rshift", "invert", "cw_mul", "cw_div",
-    "erf", "erfc", "erfinv", "erfcinv",
+    "erf", "erfc", "erfinv", "erfcinv", "trace",
 ]
-FUNCTIONS = {name: BuiltinFunction(name) for name in PUBLIC_BUILTINS + SPATIAL_BUILTINS}
+FUNCTIONS = {name: BuiltinFunction(name) for name in PUBLIC_BUILTINS + SPATIAL_BUILTINS
+             + RANDOM_BUILTINS}
 FUNCTIONS["transformation"] = BuiltinFunction("transformation")
 FUNCTIONS["select"] = BuiltinFunction("select", "where")
 
@@ -98,7 +100,18 @@ expect_neq = ExpectForm("expect_neq", "expect_neq(a, b): print a message if a ==
 expect_near = ExpectForm("expect_near", "expect_near(a, b, tolerance=1e-6): print a message "
                           "if some component differs by more than tolerance")
 EXPECTS = {expect_eq: "eq", expect_neq: "neq", expect_near: "near"}
-ATOMICS = {atomic_add: "add", atomic_sub: "sub", atomic_min: "min", atomic_max: "max"}
+atomic_and = SpecialForm("atomic_and", "atomic_and(array, index..., value): bitwise and; "
+                         "returns the old value")
+atomic_or = SpecialForm("atomic_or", "atomic_or(array, index..., value): bitwise or; returns "
+                        "the old value")
+atomic_xor = SpecialForm("atomic_xor", "atomic_xor(array, index..., value): bitwise xor; "
+                         "returns the old value")
+atomic_exch = SpecialForm("atomic_exch", "atomic_exch(array, index..., value): writes value, "
+                          "returns the old value")
+atomic_cas = SpecialForm("atomic_cas", "atomic_cas(array, index..., compare, value): writes "
+                         "value if the element equals compare; returns the old value")
+ATOMICS = {atomic_cas: "cas", atomic_add: "add", atomic_sub: "sub", atomic_min: "min", atomic_max: "max",
+           atomic_and: "and", atomic_or: "or", atomic_xor: "xor", atomic_exch: "exch"}
 
 
 class MatrixForm(SpecialForm):

@@ -1,8 +1,8 @@
 """Python-scope quaternion and transform values (``kl.quat(...)``, ``kl.transform(...)``).
 
-A value is a NumPy array of the type's shape and scalar type that also knows its kernlab
-type, has Warp's attribute names (``q.x`` .. ``q.w``, ``t.p``, ``t.q``) and Warp's equality
-(``a == b`` is one bool, so ``assertEqual(t.q, q)`` reads as in Warp).
+A value is a vector value (types.Value: ``q.x`` .. ``q.w``, whole-value ``==``) that also
+knows its kernlab type, with a class per type (``type(kl.transform())`` names transformf),
+and a transform's ``t.p`` / ``t.q``.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import inspect
 
 import numpy as np
 
-from .types import Quaternion, Transformation, Vector
+from .types import Quaternion, Transformation, Value, Vector
 
 _PQ = inspect.Signature([
     inspect.Parameter("p", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=(0.0, 0.0, 0.0)),
@@ -19,18 +19,8 @@ _PQ = inspect.Signature([
 ])
 
 
-def _component(k):
-    def get(self):
-        return self[k]
-
-    def put(self, value):
-        self[k] = value
-    return property(get, put)
-
-
-class SpatialValue(np.ndarray):
+class SpatialValue(Value):
     _kl = None
-
     kl_class_type = None  # set on the class of each type's values (value_class)
 
     def __new__(cls, data, kl_type):
@@ -46,25 +36,6 @@ class SpatialValue(np.ndarray):
     def kl_type(self):
         """The kernlab type, while the value still has its shape (not for a slice)."""
         return self._kl if self._kl is not None and self.shape == self._kl.shape else None
-
-    def __eq__(self, other):
-        try:
-            return bool(np.array_equal(np.asarray(self), np.asarray(other)))
-        except (TypeError, ValueError):
-            return False
-
-    def __ne__(self, other):
-        return not self.__eq__(other)
-
-    __hash__ = None
-
-    def __repr__(self):
-        return repr(np.asarray(self))
-
-    def __str__(self):
-        return str(np.asarray(self))
-
-    x, y, z, w = (_component(k) for k in range(4))
 
     @property
     def p(self):

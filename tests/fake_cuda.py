@@ -225,6 +225,10 @@ template <typename T> T atomicAdd(T* p, T v) { T o = *p; *p = o + v; return o; }
 template <typename T> T atomicSub(T* p, T v) { T o = *p; *p = o - v; return o; }
 template <typename T> T atomicMin(T* p, T v) { T o = *p; *p = v < o ? v : o; return o; }
 template <typename T> T atomicMax(T* p, T v) { T o = *p; *p = v > o ? v : o; return o; }
+template <typename T> T atomicAnd(T* p, T v) { T o = *p; *p = o & v; return o; }
+template <typename T> T atomicOr(T* p, T v) { T o = *p; *p = o | v; return o; }
+template <typename T> T atomicXor(T* p, T v) { T o = *p; *p = o ^ v; return o; }
+template <typename T> T atomicExch(T* p, T v) { T o = *p; *p = v; return o; }
 """
 
 

@@ -449,3 +449,86 @@ def test_generic_vector_length():
     assert out.numpy()[0] == 3
     kl.launch(any_length, 1, inputs=[kl.vec2(1.0, 2.0), out])
     assert out.numpy()[0] == 2
+
+
+FMT33 = "%d " * 33
+
+
+def test_printf_takes_at_most_32_values():
+    @kl.kernel
+    def loud():
+        kl.printf(FMT33, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17,
+                  18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32)
+
+    with pytest.raises(RuntimeError, match="passed to `printf` is 32$"):
+        kl.launch(loud, 1)
+
+
+def test_empty_vector_slices_compare_equal():
+    vec0 = kl.types.vector(0, float)
+
+    @kl.kernel
+    def k(out: kl.array(dtype=int)):
+        v = kl.vec4(1.0, 2.0, 3.0, 4.0)
+        out[0] = int(v[4:] == vec0())
+        out[1] = int(v[:-9] != vec0())
+        out[2] = int(v[::-1] == kl.vec4(4.0, 3.0, 2.0, 1.0))
+
+    out = kl.zeros(3, dtype=int)
+    kl.launch(k, 1, inputs=[out])
+    assert out.numpy().tolist() == [1, 0, 1]
+
+
+@kl.kernel
+def component_writes(x: kl.array(dtype=float), y: kl.array(dtype=kl.vec3)):
+    i = kl.tid()
+    y[i][0] = 2.0 * x[i]
+    y[i].z = x[i] * x[i]
+    y[i][1] += 5.0 * x[i]
+
+
+def test_component_writes_into_array_elements_have_chain_rule_gradients():
+    xs = np.array([1.5, -2.0], np.float32)
+    x = kl.array(xs, requires_grad=True)
+    y = kl.array(np.ones((2, 3), np.float32), dtype=kl.vec3, requires_grad=True)
+    tape = kl.Tape()
+    with tape:
+        kl.launch(component_writes, 2, inputs=[x, y])
+    np.testing.assert_allclose(y.numpy(), np.stack([2 * xs, 1 + 5 * xs, xs**2], axis=1))
+    tape.backward(grads={y: kl.array(np.ones((2, 3), np.float32), dtype=kl.vec3)})
+    # d/dx of (2x + (1 + 5x) + x^2) = 7 + 2x
+    np.testing.assert_allclose(x.grad.numpy(), 7 + 2 * xs, rtol=1e-6)
+
+
+def test_component_multiply_assign_on_an_array_is_refused_for_gradients():
+    @kl.kernel
+    def scale(x: kl.array(dtype=float), y: kl.array(dtype=kl.vec3)):
+        i = kl.tid()
+        y[i][0] *= x[i]  # the replay would read the new y[i]: a wrong gradient for x
+
+    x = kl.array(np.ones(1, np.float32), requires_grad=True)
+    y = kl.array(np.ones((1, 3), np.float32), dtype=kl.vec3, requires_grad=True)
+    tape = kl.Tape()
+    with tape:
+        kl.launch(scale, 1, inputs=[x, y])
+    with pytest.raises(kl.GradientError):
+        tape.backward(grads={y: kl.array(np.ones((1, 3), np.float32), dtype=kl.vec3)})
+
+
+@kl.kernel
+def from_ptr(a: kl.array2d(dtype=float), out: kl.array(dtype=float)):
+    flat = kl.array(ptr=a.ptr, shape=(6,), dtype=float)
+    out[0] = flat[4]
+    cube = kl.array(ptr=a.ptr, shape=(3, 2), dtype=float)
+    out[1] = cube[2, 1]
+    cube[0, 1] = 100.0
+
+
+def test_array_from_the_pointer_of_a_parameter_reads_it_row_major():
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+    a, out = kl.array(data), kl.zeros(2)
+    kl.launch(from_ptr, 1, inputs=[a, out])
+    assert out.numpy().tolist() == [4.0, 5.0]
+    expected = data.copy()
+    expected.reshape(-1)[1] = 100.0
+    np.testing.assert_array_equal(a.numpy(), expected)

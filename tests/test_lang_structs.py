@@ -503,3 +503,89 @@ def test_gradient_through_a_clone_of_an_array_of_structs():
     tape.backward(loss)
     assert a.grad.numpy()["mass"].tolist() == [1.0, 2.0, 3.0]
     assert a.grad.numpy()["energy"].tolist() == [0.0] * 3
+
+
+def _hash_of_kernel_over(struct_type) -> str:
+    @kl.kernel(module="struct_hash_test")
+    def hashed(a: kl.array[struct_type]):
+        i = kl.tid()  # noqa: F841
+
+    return kl.get_module("struct_hash_test").hash_module()
+
+
+def test_module_hash_sees_struct_fields_not_identity():
+    @kl.struct
+    class Hashed:
+        i: int
+
+    first = _hash_of_kernel_over(Hashed)
+
+    @kl.struct
+    class Hashed:  # noqa: F811 — the same fields again
+        i: int
+
+    assert _hash_of_kernel_over(Hashed) == first
+
+    @kl.struct
+    class Hashed:  # noqa: F811
+        i: float
+
+    assert _hash_of_kernel_over(Hashed) != first
+
+
+def test_list_of_an_array_of_structs_gives_instances_with_their_fields():
+    s = Model(0.5, 2, (1.0, 2.0, 3.0), kl.zeros(4))
+    s.inner.y = 7.0
+    out = kl.full((2, 2), s).list()
+    assert len(out) == 4 and all(isinstance(x, Model.cls) for x in out)
+    assert out[3].gravity == kl.vec3(1.0, 2.0, 3.0) and out[3].inner.y == 7.0
+    assert out[0].m is s.m  # an array field: the array the record points at
+
+
+@kl.struct
+class Mixed:
+    flag: kl.bool
+    d: kl.float64
+    u: kl.uint32
+    h: kl.float16
+    q: kl.int64
+    vd: kl.vec3d
+
+
+@kl.kernel
+def mixed_kernel(ms: kl.array[Mixed], out: kl.array[kl.float64]):
+    i = kl.tid()
+    m = ms[i]
+    if m.flag:
+        out[i] = m.d + kl.float64(m.u) + kl.float64(m.h) + kl.float64(m.q) + m.vd[2]
+    ms[i].q = m.q * kl.int64(2)
+
+
+@pytest.mark.cpu_only("float16 kernels run on the CPU only for now")
+def test_mixed_field_sizes_keep_their_alignment(backend):
+    d = np.zeros(3, dtype=Mixed.numpy_dtype())
+    assert np.dtype(Mixed.numpy_dtype()).fields["d"][1] % 8 == 0
+    d["flag"] = [True, False, True]
+    d["d"] = [0.25, 1.0, 2.5]
+    d["u"] = [1, 2, 3]
+    d["h"] = [0.5, 0.5, 1.5]
+    d["q"] = [2**40, 5, -7]
+    d["vd"][:, 2] = [10.0, 20.0, 30.0]
+    ms, out = kl.array(d, dtype=Mixed), kl.zeros(3, dtype=kl.float64)
+    kl.launch(mixed_kernel, dim=3, inputs=[ms, out])
+    np.testing.assert_allclose(out.numpy(), [0.25 + 1 + 0.5 + 2**40 + 10, 0.0,
+                                             2.5 + 3 + 1.5 - 7 + 30])
+    assert ms.numpy()["q"].tolist() == [2**41, 10, -14]
+
+
+def test_a_launch_object_built_by_hand_takes_struct_arguments():
+    out = kl.zeros(2, dtype=int)
+    cmd = kl.Launch(params_kernel, "cpu")
+    cmd.set_dim(2)
+    with pytest.raises(kl.LaunchError, match="argument 'p' expects Params but got None"):
+        cmd.launch()
+    cmd.set_param_at_index(0, Params(kl.zeros(3, dtype=int), 4, 1.0))
+    cmd.set_param_at_index(1, 2)
+    cmd.set_param_by_name("out", out)
+    cmd.launch()
+    assert out.numpy().tolist() == [10, 10]

@@ -707,7 +707,7 @@ BAD = [
     ("v", np.ones(4)), ("v", (1e300, 0.0, 0.0)),
     ("iv", (1.5, 2, 3)), ("iv", (2**40, 1, 1)), ("iv", (float("nan"), 1, 1)),
     ("m", np.eye(3)), ("m", "ab"), ("m", None),
-    ("a", np.zeros(3, np.float64)), ("a", None), ("a", [1.0, 2.0, 3.0]), ("a", 1.0),
+    ("a", np.zeros(3, np.float64)), ("a", [1.0, 2.0, 3.0]), ("a", 1.0),
     ("a", "float64"), ("a", "2d"),
 ]
 
@@ -727,6 +727,14 @@ def test_a_bad_argument_is_a_launch_error_naming_the_parameter(backend, name, va
     with pytest.raises(kl.LaunchError) as info:
         kl.launch(takes_everything, 3, inputs=list(args.values()))
     assert f"parameter '{name}'" in str(info.value) and "takes_everything" in str(info.value)
+
+
+def test_none_for_an_array_is_a_null_array_whose_access_is_an_index_error(backend):
+    # Warp's null array: None passes, `if a:` is False, and touching it is out of bounds.
+    args = dict(GOOD, a=None)
+    with pytest.raises(IndexError) as info:
+        kl.launch(takes_everything, 3, inputs=list(args.values()))
+    assert "'a'" in str(info.value) and "takes_everything" in str(info.value)
 
 
 def test_an_array_where_a_value_is_expected_is_a_launch_error(backend):
@@ -781,7 +789,7 @@ def test_recorded_launch_validates_new_parameters_and_dims(backend):
     with pytest.raises(kl.LaunchError, match="parameter 'idx'"):
         cmd.set_param_at_index(1, 1.5)
     with pytest.raises(kl.LaunchError, match="parameter 'a'"):
-        cmd.set_param_at_index(0, np.zeros(3, np.float64))  # float32 NumPy passes, as in Warp
+        cmd.set_param_at_index(0, np.zeros(3, np.float64))  # float32 NumPy memory passes
     with pytest.raises(kl.LaunchError):
         cmd.set_dim("3")
     cmd.set_param_at_index(1, 2)

@@ -52,7 +52,7 @@ def test_python_scalar_values_wrap_like_c():
 @pytest.mark.parametrize("t", INTS + FLOATS, ids=lambda t: t.name)
 def test_arithmetic_on_every_scalar(backend, t):
     if t == kl.float16 and backend.startswith("cuda"):
-        pytest.skip("float16 runs on the CPU only (the CUDA backend has no half type yet)")
+        pytest.skip("the CUDA backend has no half type yet")
     @kl.kernel
     def k(a: kl.array(dtype=t), b: kl.array(dtype=t), out: kl.array(dtype=t)):
         i = kl.tid()
@@ -65,9 +65,8 @@ def test_arithmetic_on_every_scalar(backend, t):
     np.testing.assert_array_equal(got, np.array(want, t.np))
 
 
+@pytest.mark.cpu_only("the CUDA backend has no half type yet")
 def test_float16_rounds_to_half_after_every_operation(backend):
-    if backend.startswith("cuda"):
-        pytest.skip("float16 runs on the CPU only (the CUDA backend has no half type yet)")
     @kl.kernel
     def k(a: kl.array(dtype=kl.float16), out: kl.array(dtype=kl.float16)):
         i = kl.tid()
@@ -308,3 +307,50 @@ def test_erfinv_inverts_erf(backend):
     kl.launch(k, 6, inputs=[kl.array(x), out])
     np.testing.assert_allclose(out.numpy()[0::2], x, rtol=2e-6, atol=1e-7)
     np.testing.assert_allclose(out.numpy()[1::2], x.astype(np.float64) + 1.0, rtol=2e-6)
+
+
+def test_bitwise_atomics_and_exchange(backend):
+    @kl.kernel
+    def k(flags: kl.array(dtype=kl.uint32), bits: kl.array(dtype=kl.uint32),
+          slot: kl.array(dtype=float), olds: kl.array(dtype=float)):
+        i = kl.tid()
+        kl.atomic_or(flags, 0, bits[i])
+        kl.atomic_and(flags, 1, ~bits[i])
+        flags[2] ^= bits[i]
+        olds[i] = kl.atomic_exch(slot, i, 2.0 * float(i))
+
+    bits = np.array([1, 2, 8, 2], np.uint32)
+    flags = kl.array(np.array([0, 0xFF, 0], np.uint32), dtype=kl.uint32)
+    slot = kl.array(np.array([5.0, 6.0, 7.0, 8.0], np.float32))
+    olds = kl.zeros(4, dtype=float)
+    kl.launch(k, 4, inputs=[flags, kl.array(bits, dtype=kl.uint32), slot, olds])
+    x = 0
+    for b in bits:
+        x ^= int(b)
+    np.testing.assert_array_equal(flags.numpy(), [1 | 2 | 8, 0xFF & ~(1 | 2 | 8), x])
+    np.testing.assert_array_equal(slot.numpy(), [0.0, 2.0, 4.0, 6.0])
+    np.testing.assert_array_equal(olds.numpy(), [5.0, 6.0, 7.0, 8.0])
+
+
+
+def test_atomic_cas_builds_a_lock_free_maximum(backend):
+    @kl.kernel
+    def k(vals: kl.array(dtype=int), slot: kl.array(dtype=int), fslot: kl.array(dtype=float),
+          seen: kl.array(dtype=int)):
+        i = kl.tid()
+        v = vals[i]
+        old = slot[0]
+        while old < v:
+            prev = kl.atomic_cas(slot, 0, old, v)
+            if prev == old:
+                break
+            old = prev
+        seen[i] = int(kl.atomic_cas(fslot, i, 1.5, 2.5) == 1.5)
+
+    vals = np.array([3, 9, -2, 7, 9, 4], np.int32)
+    slot, seen = kl.zeros(1, dtype=int), kl.zeros(6, dtype=int)
+    fslot = kl.array(np.array([1.5, 0.0, 1.5, 3.0, 1.5, 1.5], np.float32))
+    kl.launch(k, 6, inputs=[kl.array(vals, dtype=int), slot, fslot, seen])
+    assert slot.numpy()[0] == vals.max()
+    np.testing.assert_array_equal(seen.numpy(), [1, 0, 1, 0, 1, 1])
+    np.testing.assert_array_equal(fslot.numpy(), [2.5, 0.0, 2.5, 3.0, 2.5, 2.5])

@@ -358,3 +358,40 @@ def test_kernel_adj_reports_reads_and_writes():
     args = chain.adj.args
     assert [(x.label, x.is_read, x.is_write) for x in args] == [
         ("x", True, False), ("y", True, True), ("z", False, True)]
+
+
+@kl.kernel
+def set_component(x: kl.array(dtype=float), y: kl.array(dtype=kl.vec3)):
+    i = kl.tid()
+    y[i][1] = x[i] * 3.0  # a read-modify-write of y[i]
+
+
+@kl.kernel
+def stale_times(x: kl.array(dtype=float), w: kl.array(dtype=float), y: kl.array(dtype=float),
+                out: kl.array(dtype=float)):
+    i = kl.tid()
+    v = y[i]
+    y[i] = x[i]
+    out[i] = v * w[i]  # d out / d w needs the old y[i]
+
+
+def test_component_writes_into_an_array_element_have_the_right_gradient():
+    x = f32([1.0, 2.0])
+    y = kl.array(np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32), dtype=kl.vec3,
+                 requires_grad=True)
+    with kl.Tape() as tape:
+        kl.launch(set_component, 2, inputs=[x, y])
+    np.testing.assert_array_equal(y.numpy(), [[1.0, 3.0, 3.0], [4.0, 6.0, 6.0]])
+    seed = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32)
+    tape.backward(grads={y: kl.array(seed, dtype=kl.vec3)})
+    np.testing.assert_array_equal(x.grad.numpy(), [6.0, 15.0])  # 3 * seed[:, 1]
+    # the overwritten component gets nothing; the kept ones pass their seed through
+    np.testing.assert_array_equal(y.grad.numpy(), [[1.0, 0.0, 3.0], [4.0, 0.0, 6.0]])
+
+
+def test_a_stale_value_whose_gradient_needs_it_is_refused():
+    x, w, y, out = f32([1.0]), f32([2.0]), f32([3.0]), kl.zeros(1, requires_grad=True)
+    with kl.Tape() as tape:
+        kl.launch(stale_times, 1, inputs=[x, w, y, out])
+    with pytest.raises(kl.GradientError, match="written here after being read"):
+        tape.backward(grads={out: kl.ones(1)})

@@ -1,8 +1,10 @@
 """What reverse mode needs to know about a kernel before it starts.
 
 * ``check_differentiable``: refuse, with the user's line, what would give a silently wrong
-  gradient — an array element overwritten after it was read in the same kernel (the replay
-  would read the new value), and the value returned by an atomic used in the computation.
+  gradient — an array element overwritten after it was read in the same kernel when an
+  adjoint needs the value read (the replay would read the new value; linear updates such as
+  ``y[i] += v`` or a vector component write are fine), and the value returned by an atomic
+  used in the computation.
 * ``own_element_arrays``: arrays every access of which is indexed exactly by the thread id,
   so no other thread touches the same element and gradients accumulate with a plain add.
 """
@@ -24,30 +26,101 @@ def check_differentiable(func: Function):
             raise GradientError(f"the value returned by atomic_{ins.attrs['kind']} cannot be "
                                 "differentiated (it depends on the order threads run in)",
                                 ins.loc, kernel=func.name)
-    _check_overwrites(func, func.body, seen_loads=set(), loop_loads=None)
+    stale, flagged = _stale_loads(func)
+    if stale:
+        _check_stale_uses(func, stale, flagged)
 
 
-def _check_overwrites(func, block: Block, seen_loads: set, loop_loads):
-    """Walk in program order; a write to an array already read is an overwrite after read.
-    Inside a loop, a read anywhere in the loop counts as earlier (a later iteration)."""
-    for ins in block.instrs:
-        if ins.op is Op.LOAD:
-            seen_loads.add(ins.args[0])
-        elif ins.op in WRITES and (ins.args[0] in seen_loads
-                                   or (loop_loads is not None and ins.args[0] in loop_loads)):
-            raise GradientError(
-                f"array '{ins.args[0].name}' is written here after being read in the same "
-                "kernel; its gradient cannot be computed correctly (the adjoint would see "
-                "the new value). Write the result into a separate array.",
-                ins.loc, kernel=func.name)
-        if ins.op in (Op.FOR, Op.WHILE):
-            body_loads = {i.args[0] for r in ins.regions for i in r.walk() if i.op is Op.LOAD}
-            inner = body_loads | (loop_loads or set())
+def _stale_loads(func: Function):
+    """Loads whose element may be overwritten later in the same kernel: a write to the array
+    follows in program order, or shares an enclosing loop with the load (a later iteration).
+    Returns (those loads, array -> the first such write)."""
+    order: list = []
+
+    def visit(block: Block, loops: tuple):
+        for ins in block.instrs:
+            order.append((ins, loops))
+            inner = loops + (id(ins),) if ins.op in (Op.FOR, Op.WHILE) else loops
             for r in ins.regions:
-                _check_overwrites(func, r, seen_loads, inner)
-        else:
-            for r in ins.regions:
-                _check_overwrites(func, r, seen_loads, loop_loads)
+                visit(r, inner)
+
+    visit(func.body, ())
+    writes: dict = {}
+    for pos, (ins, loops) in enumerate(order):
+        if ins.op in WRITES:
+            writes.setdefault(ins.args[0], []).append((pos, set(loops), ins))
+    stale, flagged = set(), {}
+    for pos, (ins, loops) in enumerate(order):
+        if ins.op is not Op.LOAD:
+            continue
+        for wpos, wloops, w in writes.get(ins.args[0], ()):
+            if wpos > pos or wloops & set(loops):
+                stale.add(ins)
+                flagged.setdefault(ins.args[0], w)
+                break
+    return stale, flagged
+
+
+def _check_stale_uses(func: Function, stale: set, flagged: dict):
+    """A load of an array the kernel overwrites later reads, in the adjoint's replay, the
+    new value. That is harmless when the loaded value only flows, linearly, into stores,
+    atomic adds and sums (``y[i] = y[i] + v``, ``y[i][0] = v`` on a vector element, ``a[i]
+    *= 2.0``): no adjoint needs the value itself. Any other use (a nonlinear builtin, a
+    branch condition, an index, a loop bound, a custom-gradient call) would give a silently
+    wrong gradient: refused, at the overwriting store."""
+    walk = list(func.body.walk())
+    defs = {i.result: i for i in walk if i.result is not None}
+    tainted = {i.result for i in stale}
+    if not tainted:
+        return
+    tvars: set = set()
+    changed = True
+    while changed:  # to a fixpoint: values flow around loops through locals
+        changed = False
+        for ins in walk:
+            if ins.op is Op.STORE_VAR:
+                if ins.args[0] in tainted and ins.attrs["var"] not in tvars:
+                    tvars.add(ins.attrs["var"])
+                    changed = True
+            elif ins.result is not None and ins.result not in tainted and (
+                    any(a in tainted for a in ins.args)
+                    or (ins.op is Op.LOAD_VAR and ins.attrs["var"] in tvars)):
+                tainted.add(ins.result)
+                changed = True
+    for ins in walk:
+        bad = [k for k, a in enumerate(ins.args) if a in tainted]
+        results = [r.result for r in ins.regions if r.result is not None]
+        if not bad and not any(r in tainted for r in results):
+            continue
+        if _stale_use_ok(ins, bad, defs, tainted) and not any(r in tainted for r in results):
+            continue
+        arr = next(iter(flagged))
+        raise GradientError(
+            f"array '{arr.name}' is written here after being read in the same kernel, and "
+            f"the value read is used at line {ins.loc.line if ins.loc else '?'} in a way "
+            "whose gradient needs it; its gradient cannot be computed correctly (the adjoint "
+            "would see the new value). Write the result into a separate array.",
+            flagged[arr].loc, kernel=func.name)
+
+
+def _stale_use_ok(ins, bad, defs, tainted) -> bool:
+    n = len(ins.args)
+    if ins.op in (Op.STORE_VAR, Op.PRINT):
+        return True
+    if ins.op is Op.STORE:
+        return bad == [n - 1]
+    if ins.op is Op.ATOMIC:
+        return bad == [n - 1] and ins.attrs["kind"] in ("add", "sub")
+    if ins.op is not Op.CALL:
+        return False
+    bi = ins.attrs["builtin"]  # its record says which operands no adjoint reads
+    linear = range(n) if bi.linear_in == "all" else {k % n for k in bi.linear_in}
+    if all(k in linear for k in bad):
+        return True
+    scales = {k % n for k in bi.scales}  # x * 2.0, x / 4.0: linear when the rest is constant
+    return len(bad) == 1 and bad[0] in scales and all(
+        defs.get(a) is not None and defs[a].op is Op.CONST
+        for k, a in enumerate(ins.args) if k != bad[0])
 
 
 def own_element_arrays(func: Function) -> set:

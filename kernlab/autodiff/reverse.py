@@ -19,9 +19,12 @@ two forward passes plus the reverse. Loop-carried state is therefore exact for a
 count — runtime bounds, while, break, continue and early return included (they are flags in
 the IR, so just more carried locals).
 
-What cannot be differentiated is rejected here, with the user's line: an array element
-overwritten after it was read (the replay would read the new value), and using the value
-an atomic returns.
+Every array store consumes the gradient of the element it overwrites (reads it, then zeroes
+it), so overwritten values get none, as Warp 1.19 does (``retain`` lists the arrays made with
+retain_grad, whose gradients stay). What cannot be differentiated is rejected here, with the
+user's line (autodiff/checks.py): an array element overwritten after it was read when an
+adjoint needs the value read (the replay would read the new value), and using the value an
+atomic returns.
 """
 from __future__ import annotations
 
@@ -311,11 +314,18 @@ class _Reverse:
         value, kind, g = ins.args[-1], ins.attrs["kind"], self.g
         if not _differentiable(value):
             return
-        adj_arr, idx = self._adj_access(ins, len(ins.args) - 2)
+        if kind == "cas":
+            raise GradientError("atomic_cas on floats cannot be differentiated (whether it "
+                                "wrote depends on the order threads run in)", ins.loc,
+                                kernel=self.func.name)
+        adj_arr, idx = self._adj_access(ins, ins.args[0].type.ndim)
         adj = g.emit(Op.LOAD, [adj_arr, *idx], value.type, nullable=True,
                      site=ins.attrs["site"])
         if kind == "sub":
             adj = g.neg(adj)
+        elif kind == "exch":  # a store: the value gets the element's adjoint, which it replaced
+            g.emit(Op.STORE, [adj_arr, *idx, g.zeros(value.type)], nullable=True,
+                   site=ins.attrs["site"])
         elif kind in ("min", "max"):  # the gradient goes to the value that won
             final = g.emit(Op.LOAD, [self.map[ins.args[0]], *idx], value.type,
                            site=ins.attrs["site"])

@@ -95,6 +95,9 @@ class Interpreter:
         arr = env[ins.args[0]]
         idx = tuple(int(env[a]) for a in ins.args[1:1 + n_index])
         if arr is None:
+            if not ins.attrs.get("nullable"):  # the user's null array: nothing is in bounds
+                site = self.func.sites[ins.attrs["site"]]
+                self._fail(out_of_bounds_error(self.func, site, 0, idx[0], (0,) * len(idx)))
             return None, idx
         shape = arr.shape[: len(idx)]
         for d, (i, n) in enumerate(zip(idx, shape)):
@@ -124,7 +127,7 @@ class Interpreter:
             self._check_finite(ins, arr, idx)
 
     def op_ATOMIC(self, ins, env):
-        arr, idx = self._element(ins, env, len(ins.args) - 2)
+        arr, idx = self._element(ins, env, ins.args[0].type.ndim)
         t = ins.result.type
         if arr is None:
             env[ins.result] = zero(t)
@@ -133,7 +136,10 @@ class Interpreter:
         v = env[ins.args[-1]]
         kind = ins.attrs["kind"]
         arr[idx] = {"add": lambda: old + v, "sub": lambda: old - v,
-                    "min": lambda: np.fmin(old, v), "max": lambda: np.fmax(old, v)}[kind]()
+                    "min": lambda: np.fmin(old, v), "max": lambda: np.fmax(old, v),
+                    "and": lambda: old & v, "or": lambda: old | v, "xor": lambda: old ^ v,
+                    "exch": lambda: v,
+                    "cas": lambda: v if old == env[ins.args[-2]] else old}[kind]()
         env[ins.result] = old
         self._check_finite(ins, arr, idx)
 

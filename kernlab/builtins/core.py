@@ -25,15 +25,15 @@ def _add_sigs():
 
 builtin("add", _add_sigs(), lambda a, b: a + b,
         llvm=lambda cx, a, b: cx.arith("add", a, b), cuda="({0} + {1})",
-        grad=lambda g, a, b, r, adj: (adj, adj))
+        grad=lambda g, a, b, r, adj: (adj, adj), linear_in="all")
 
 builtin("sub", _add_sigs(), lambda a, b: a - b,
         llvm=lambda cx, a, b: cx.arith("sub", a, b), cuda="({0} - {1})",
-        grad=lambda g, a, b, r, adj: (adj, g.neg(adj)))
+        grad=lambda g, a, b, r, adj: (adj, g.neg(adj)), linear_in="all")
 
 builtin("neg", [sig("N", ret="T"), sig("V", ret="V"), sig("M", ret="M")], lambda a: -a,
         llvm=lambda cx, a: cx.neg(a), cuda="(-{0})",
-        grad=lambda g, a, r, adj: (g.neg(adj),))
+        grad=lambda g, a, r, adj: (g.neg(adj),), linear_in="all")
 
 
 def _mul_ret_mv(b):
@@ -80,7 +80,8 @@ class _MatMulSig:
 builtin("mul", [sig("N", "N", ret="T"), sig("N", "V", ret="V"), sig("V", "N", ret="V"),
                 sig("N", "M", ret="M"), sig("M", "N", ret="M"),
                 sig("M", "V", ret=_mul_ret_mv), _MatMulSig()],
-        _np_mul, llvm=lambda cx, a, b: cx.mul(a, b), cuda="({0} * {1})", grad=_mul_grad)
+        _np_mul, llvm=lambda cx, a, b: cx.mul(a, b), cuda="({0} * {1})", grad=_mul_grad,
+        scales=(0, 1))
 
 
 def _c_int_div(x, y) -> int:
@@ -110,7 +111,8 @@ def _np_div(a, b):
 
 def _div_grad(g, a, b, r, adj):
     if b.type.is_scalar:
-        return g.div(adj, b), g.neg(g.div(g.inner(adj, r), b))
+        # -(adj . a) / b^2, in Warp's order of operations (float16 rounds as in Warp)
+        return g.div(adj, b), g.neg(g.div(g.inner(adj, a), g.mul(b, b)))
     # s / v, component-wise: d/ds = sum(adj / v), d/dv = -adj r / v
     return g.inner(adj, g.div(g.const(1, a.type), b)), g.neg(g.cw_div(g.cw_mul(adj, r), b))
 
@@ -118,7 +120,7 @@ def _div_grad(g, a, b, r, adj):
 builtin("div", [sig("N", "N", ret="T"), sig("V", "N", ret="V"), sig("M", "N", ret="M"),
                 sig("N", "V", ret="V"), sig("N", "M", ret="M")],
         _np_div, llvm=lambda cx, a, b: cx.div(a, b), cuda="({0} / {1})",  # ints: kl_div
-        grad=_div_grad)
+        grad=_div_grad, scales=(0,))
 
 
 def _np_floordiv(a, b):
@@ -200,7 +202,8 @@ builtin("where", [sig("B", "X", "X", ret="T"), sig("B", "V", "V", ret="V"),
         lambda c, a, b: a if c else b, llvm=lambda cx, c, a, b: cx.b.select(c, a, b),
         cuda="({0} ? {1} : {2})",
         grad=lambda g, c, a, b, r, adj: (None, g.where(c, adj, g.zeros(a.type)),
-                                         g.where(c, g.zeros(b.type), adj)))
+                                         g.where(c, g.zeros(b.type), adj)),
+        linear_in=(1, 2))
 
 
 # ---- casts and constructors ---------------------------------------------------------------
@@ -239,7 +242,8 @@ def _cast_ret(b):
 builtin("cast", [sig("X", ret=_cast_ret), sig("V", ret=_cast_ret), sig("M", ret=_cast_ret)],
         lambda x, target=None: _np_cast(x, target), targeted=True,
         llvm=lambda cx, x: cx.cast(x, cx.types[0], cx.ret), cuda="kl_cast<{T}>({0})",
-        grad=lambda g, x, r, adj: (g.cast(adj, x.type) if x.type.is_float else None,))
+        grad=lambda g, x, r, adj: (g.cast(adj, x.type) if x.type.is_float else None,),
+        linear_in=(0,))
 
 
 def _construct_ret(b):
@@ -290,7 +294,8 @@ def _construct_grad(g, *rest):
 
 
 builtin("construct", [_ConstructSig()], _np_construct, targeted=True,
-        llvm=lambda cx, *a: cx.construct(a), cuda="{T}({args})", grad=_construct_grad)
+        llvm=lambda cx, *a: cx.construct(a), cuda="{T}({args})", grad=_construct_grad,
+        linear_in="all")
 
 
 # ---- component access (values, never references) ---------------------------------------
@@ -333,7 +338,8 @@ def _index_grad(g, v, *rest):
 
 
 builtin("index", [_AnySig(_index_ret, "(vector, int) | (matrix, int[, int])")], _np_index,
-        llvm=lambda cx, v, *i: cx.index(v, i), cuda="{0}[{1}]", grad=_index_grad)
+        llvm=lambda cx, v, *i: cx.index(v, i), cuda="{0}[{1}]", grad=_index_grad,
+        linear_in=(0,))
 
 
 def _insert_ret(b):
@@ -356,7 +362,7 @@ def _insert_grad(g, v, *rest):
 
 builtin("insert", [_AnySig(_insert_ret, "(vector, int, scalar) | (matrix, int[, int], value)")],
         _np_insert, llvm=lambda cx, v, *rest: cx.insert(v, rest[:-1], rest[-1]),
-        cuda="kl_insert({args})", grad=_insert_grad)
+        cuda="kl_insert({args})", grad=_insert_grad, linear_in=(0, -1))
 
 
 # ---- helpers the derivative rules use ------------------------------------------------------

@@ -43,6 +43,9 @@ def _kind_of(t: Type) -> str | None:
 # "vector" is any vector (quaternions, transforms and integer vectors too), "matrix" any
 # matrix; all the arguments such a signature names have one type.
 _ANY_KINDS = ("vector", "matrix")
+# "int" is any integer scalar, "uint32" that one type (random number states); these need
+# not share the float arguments' scalar type.
+_INT_KINDS = ("int", "uint32")
 
 
 def _fits(kind: str, t: Type) -> bool:
@@ -50,6 +53,10 @@ def _fits(kind: str, t: Type) -> bool:
         return t.is_vector
     if kind == "matrix":
         return t.is_matrix
+    if kind == "int":
+        return t.is_scalar and t.is_int
+    if kind == "uint32":
+        return t.is_scalar and t.kind == "u" and t.bits == 32
     return _kind_of(t) == kind
 
 
@@ -75,11 +82,13 @@ class Expansion:
     ret: str | None      # result kind, for signatures shown in errors
     expand: Callable     # (g, *args[, target=T]) -> Value (or a tuple of Values)
     targeted: bool = False  # takes dtype= (no arguments to infer it from)
+    writes: tuple = ()   # arguments (by position) that receive the first results, in order;
+    #                      the call's value is what remains (randf(state) updates state)
 
     def matches(self, types) -> bool:
         if len(types) != len(self.params):
             return False
-        scalars = {t.scalar for t in types}
+        scalars = {t.scalar for t, k in zip(types, self.params) if k not in _INT_KINDS}
         shaped = {t for t, k in zip(types, self.params) if k in _ANY_KINDS}
         return all(_fits(k, t) for k, t in zip(self.params, types)) and len(scalars) <= 1 \
             and len(shaped) <= 1
@@ -89,11 +98,11 @@ class Expansion:
                                                              else "")
 
 
-def expansion(name: str, params, ret=None, targeted=False):
+def expansion(name: str, params, ret=None, targeted=False, writes=()):
     """Decorator: register ``expand`` as builtin ``name`` for argument kinds ``params``."""
     def register(fn):
         EXPANSIONS.setdefault(name, []).append(
-            Expansion(name, tuple(params), ret, fn, targeted))
+            Expansion(name, tuple(params), ret, fn, targeted, tuple(writes)))
         return fn
     return register
 

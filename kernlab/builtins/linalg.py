@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..types import Matrix
+from ..types import Matrix, int32
 from .registry import builtin, sig
 
 
@@ -164,3 +164,23 @@ builtin("determinant", [sig("FM", ret=_square)], _np_det,
 
 builtin("cofactor", [sig("FM", ret=lambda b: b["M"] if _square(b) else None)], _np_cofactor,
         llvm=lambda cx, m: cx.cofactor(m), cuda="kl_cofactor({0})", differentiable=False)
+
+
+
+def _np_trace(m):
+    return m.dtype.type(np.trace(m))
+
+
+def _llvm_trace(cx, m):
+    n = cx.types[0].rows
+    diag = [cx.b.extract_element(m, cx.const(i * n + i, int32)) for i in range(n)]
+    acc = diag[0]
+    for d in diag[1:]:
+        acc = cx.arith("add", acc, d)
+    return acc
+
+
+# trace(m): the sum of the diagonal; its adjoint is adj times the identity
+builtin("trace", [sig("M", ret=lambda b: b["T"] if _square(b) else None)], _np_trace,
+        llvm=_llvm_trace, cuda="kl_trace({0})",
+        grad=lambda g, m, r, adj: (g.mul(adj, g.const(np.eye(m.type.rows), m.type)),))

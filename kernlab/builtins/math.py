@@ -119,7 +119,8 @@ def _lerp_grad(g, a, b, t, r, adj):
     return g.mul(adj, s), g.mul(adj, t), g.inner(adj, g.sub(b, a))
 
 
-builtin("lerp", [sig("F", "F", "F", ret="T"), sig("FV", "FV", "F", ret="V")], _lerp_ref,
+builtin("lerp", [sig("F", "F", "F", ret="T"), sig("FV", "FV", "F", ret="V"),
+                 sig("FM", "FM", "F", ret="M")], _lerp_ref,
         llvm=lambda cx, a, b, t: cx.lerp(a, b, t), cuda="lerp({0}, {1}, {2})",
         grad=_lerp_grad)
 

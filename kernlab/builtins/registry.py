@@ -95,6 +95,12 @@ class Builtin:
     grad: Callable | None = None         # (g, args, ret, adj) -> tuple of adjoints
     differentiable: bool = True          # False: no gradient flows (floor, compare, ...)
     targeted: bool = False               # casts/constructors: resolve takes the target type
+    # Argument positions whose primal value no adjoint of this call reads ("all": every one):
+    # an array element overwritten after such a read still gets exact gradients (autodiff/
+    # checks.py). ``scales``: positions that are linear only when every other argument is a
+    # constant (x * 2.0, x / 4.0).
+    linear_in: tuple | str = ()
+    scales: tuple = ()
     doc: str = ""
     extra: dict = field(default_factory=dict)
 

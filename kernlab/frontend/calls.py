@@ -66,6 +66,8 @@ class CallMixin:
             return self.grad_call(obj.target, args, kwargs)
         if isinstance(obj, Func):
             return self.call_func(obj, args, kwargs)
+        if isinstance(obj, type) and obj.__name__ == "array" and _is_array_class(obj):
+            return self.reshaped(args, kwargs)
         if isinstance(obj, lang.MatrixForm):
             return self.matrix_form(obj, args, kwargs)
         spatial = self.spatial_call(obj, args, kwargs, node)  # frontend/spatial.py
@@ -356,3 +358,8 @@ class CallMixin:
 def _has_any(t) -> bool:
     from ..types import is_generic
     return is_generic(t)
+
+
+def _is_array_class(obj) -> bool:
+    from ..runtime.array import array  # runtime arrays double as annotations
+    return obj is array

@@ -300,8 +300,9 @@ class ControlMixin:
 
     def adjoint_target(self, target):
         """The accumulator Var for ``kl.adjoint[x]``, or None if target is something else."""
-        if not isinstance(target, ast.Subscript):
-            return None
+        if not isinstance(target, ast.Subscript) \
+                or not isinstance(target.value, (ast.Name, ast.Attribute)):
+            return None  # (evaluating a[i] of a[i][k] here would read the array)
         base = self.expr(target.value)
         if not (isinstance(base, PyObj) and base.obj is lang.adjoint):
             return None

@@ -44,6 +44,15 @@ class PyObj:
 
 
 @dataclass
+class EmptyVector:
+    """A vector of no components (``v[4:]`` of a vec4, ``vector(0, float)()``): it exists
+    only at compile time; it compares equal to another empty vector."""
+
+    type: Type
+    not_a_value = "a vector of length 0 can only be compared (==, !=) with another one"
+
+
+@dataclass
 class ShapeOf:
     array: Value
 
@@ -301,6 +310,9 @@ class ExprMixin:
     def truth(self, x) -> Value:
         """A bool Value for a condition: bools as they are, numbers compared with zero."""
         if isinstance(x, Value) and x.type.is_array:  # `if a:`: a is not a null array
+            for p in self.func.params:  # this kernel may be launched with a=None
+                if p.value is x:
+                    p.nullable = True
             return self.b.ne(self.b.emit(Op.SHAPE, [x], int32, dim=0), self.b.zeros(int32))
         v = self.value(x)
         if v.type == bool_:
@@ -317,23 +329,20 @@ class ExprMixin:
                 raise KernelSyntaxError(f"comparison {_describe(op)} is not supported",
                                         self.b.loc)
             right = self.expr(right_node)
+            if isinstance(left, EmptyVector) or isinstance(right, EmptyVector):
+                if name not in ("eq", "ne"):
+                    raise KernelTypeError("a vector of length 0 can only be compared with == "
+                                          "or !=", self.b.loc)
+                same = isinstance(left, EmptyVector) and isinstance(right, EmptyVector)
+                cmp = self.b.const(same == (name == "eq"), bool_)
+                result = cmp if result is None else self.b.and_(result, cmp)
+                left = right
+                continue
             a, c = self.values([left, right])
-            if name in ("eq", "ne") and a.type == c.type and (a.type.is_vector
-                                                               or a.type.is_matrix):
-                cmp = self.compare_all(name, a, c)
-            else:
-                cmp = self.b.call(name, [a, c])
+            cmp = self.b.call(name, [a, c])
             result = cmp if result is None else self.b.and_(result, cmp)
             left = c
         return result
-
-    def compare_all(self, name, a, c):
-        """``v == w`` / ``v != w`` of vectors or matrices: every component equal, or not."""
-        same = None
-        for x, y in zip(_components(self.b, a), _components(self.b, c)):
-            eq = self.b.eq(x, y)
-            same = eq if same is None else self.b.and_(same, eq)
-        return same if name == "eq" else self.b.not_(same)
 
     def expr_BoolOp(self, node):
         # Short-circuit, as in Python: `i < n and a[i] > 0` never reads a[n].
@@ -378,6 +387,8 @@ class ExprMixin:
             if isinstance(x, Lit):
                 return self.b.const(_literal_cast(x.value, target), target)
             return self.b.cast(self.value(x), target)
+        if target.is_vector and target.length == 0 and not args:
+            return EmptyVector(target)
         vals = [self.value(a, target.scalar) for a in args]
         if len(vals) == 1 and not vals[0].type.is_scalar \
                 and getattr(vals[0].type, "shape", None) == target.shape:
@@ -409,7 +420,11 @@ class ExprMixin:
             raise KernelTypeError(f"atomic_{kind}(array, index..., value) needs an array, its "
                                   "indices and a value", self.b.loc)
         arr = args[0]
-        idx = [self.int_index(i) for i in args[1:-1]]
+        extra = 2 if kind == "cas" else 1  # cas: compare, value; the others: value
+        if kind == "cas" and len(args) < 4:
+            raise KernelTypeError("atomic_cas(array, index..., compare, value) needs an array, "
+                                  "its indices, a compare value and a value", self.b.loc)
+        idx = [self.int_index(i) for i in args[1:-extra]]
         if len(idx) != arr.type.ndim:
             raise KernelTypeError(f"atomic_{kind} on a {arr.type.ndim}-d array needs "
                                   f"{arr.type.ndim} index(es)", self.b.loc)
@@ -423,7 +438,16 @@ class ExprMixin:
         why = atomic_type_error(kind, arr.type.dtype)
         if why:
             raise KernelUnsupportedTypeError(why, self.b.loc)
-        return self.b.emit(Op.ATOMIC, [arr, *idx, val], val.type, kind=kind,
+        operands = [val]
+        if kind == "cas" and not arr.type.dtype.is_scalar:
+            raise KernelTypeError("atomic_cas needs an array of scalars", self.b.loc)
+        if kind == "cas":
+            compare = self.value(args[-2], arr.type.dtype.scalar)
+            if compare.type != arr.type.dtype:
+                raise KernelTypeError(f"atomic_cas compares a {compare.type} with an element "
+                                      f"of {arr.type.dtype}", self.b.loc)
+            operands = [compare, val]
+        return self.b.emit(Op.ATOMIC, [arr, *idx, *operands], val.type, kind=kind,
                            site=self.site(arr))
 
     def expect(self, kind: str, args):
@@ -439,8 +463,8 @@ class ExprMixin:
             a, c = self.values([a, self.b.cast(c, a.type)]) if a.type.is_float or \
                 not c.type.is_float else (self.b.cast(a, c.type), c)
         if a.type != c.type or a.type.is_array:
-            raise KernelTypeError(f"{name}() compares two values of the same type, not "
-                                  f"{a.type} and {c.type}", self.b.loc)
+            raise KernelTypeError(f"{name}() got a {a.type} and a {c.type}: Can't test "
+                                  "equality for objects with different types", self.b.loc)
         b = self.b
         mismatch = self.flag("expect_mismatch")
         if kind == "near":
@@ -465,6 +489,9 @@ class ExprMixin:
             if not args or not isinstance(args[0], PyObj) or not isinstance(args[0].obj, str):
                 raise KernelTypeError("printf needs a format string first", self.b.loc)
             fmt, args = args[0].obj, args[1:]
+            if len(args) > 32:
+                raise KernelTypeError("the maximum number of variadic arguments that can be "
+                                      "passed to `printf` is 32", self.b.loc)
         else:
             fmt = None
         vals = [self.value(a) for a in args if not isinstance(a, PyObj)]

@@ -237,7 +237,10 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, ViewMixin, ControlMixin, ExprM
         if isinstance(target, ast.Attribute) and self.struct_rooted(target.value):
             return self.assign_struct_attr(target, value)
         if isinstance(target, ast.Attribute) and target.attr in ("p", "q"):
-            return self.assign_transform_part(target, value)
+            start = len(self.b.block.instrs)
+            self.assign_transform_part(target, value)  # t.p = v: linear in t
+            self.mark_rmw(start)
+            return None
         if isinstance(target, ast.Attribute):
             base = target.value
             index = ast.copy_location(ast.Constant(_component(target, self.b.loc)), target)
@@ -295,6 +298,7 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, ViewMixin, ControlMixin, ExprM
 
     def assign_subscript(self, target, value):
         idx_nodes = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+        start = len(self.b.block.instrs)
         base = self.expr(target.value) if not isinstance(target.value, ast.Name) \
             else self._name_for_store(target.value)
         if isinstance(base, Var) and (base.type.is_vector or base.type.is_matrix):
@@ -302,8 +306,11 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, ViewMixin, ControlMixin, ExprM
             return
         if isinstance(target.value, ast.Subscript) and isinstance(base, Value) \
                 and (base.type.is_vector or base.type.is_matrix):  # a[i][k] = s
-            return self.assign_subscript(target.value,
-                                         self.insert_into(base, idx_nodes, value))
+            new = self.insert_into(base, idx_nodes, value)
+            read_end = len(self.b.block.instrs)
+            self.assign_subscript(target.value, new)
+            self.mark_rmw(start, read_end)
+            return
         if isinstance(target.value, ast.Attribute) and self.struct_rooted(target.value) \
                 and isinstance(base, Value) and (base.type.is_vector or base.type.is_matrix):
             return self.assign(target.value, self.insert_into(base, idx_nodes, value))
@@ -323,7 +330,8 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, ViewMixin, ControlMixin, ExprM
         indices = [self.int_index(i) for i in raw]
         if isinstance(base, Value) and base.type.is_array:
             if len(indices) != base.type.ndim:
-                raise KernelTypeError(f"array '{self.array_name(base)}' has "
+                raise KernelTypeError("Incorrect number of indices specified for array "
+                                      f"indexing: array '{self.array_name(base)}' has "
                                       f"{base.type.ndim} dimension(s) but {len(indices)} "
                                       "index(es) were given", self.b.loc)
             v = self.value(value, base.type.dtype.scalar)
@@ -348,6 +356,7 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, ViewMixin, ControlMixin, ExprM
             raise KernelSyntaxError(f"operator {_describe(node.op)}= is not supported",
                                     self.b.loc)
         target = node.target
+        start = len(self.b.block.instrs)
         adj = self.adjoint_target(target)
         if adj is not None:  # kl.adjoint[x] += v in a custom gradient
             v = self.value(self.expr(node.value), adj.type.scalar)
@@ -357,17 +366,43 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, ViewMixin, ControlMixin, ExprM
             base = self.expr(target.value)
             # a[i] += v is an atomic add, as in Warp, except on 8/16-bit integers (no
             # atomics there): a plain read, add and write
+            kind = {"add": "add", "sub": "sub", "bit_and": "and", "bit_or": "or",
+                    "bit_xor": "xor"}.get(name)
             if (isinstance(base, ArrayRef) or isinstance(base, Value) and base.type.is_array) \
-                    and name in ("add", "sub") \
+                    and kind \
                     and base.type.dtype.scalar not in non_atomic_types:
                 idx = target.slice.elts if isinstance(target.slice, ast.Tuple) \
                     else [target.slice]
                 args = [base, *[self.expr(i) for i in idx], self.expr(node.value)]
-                self.atomic(name, args)
+                self.atomic(kind, args)
                 return
-        load = ast.copy_location(_as_load(target), target)
-        combined = ast.copy_location(ast.BinOp(load, node.op, node.value), node)
-        self.assign(target, self.expr(combined))
+        # read, combine, write: the target is read before the value (as Python does)
+        old = self.expr(ast.copy_location(_as_load(target), target))
+        read_end = len(self.b.block.instrs)
+        hidden = f"$aug{read_end}"
+        self.scope.names[hidden] = old if not isinstance(old, Var) else self.b.load(old)
+        try:
+            held = ast.copy_location(ast.Name(hidden, ast.Load()), target)
+            combined = ast.copy_location(ast.BinOp(held, node.op, node.value), node)
+            self.assign(target, self.expr(combined))
+        finally:
+            del self.scope.names[hidden]
+        if name in ("add", "sub"):  # linear in the old value: its replayed read may differ
+            self.mark_rmw(start, read_end)
+
+    def mark_rmw(self, start: int, end: int | None = None):
+        """Loads in instrs[start:end] of the arrays stored into after ``end`` read an element
+        only to write it back changed in part (``a[i][k] = s``, ``a[i].x += s``): reverse
+        mode may replay them after the write, since their value enters the result linearly,
+        so they do not count as reads before a write (autodiff/checks.py)."""
+        instrs = self.b.block.instrs
+        if end is None:  # up to the first store
+            end = next((k for k in range(start, len(instrs)) if instrs[k].op is Op.STORE),
+                       len(instrs))
+        written = {ins.args[0] for ins in instrs[end:] if ins.op is Op.STORE}
+        for ins in instrs[start:end]:
+            if ins.op is Op.LOAD and ins.args[0] in written:
+                ins.attrs["rmw"] = True
 
     def stmt_If(self, node):
         cond = self.truth(self.expr(node.test))

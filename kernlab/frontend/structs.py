@@ -12,7 +12,7 @@ fields and lowers every use to the fields themselves.
   array at the indices, writing one stores it there.
 
 A struct parameter becomes one IR parameter per leaf field; the launch flattens the
-instance the same way (runtime/structs.flatten_launch_args). Structs are values: ``t = s``
+instance the same way (runtime/struct_launch.py). Structs are values: ``t = s``
 and passing s to a func copy the fields (arrays are shared, as arrays are).
 """
 from __future__ import annotations
@@ -297,7 +297,8 @@ def set_field(lo, base, fname: str, value) -> None:
 
 def index(lo, arr: StructArray, indices: list) -> StructElem:
     if len(indices) != arr.type.ndim:
-        raise KernelTypeError(f"array '{arr.name}' has {arr.type.ndim} dimension(s) but "
+        raise KernelTypeError(f"Incorrect number of indices specified for array indexing: "
+                              f"array '{arr.name}' has {arr.type.ndim} dimension(s) but "
                               f"{len(indices)} index(es) were given", lo.b.loc)
     return StructElem(arr, indices)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from ..errors import KernelTypeError, KernelValueError
 from ..ir.nodes import Op, Value
 from ..types import ArrayType, Matrix, Vector, int32
-from .exprs import Lit, ShapeOf
+from .exprs import EmptyVector, Lit, ShapeOf
 
 
 @dataclass
@@ -53,6 +53,28 @@ class ArrayRef:
         return self.base.name
 
 
+@dataclass
+class PtrOf:
+    """``a.ptr`` of an array parameter: only good for ``array(ptr=a.ptr, shape=...)``."""
+
+    array: Value
+    not_a_value = "a.ptr can only be given to array(ptr=a.ptr, shape=..., dtype=...)"
+
+
+class Reshaped(ArrayRef):
+    """``array(ptr=a.ptr, shape=s, dtype=a.dtype)``: a's elements in row-major order seen
+    with shape s. An index is flattened over s and unflattened over a's own shape, so every
+    access is an access of a (bounds-checked there), never a raw pointer."""
+
+    def __init__(self, base: Value, shape: list):
+        super().__init__(base, [])
+        self.shape = shape
+
+    @property
+    def kept(self) -> list:
+        return [Axis(Lit(0), Lit(1), n) for n in self.shape]
+
+
 class ViewMixin:
     def subscript(self, base, node):
         idx = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
@@ -71,6 +93,8 @@ class ViewMixin:
         return self.component_slice(base, idx, has_slice)
 
     def attribute(self, base, node):
+        if isinstance(base, Value) and base.type.is_array and node.attr == "ptr":
+            return PtrOf(base)
         if isinstance(base, ArrayRef) and node.attr == "shape":
             return tuple(self.axis_length(a) for a in base.kept)
         if isinstance(base, ArrayRef) and node.attr == "ndim":
@@ -95,9 +119,10 @@ class ViewMixin:
             return self.matrix_block(base, idx)
         picks = list(range(*slice(*self.const_slice(idx[0])).indices(extents[0])))
         parts = [self.b.call("index", [base, self.b.const(k, int32)]) for k in picks]
+        if not parts and t.is_vector:
+            return EmptyVector(Vector(0, t.dtype))
         if not parts:
-            raise KernelValueError("a slice of a vector or matrix must not be empty",
-                                   self.b.loc)
+            raise KernelValueError("a slice of a matrix must not be empty", self.b.loc)
         if t.is_vector:
             return self.b.call("construct", parts, Vector(len(parts), t.dtype))
         return self.b.call("construct", parts, Matrix(len(parts), t.cols, t.dtype))
@@ -113,7 +138,12 @@ class ViewMixin:
             raw = [Lit(x.value + n) if isinstance(x, Lit) and isinstance(x.value, int)
                    and not isinstance(x.value, bool) and x.value < 0 else x
                    for x, n in zip(raw, extents)]
-            return self.component_call("insert", old, raw, self.value(value, t.scalar))
+            v = self.value(value, t.scalar)
+            slot = t.scalar if len(raw) == len(extents) else Vector(t.cols, t.dtype)
+            if v.type != slot and not (v.type.is_scalar and slot.is_scalar):
+                raise KernelTypeError(f"Composite slot assignment expects value of type "
+                                      f"{slot}, got {v.type}", self.b.loc)
+            return self.component_call("insert", old, raw, v)
         if len(idx) > len(extents):
             raise KernelTypeError(f"too many indices for a {t}", self.b.loc)
         axes = [self.axis_picks(node, n) for node, n in zip(idx, extents)]
@@ -203,11 +233,56 @@ class ViewMixin:
         return ArrayRef(arr, [Axis(Lit(0), Lit(1), self.b.emit(Op.SHAPE, [arr], int32, dim=d))
                               for d in range(arr.type.ndim)])
 
+    def reshaped(self, args, kwargs):
+        """``array(ptr=a.ptr, shape=(...), dtype=a.dtype)`` in a kernel."""
+        given = dict(zip(("data", "dtype", "shape"), args))
+        given.update(kwargs)
+        ptr, shape, dtype = given.get("ptr"), given.get("shape"), given.get("dtype")
+        if not isinstance(ptr, PtrOf) or shape is None or set(given) - {"ptr", "shape",
+                                                                          "dtype"}:
+            raise KernelTypeError("in a kernel, array() takes ptr=a.ptr of an array "
+                                  "parameter a, shape=(...) and dtype=", self.b.loc)
+        base = ptr.array
+        from ..generics import as_type
+        if dtype is not None and as_type(self.const_arg("dtype", dtype)) != base.type.dtype:
+            raise KernelTypeError(f"array(ptr=...) must keep the dtype of "
+                                  f"'{base.name}' ({base.type.dtype})", self.b.loc)
+        dims = list(shape) if isinstance(shape, tuple) else [shape]
+        dims = [d if isinstance(d, Lit) else self.int_index(d) for d in dims]
+        return Reshaped(base, dims)
+
+    def unflatten(self, ref: Reshaped, raw) -> list:
+        """The indices into ref.base of ``ref[raw...]`` (row-major on both sides)."""
+        if len(raw) != len(ref.shape):
+            raise KernelTypeError("Incorrect number of indices specified for array indexing: "
+                                  f"the array has {len(ref.shape)} dimension(s) but "
+                                  f"{len(raw)} index(es) were given", self.b.loc)
+        flat = Lit(0)
+        for i, n in zip(raw, ref.shape):
+            flat = self.add(self.mul(flat, n), i if isinstance(i, Lit) else self.int_index(i))
+        out = []
+        for d in reversed(range(ref.base.type.ndim)):
+            if d == 0:
+                out.append(flat)
+                break
+            n = self.b.emit(Op.SHAPE, [ref.base], int32, dim=d)
+            out.append(self.call_builtin("mod", [flat, n]))
+            flat = self.call_builtin("div", [flat, n])
+        return [self.value(x, int32) for x in reversed(out)]
+
     def view_index(self, base, idx):
+        if isinstance(base, Reshaped):
+            if any(isinstance(i, ast.Slice) for i in idx) or len(idx) != len(base.shape):
+                raise KernelTypeError("an array made from a pointer is indexed with one "
+                                      "integer per dimension", self.b.loc)
+            indices = self.unflatten(base, [self.expr(i) for i in idx])
+            return self.b.emit(Op.LOAD, [base.base, *indices], base.base.type.dtype,
+                               site=self.site(base.base))
         ref = self.as_ref(base)
         kept = [k for k, a in enumerate(ref.axes) if isinstance(a, Axis)]
         if len(idx) > len(kept):
-            raise KernelTypeError(f"array '{ref.name}' has {len(kept)} dimension(s) but "
+            raise KernelTypeError("Incorrect number of indices specified for array indexing: "
+                                  f"array '{ref.name}' has {len(kept)} dimension(s) but "
                                   f"{len(idx)} index(es) were given", self.b.loc)
         axes, star = list(ref.axes), None
         for pos, node in zip(kept, idx):
@@ -298,9 +373,12 @@ class ViewMixin:
 
     def view_indices(self, ref: ArrayRef, raw) -> list[Value]:
         """The base array's indices for ``view[raw...]`` (one index per kept axis)."""
+        if isinstance(ref, Reshaped):
+            return self.unflatten(ref, raw)
         kept = ref.kept
         if len(raw) != len(kept):
-            raise KernelTypeError(f"a view of '{ref.name}' has {len(kept)} dimension(s) but "
+            raise KernelTypeError("Incorrect number of indices specified for array indexing: "
+                                  f"a view of '{ref.name}' has {len(kept)} dimension(s) but "
                                   f"{len(raw)} index(es) were given", self.b.loc)
         it = iter(raw)
         return [self.value(self.add(a.start, self.mul(self.int_index(next(it)), a.step))

@@ -46,8 +46,11 @@ def convert_arg(kernel_name: str, param, value, device, allow_none=False):
         return LaunchError(f"kernel '{kernel_name}': parameter '{name}' ({t}) {what}")
 
     if t.is_array:
-        if value is None:  # a null array, as in Warp: `if a:` is False, and any access to
-            return None    # it is out of bounds (its shape is all zeros)
+        if value is None:
+            if allow_none or getattr(param, "nullable", False):
+                return None  # a null array: `if a:` is False, any access is out of bounds
+            raise fail("got None; pass an array (None is accepted only by a kernel that "
+                       "tests the array with `if a:`)")
         if isinstance(value, np.ndarray) and device.is_cpu \
                 and value.dtype == t.dtype.scalar.np:  # Warp passes NumPy memory as it is
             value = array(value, dtype=t.dtype, copy=False)
@@ -178,6 +181,7 @@ class Launch:
         self.max_blocks, self.block_dim = max_blocks, block_dim
         dim = bounds if dim is None else dim
         self.dim = _dims(dim) if dim is not None else (0,)
+        by_hand = params is None
         if params is None:
             func = self._func()
             params = [None if p.type.is_array else
@@ -186,6 +190,10 @@ class Launch:
         self.params = list(params)
         self.null_arrays = False  # True: None arrays were passed on purpose (null arrays)
         self.struct_args = None  # the user's arguments where the kernel takes structs
+        if by_hand and getattr(self.kernel.ir, "struct_signature", None) is not None:
+            from .struct_launch import StructArgs  # set_param_* take the user's indices
+            self.struct_args = StructArgs(kernel, [None] * len(kernel.ir.struct_signature),
+                                          self.device)
 
     def _func(self):
         return self.kernel.adjoint_ir if self.adjoint else self.kernel.ir
@@ -269,7 +277,7 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
         kernel = kernel.for_arguments(primal)
     structs = None
     if getattr(kernel.ir, "struct_signature", None) is not None:  # one value per leaf field
-        from .structs import flatten_launch
+        from .struct_launch import flatten_launch
         structs, primal, n_in, adj_inputs, adj_outputs = flatten_launch(
             kernel, inputs, outputs, adj_inputs, adj_outputs, device, adjoint)
     plan = _plan(kernel)

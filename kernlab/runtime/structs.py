@@ -9,13 +9,14 @@ funcs; ``kl.array(dtype=Model)`` holds a structured NumPy record per element.
 Kernels see a struct flattened: the frontend (frontend/structs.py) turns a struct
 parameter into one parameter per leaf field (``model.dt``, ``model.m``), a struct local
 into one local per field, and an array of structs into one strided array per leaf field
-(views of the records' fields, sharing memory). ``flatten_launch_args`` does the same to
+(views of the records' fields, sharing memory). runtime/struct_launch.py does the same to
 the values a launch is given, so backends, the tape and autodiff only ever meet scalars,
 vectors, matrices and arrays.
 """
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 
@@ -312,7 +313,7 @@ def convert_field(st: StructType, name: str, t, value):
     if values.dtype.kind not in "biuf" or values.size != math.prod(t.shape):
         raise TypeError(f"Struct field '{name}' expects {_vm_name(t)}, got "
                         f"{type(value).__name__} of {values.size} value(s)")
-    return values.astype(t.scalar.np).reshape(t.shape)
+    return t(values.astype(t.scalar.np).reshape(t.shape))  # as vec3(...) makes it
 
 
 def _check_array(name, t: ArrayType, value):
@@ -330,9 +331,14 @@ def _check_array(name, t: ArrayType, value):
     return value
 
 
+_RECORDED = weakref.WeakValueDictionary()  # data address -> array, for records read back
+
+
 def _array_record(a) -> np.ndarray:
     rec = np.zeros((), _ARRAY_RECORD)
     if a is not None:
+        if a.ptr:
+            _RECORDED[a.ptr] = a
         rec["data"] = a.ptr
         rec["grad"] = a.grad.ptr if a.grad is not None else 0
         rec["shape"][: a.ndim] = a.shape
@@ -379,7 +385,9 @@ def record_to_instance(st: StructType, rec) -> StructInstance:
             object.__setattr__(out, name, record_to_instance(t, rec[name]))
         elif t is not None and not isinstance(t, ArrayType):
             value = rec[name]
-            object.__setattr__(out, name, np.array(value) if t.shape else t(value))
+            object.__setattr__(out, name, t(np.array(value)) if t.shape else t(value))
+        elif isinstance(t, ArrayType) and int(rec[name]["data"]):
+            object.__setattr__(out, name, _RECORDED.get(int(rec[name]["data"])))
     return out
 
 
@@ -470,113 +478,6 @@ def array_leaves(t: ArrayType, prefix: str):
     return out
 
 
-# ---- launches ---------------------------------------------------------------------------
-
-def flatten_launch_args(kernel, inputs, outputs, device=None, adjoint=False):
-    """The launch's inputs and outputs with every struct argument replaced by its leaf
-    fields' values, in the order of the kernel's IR parameters (see frontend/structs.py);
-    hidden parameters (array fields a kernel-made struct never got) get empty arrays."""
-    from ..errors import LaunchError
-    func = kernel.ir
-    sig = func.struct_signature
-    given = list(inputs) + list(outputs)
-    if len(given) != len(sig):
-        raise LaunchError(f"kernel '{kernel.key}' takes {len(sig)} argument(s) "
-                          f"({', '.join(n for n, _ in sig)}), but {len(given)} were given in "
-                          "inputs and outputs")
-    dev = device if device is not None else _first_device(given)
-    flat, n_in = [], 0
-    for k, ((name, t), value) in enumerate(zip(sig, given)):
-        flat += _leaf_values(kernel.key, name, t, value, dev, adjoint)
-        if k < len(inputs):
-            n_in = len(flat)
-    for p in func.params[func.struct_flat_count: len(func.params)]:
-        flat.append(None if adjoint else _empty(p.type, dev))
-    return flat[:n_in], flat[n_in:]
-
-
-def _first_device(values):
-    from .array import array
-    for v in values:
-        if isinstance(v, array) and not v.is_annotation:
-            return v.device
-        if isinstance(v, StructInstance):
-            for leaf in _instance_leaves(v):
-                if isinstance(leaf, array):
-                    return leaf.device
-    return None
-
-
-def _instance_leaves(inst):
-    for name, t in inst._type.fields.items():
-        value = getattr(inst, name)
-        if isinstance(t, StructType):
-            yield from _instance_leaves(value)
-        else:
-            yield value
-
-
-def _empty(t: ArrayType, device):
-    from .array import zeros
-    return zeros((0,) * t.ndim, dtype=t.dtype, device=device)
-
-
-def _leaf_values(kname, name, t, value, device, adjoint):
-    from ..errors import LaunchError
-    if isinstance(t, StructType):
-        if value is None and adjoint:
-            return [None] * len(struct_leaves(t, name))
-        if not isinstance(value, t.cls):
-            got = "None" if value is None else type(value).__name__
-            raise LaunchError(f"kernel '{kname}': argument '{name}' expects {t.key} but got "
-                              f"{got} (pass a {t.key}() instance)")
-        out = []
-        for fname, ft in t.fields.items():
-            if ft is None:
-                continue
-            fvalue = getattr(value, fname)
-            path = f"{name}.{fname}"
-            if isinstance(ft, StructType) or (isinstance(ft, ArrayType) and
-                                              isinstance(ft.dtype, StructType)):
-                out += _leaf_values(kname, path, ft, fvalue, device, adjoint)
-            elif isinstance(ft, ArrayType) and fvalue is None:
-                out.append(None if adjoint else _empty(ft, device))
-            else:
-                out.append(fvalue)
-        return out
-    if isinstance(t, ArrayType) and isinstance(t.dtype, StructType):
-        from .array import array
-        n = sum(1 for _, at in array_leaves(t, name) if at is not None)
-        if value is None and adjoint:
-            return [None] * n
-        if value is None:  # an unset array field: an empty array of the struct
-            return [_empty(at, device) for _, at in array_leaves(t, name) if at is not None]
-        if not isinstance(value, array) or value.dtype is not t.dtype or \
-                value.ndim != t.ndim:
-            got = f"an array of {value.dtype} with {value.ndim} dimension(s)" \
-                if isinstance(value, array) else type(value).__name__
-            raise LaunchError(f"kernel '{kname}': parameter '{name}' ({t.ndim}-d array of "
-                              f"{t.dtype.key}) got {got}")
-        return [v for _, v in field_views(value, name) if v is not None]
-    return [value]
-
-
-def flatten_launch(kernel, inputs, outputs, adj_inputs, adj_outputs, device, adjoint):
-    """For kl.launch: (StructArgs, the flat arguments, how many are inputs, the flat
-    adj_inputs and adj_outputs)."""
-    from .device import get_device
-    n_in, n = len(inputs), len(kernel.ir.struct_signature)
-    user = list(inputs) + list(outputs)
-    dev = get_device(device) if device is not None else _first_device(user)
-    flat_in, flat_out = flatten_launch_args(kernel, inputs, outputs, dev)
-    if adjoint and (adj_inputs is not None or adj_outputs is not None):
-        adj_inputs, adj_outputs = flatten_launch_args(
-            kernel, list(adj_inputs or [None] * n_in),
-            list(adj_outputs or [None] * (n - n_in)), dev, True)
-    return (StructArgs(kernel, user, dev or get_device(None)), flat_in + flat_out,
-            len(flat_in), adj_inputs, adj_outputs)
-
-
 def element_record(value, st: StructType) -> np.ndarray:
     """value (an instance of st, or a record of st's dtype) as one record to fill with."""
     if isinstance(value, StructInstance):
@@ -584,69 +485,6 @@ def element_record(value, st: StructType) -> np.ndarray:
             raise TypeError(f"an array of {st.key} cannot hold a {type(value).__name__}")
         return np.asarray(value.numpy_value(), dtype=st.np)
     return np.asarray(value, dtype=st.np)
-
-
-class StructArgs:
-    """The arguments of a launch as the user gave them, where some are structs: a Launch
-    keeps them so that set_param_* take the user's indices and names, and each run
-    flattens the structs again (a field changed after kl.launch(..., record_cmd=True) is
-    seen by the next cmd.launch(), as in Warp)."""
-
-    def __init__(self, kernel, values, device):
-        self.kernel, self.values, self.device = kernel, list(values), device
-
-    def _slots(self):
-        """(flat start, flat count) of each user argument."""
-        func, out, start = self.kernel.ir, [], 0
-        for (name, t), v in zip(func.struct_signature, self.values):
-            n = len(_leaf_values(self.kernel.key, name, t, v, self.device, True)) \
-                if (isinstance(t, StructType) or is_struct_array(t)) else 1
-            out.append((start, n))
-            start += n
-        return out
-
-    def refresh(self, cmd) -> None:
-        """Re-flatten every struct argument into cmd.params."""
-        from .launch import convert_arg
-        func = self.kernel.ir
-        for (start, n), (name, t), v in zip(self._slots(), func.struct_signature,
-                                            self.values):
-            if isinstance(t, StructType) or is_struct_array(t):
-                leaves = _leaf_values(self.kernel.key, name, t, v, self.device, False)
-                for k, leaf in enumerate(leaves):
-                    cmd.params[start + k] = convert_arg(self.kernel.key, func.params[start + k],
-                                                        leaf, self.device)
-
-    def set(self, cmd, index: int, value) -> None:
-        """cmd.set_param_at_index(index, value) with the user's index."""
-        from ..errors import LaunchError
-        from .launch import convert_arg
-        sig = self.kernel.ir.struct_signature
-        if not 0 <= index < len(sig):
-            raise LaunchError(f"kernel '{self.kernel.key}' has no parameter at index {index}")
-        name, t = sig[index]
-        if isinstance(t, StructType) or is_struct_array(t):
-            _leaf_values(self.kernel.key, name, t, value, self.device, False)  # checks it
-            self.values[index] = value
-            self.refresh(cmd)
-            return
-        start = self._slots()[index][0]
-        param = self.kernel.ir.params[start]
-        cmd.params[start] = convert_arg(self.kernel.key, param, value, self.device,
-                                        allow_none=param.type.is_array)
-        self.values[index] = value
-
-    def index_of(self, name: str):
-        for k, (pname, _) in enumerate(self.kernel.ir.struct_signature):
-            if pname == name:
-                return k
-        return None
-
-    def record_gradients(self, tape) -> None:
-        """tape.gradients[s] for each struct argument s: the struct of its gradients."""
-        for v in self.values:
-            if isinstance(v, StructInstance):
-                tape.gradients[v] = grad_struct(v)
 
 
 def add_elements(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -658,3 +496,14 @@ def add_elements(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     for name in a.dtype.names:
         out[name] = add_elements(a[name], b[name])
     return out
+
+
+def content_key(t) -> str:
+    """A type as text that names a struct by its fields, recursively (not its identity)."""
+    if isinstance(t, StructType):
+        fields = ", ".join(f"{n}: {content_key(ft) if ft is not None else '?'}"
+                           for n, ft in t.fields.items())
+        return f"{t.key}{{{fields}}}"
+    if isinstance(t, ArrayType):
+        return f"array({content_key(t.dtype)}, ndim={t.ndim})"
+    return repr(t)

@@ -489,6 +489,11 @@ KL_VEC_FN vec<N, T> operator/(T s, const vec<N, T>& v) {
 KL_MAT_FN mat<R, C, T> operator/(T s, const mat<R, C, T>& m) {
     mat<R, C, T> out; for (int i = 0; i < R; ++i) out.r[i] = s / m.r[i]; return out;
 }
+template <int N, typename T> __device__ inline T kl_trace(const mat<N, N, T>& m) {
+    T acc = m.r[0].c[0];
+    for (int i = 1; i < N; ++i) acc = acc + m.r[i].c[i];
+    return acc;
+}
 KL_VEC_FN bool kl_isfinite(const vec<N, T>& v) {
     for (int i = 0; i < N; ++i) if (!kl_isfinite(v.c[i])) return false;
     return true;
@@ -733,7 +738,45 @@ __device__ inline float64 kl_atomic_max(float64* p, float64 v) {
     return kl_atomic_cas_loop<float64, uint64>(p, v, kl_pick_max());
 }
 
-// Vectors and matrices: component by component (add and sub only).
+// and / or / xor on 32- and 64-bit integers; exch on those and on floats
+#define KL_BIT_ATOMICS(T, U) \
+    __device__ inline T kl_atomic_and(T* p, T v) { return T(atomicAnd((U*)p, U(v))); } \
+    __device__ inline T kl_atomic_or(T* p, T v) { return T(atomicOr((U*)p, U(v))); } \
+    __device__ inline T kl_atomic_xor(T* p, T v) { return T(atomicXor((U*)p, U(v))); } \
+    __device__ inline T kl_atomic_exch(T* p, T v) { return T(atomicExch((U*)p, U(v))); }
+KL_BIT_ATOMICS(int32, int32) KL_BIT_ATOMICS(uint32, uint32)
+KL_BIT_ATOMICS(int64, uint64) KL_BIT_ATOMICS(uint64, uint64)
+__device__ inline float32 kl_atomic_exch(float32* p, float32 v) { return atomicExch(p, v); }
+// compare and swap; floats compare their bits, as atomicCAS does
+__device__ inline int32 kl_atomic_cas(int32* p, int32 c, int32 v) { return atomicCAS(p, c, v); }
+__device__ inline uint32 kl_atomic_cas(uint32* p, uint32 c, uint32 v) {
+    return atomicCAS(p, c, v);
+}
+__device__ inline uint64 kl_atomic_cas(uint64* p, uint64 c, uint64 v) {
+    return atomicCAS(p, c, v);
+}
+__device__ inline int64 kl_atomic_cas(int64* p, int64 c, int64 v) {
+    return int64(atomicCAS((uint64*)p, uint64(c), uint64(v)));
+}
+__device__ inline float32 kl_atomic_cas(float32* p, float32 c, float32 v) {
+    uint32 old = atomicCAS((uint32*)p, *(uint32*)&c, *(uint32*)&v);
+    return *(float32*)&old;
+}
+__device__ inline float64 kl_atomic_cas(float64* p, float64 c, float64 v) {
+    uint64 old = atomicCAS((uint64*)p, *(uint64*)&c, *(uint64*)&v);
+    return *(float64*)&old;
+}
+__device__ inline float64 kl_atomic_exch(float64* p, float64 v) {
+    uint64 old = atomicExch((uint64*)p, *(uint64*)&v);
+    return *(float64*)&old;
+}
+KL_VEC_FN vec<N, T> kl_atomic_exch(vec<N, T>* p, const vec<N, T>& v) {
+    vec<N, T> old;
+    for (int i = 0; i < N; ++i) old.c[i] = kl_atomic_exch(&p->c[i], v.c[i]);
+    return old;
+}
+
+// Vectors and matrices: component by component.
 KL_VEC_FN vec<N, T> kl_atomic_add(vec<N, T>* p, const vec<N, T>& v) {
     vec<N, T> old;
     for (int i = 0; i < N; ++i) old.c[i] = kl_atomic_add(&p->c[i], v.c[i]);

@@ -402,12 +402,15 @@ class _Renderer:
         self.guarded(guard, f"{ref} = {value};" + self.finite_check(ins, value))
 
     def op_ATOMIC(self, ins: Instr):
-        ref, guard = self.access(ins, len(ins.args) - 2)
+        ref, guard = self.access(ins, ins.args[0].type.ndim)
         kind, value = ins.attrs["kind"], self.arg(ins.args[-1])
+        if kind == "cas":  # kl_atomic_cas(&ref, compare, value)
+            value = f"{self.arg(ins.args[-2])}, {value}"
         old = self.declare(ins.result)
         name = self.name(ins.result)
-        written = f"min({name}, {value})" if kind == "min" else \
-            f"max({name}, {value})" if kind == "max" else \
+        written = f"kl_min({name}, {value})" if kind == "min" else \
+            f"kl_max({name}, {value})" if kind == "max" else \
+            self.arg(ins.args[-1]) if kind in ("exch", "cas") else \
             f"{name} {'+' if kind == 'add' else '-'} {value}"
         call = f"kl_atomic_{kind}(&{ref}, {value});" + self.finite_check(ins, f"({written})")
         if guard:

@@ -12,7 +12,7 @@ import numpy as np
 from llvmlite import ir
 
 from ...builtins.linalg import cofactor_expand, det_expand
-from ...types import Matrix, Scalar, Type, Vector, float32
+from ...types import Matrix, Scalar, Type, Vector, float32, float64
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
@@ -257,11 +257,13 @@ class BuiltinContext:
             return x
         b = self.b
         if (src.kind == "f" and src.bits == 16 or dst.kind == "f" and dst.bits == 16) \
-                and float32 not in (src, dst) and dst.kind != "b":
+                and float32 not in (src, dst) and float64 not in (src, dst) \
+                and dst.kind != "b":
             # Only half <-> float has an instruction (F16C); any other conversion with half
-            # becomes a compiler-rt call (__truncdfhf2, ...) that the JIT cannot resolve and
-            # that would jump to address 0. Go through float32 (for double -> half this
-            # rounds twice: a tie can land one half-ulp off).
+            # becomes a compiler-rt call (__floatsihf, ...) that the JIT cannot resolve and
+            # that would jump to address 0. Integers go through float32 (exact: an integer
+            # that float32 rounds is past half's range anyway); double <-> half is
+            # float_convert's (rounded once, through float rounded to odd).
             mid = ir.FloatType() if not isinstance(to, ir.VectorType) \
                 else ir.VectorType(ir.FloatType(), to.count)
             return self.convert(self.convert(x, src, float32, mid), float32, dst, to)

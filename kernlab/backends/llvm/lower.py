@@ -306,6 +306,8 @@ class _BodyLowering:
 
         def access(ptr, idx):
             s = t.scalar  # never bool: the front end refuses atomics on bool arrays
+            if kind == "cas":
+                return self._cas(ptr, self.get(ins.args[-2]), value, s)
             op = _ATOMIC_OPS[s.kind if s.kind in "fu" else "i"][kind]
             if t.is_scalar:
                 old = self.b.atomic_rmw(op, ptr, value, "monotonic")
@@ -317,12 +319,22 @@ class _BodyLowering:
                         old, self.b.atomic_rmw(op, p, part, "monotonic"), I32(c))
             if self.e.verify_fp and s.kind == "f":  # what the atomic wrote
                 written = self.cx.intr(f"llvm.{_FP_ATOMIC[kind]}", old, value) \
-                    if kind in _FP_ATOMIC else \
+                    if kind in _FP_ATOMIC else value if kind in ("exch", "cas") else \
                     (self.b.fadd if kind == "add" else self.b.fsub)(old, value)
                 self._check_finite(ins, written, t, idx)
             return old
 
         return self._guarded(ins, access, constant(t, 0))
+
+    def _cas(self, ptr, compare, value, s: Scalar):
+        """cmpxchg (floats compare and swap their bits, as CUDA's atomicCAS does)."""
+        b = self.b
+        if s.kind == "f":
+            bits = ir.IntType(s.bits)
+            pair = b.cmpxchg(ptr, b.bitcast(compare, bits), b.bitcast(value, bits),
+                             "monotonic", "monotonic")
+            return b.bitcast(b.extract_value(pair, 0), value.type)
+        return b.extract_value(b.cmpxchg(ptr, compare, value, "monotonic", "monotonic"), 0)
 
     def _check_finite(self, ins, value, t: Type, idx):
         """verify_fp: report a NaN or Inf just stored (flag STATUS_NOT_FINITE, the flat
@@ -523,7 +535,9 @@ def _size(ty: ir.Type) -> int:
 
 _FP_ATOMIC = {"min": "minnum", "max": "maxnum"}  # what atomicrmw fmin/fmax compute
 _ATOMIC_OPS = {
-    "f": {"add": "fadd", "sub": "fsub", "min": "fmin", "max": "fmax"},
-    "i": {"add": "add", "sub": "sub", "min": "min", "max": "max"},
-    "u": {"add": "add", "sub": "sub", "min": "umin", "max": "umax"},
+    "f": {"add": "fadd", "sub": "fsub", "min": "fmin", "max": "fmax", "exch": "xchg"},
+    "i": {"add": "add", "sub": "sub", "min": "min", "max": "max", "and": "and", "or": "or",
+          "xor": "xor", "exch": "xchg"},
+    "u": {"add": "add", "sub": "sub", "min": "umin", "max": "umax", "and": "and", "or": "or",
+          "xor": "xor", "exch": "xchg"},
 }
