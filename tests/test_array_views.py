@@ -219,3 +219,13 @@ def test_numpy_operands_and_ufuncs():
     np.testing.assert_array_equal((a + np.ones(3, np.float32)).numpy(), [2.0, 3.0, 4.0])
     assert isinstance(np.ones(3, np.float32) + a, np.ndarray)  # NumPy on the left: NumPy's
     np.testing.assert_array_equal(np.isfinite(a), [True, True, True])  # ufuncs read it
+
+
+def test_indexedarray_spellings():
+    from typing import Literal
+    assert kl.indexedarray[kl.int32, Literal[2]].ndim == 2
+    a = kl.array([10, 11, 12, 13], dtype=kl.int32)
+    sel = kl.indexedarray1d(a, [kl.array([3, 1], dtype=kl.int32)])
+    np.testing.assert_array_equal(sel.numpy(), [13, 11])
+    with pytest.raises(IndexError):
+        kl.indexedarray(a, [kl.array([4], dtype=kl.int32)])
