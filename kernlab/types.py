@@ -99,6 +99,25 @@ def _no_pow(self, *args):
                     "raise floats to powers)")
 
 
+def _is_kernel_array(x) -> bool:
+    from .runtime.array import array  # lazily: types is below the runtime
+    return isinstance(x, array)
+
+
+def _defer_to_arrays(base, name):
+    """``wp.float32(5) + a`` with a kernlab array a is the array's (a kernel, as in Warp),
+    not NumPy's (which would compute on a host copy)."""
+    op = getattr(base, name)
+
+    def method(self, other):
+        return NotImplemented if _is_kernel_array(other) else op(self, other)
+    method.__name__ = name
+    return method
+
+
+_BINARY = ("__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__")
+
+
 def _value_class(s: Scalar) -> type:
     """The Python-side value type of a scalar (what ``wp.int8(3)`` returns): the NumPy
     scalar with Warp's ``.value`` (the Python number); integers refuse ``**`` (Warp has no
@@ -107,6 +126,7 @@ def _value_class(s: Scalar) -> type:
     if cls is None:
         body = {"__slots__": (), "__module__": __name__,
                 "value": property(lambda self: self.item(), doc="the Python number")}
+        body.update({n: _defer_to_arrays(s.np.type, n) for n in _BINARY})
         if s.is_int:
             body.update(__pow__=_no_pow, __rpow__=_no_pow)
         cls = type(s.name, (s.np.type,), body)
@@ -554,10 +574,6 @@ def type_scalar_type(t):
     if isinstance(t, Type) and not t.is_array:
         return t.scalar
     return to_type(t)
-
-
-def type_length(t) -> int:
-    return getattr(t, "length", 1) if isinstance(t, Type) else 1
 
 
 def type_size(t) -> int:
