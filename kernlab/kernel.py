@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import sys
 import typing
+import weakref
 from typing import Callable, ParamSpec, TypeVar
 
 from . import config
@@ -236,7 +237,9 @@ class Module:
     def __init__(self, name: str):
         self.name = name
         self.options: dict = {"enable_backward": True}
-        self.kernels: dict = {}  # key -> the latest kernel defined under that name
+        # key -> the latest kernel defined under that name; weak, so that a kernel nobody
+        # uses any more is freed with its compiled code
+        self.kernels = weakref.WeakValueDictionary()
 
     def hash_module(self) -> str:
         """A hash of what the module's kernels are: their source and the types their
