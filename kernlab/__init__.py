@@ -23,7 +23,8 @@ from .runtime.array import (array, array1d, array2d, array3d, array4d, clone, co
                             zeros_like)
 from .runtime.device import (ScopedDevice, get_device, init, is_cuda_available, set_device,
                              synchronize, synchronize_device)
-from .runtime.indexed import indexedarray
+from .runtime.indexed import (indexedarray, indexedarray1d, indexedarray2d, indexedarray3d,
+                              indexedarray4d)
 from .runtime.launch import Launch, launch
 from .runtime.structs import struct
 from .runtime.tape import Tape

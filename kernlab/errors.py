@@ -86,7 +86,7 @@ class KernelError(RuntimeError):
             head, _, tail = self.message.partition("\n")
             return "\n".join([head, *parts] + ([tail] if tail else []))
         parts.append(self.message)
-        return "\n".join(parts)
+        return "\n".join(parts).lstrip(" ")  # "KernelTypeError: --> file, line 3, ..."
 
     def __str__(self):  # KeyError would show repr(); every KernelError shows its text
         return self._render()

@@ -237,8 +237,8 @@ class Module:
     def __init__(self, name: str):
         self.name = name
         self.options: dict = {"enable_backward": True}
-        # key -> the latest kernel defined under that name; weak, so that a kernel nobody
-        # uses any more is freed with its compiled code
+        # key -> the latest kernel defined under that name, held weakly: a module never
+        # keeps a kernel (and its compiled code) alive
         self.kernels = weakref.WeakValueDictionary()
 
     def hash_module(self) -> str:

@@ -9,6 +9,7 @@ import numpy as np
 
 from .builtins import REGISTRY
 from .builtins.expand import EXPANSIONS, call_on_python_values
+from .builtins.random import PUBLIC as RANDOM_BUILTINS
 from .builtins.spatial import PUBLIC as SPATIAL_BUILTINS
 from .types import Type, to_type
 
@@ -64,7 +65,8 @@ PUBLIC_BUILTINS = [
     "bit_and", "bit_or", "bit_xor", "lshift", "rshift", "invert", "cw_mul", "cw_div",
     "erf", "erfc", "erfinv", "erfcinv", "trace",
 ]
-FUNCTIONS = {name: BuiltinFunction(name) for name in PUBLIC_BUILTINS + SPATIAL_BUILTINS}
+FUNCTIONS = {name: BuiltinFunction(name) for name in PUBLIC_BUILTINS + SPATIAL_BUILTINS
+             + RANDOM_BUILTINS}
 FUNCTIONS["transformation"] = BuiltinFunction("transformation")
 FUNCTIONS["select"] = BuiltinFunction("select", "where")
 

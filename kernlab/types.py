@@ -78,13 +78,12 @@ class Scalar(Type):
     _length_ = 1
 
     def __call__(self, x=0):
-        if self.kind in "iu":
-            if not isinstance(x, (np.ndarray, np.generic)):
-                x = _wrap(int(x), self)  # wp.uint8(-1) == 255, as in C
-            with np.errstate(over="ignore", invalid="ignore"):
-                return _int_value_class(self)(x)
-        with np.errstate(over="ignore", invalid="ignore"):
+        if self.kind == "b":
             return self.np.type(x)
+        if self.kind in "iu" and not isinstance(x, (np.ndarray, np.generic)):
+            x = _wrap(int(x), self)  # wp.uint8(-1) == 255, as in C
+        with np.errstate(over="ignore", invalid="ignore"):
+            return _value_class(self)(x)
 
     def __repr__(self):
         return self.name
@@ -100,13 +99,17 @@ def _no_pow(self, *args):
                     "raise floats to powers)")
 
 
-def _int_value_class(s: Scalar) -> type:
-    """The Python-side value type of an integer scalar: the NumPy scalar, except that
-    ``**`` is refused (Warp has no integer power)."""
+def _value_class(s: Scalar) -> type:
+    """The Python-side value type of a scalar (what ``wp.int8(3)`` returns): the NumPy
+    scalar with Warp's ``.value`` (the Python number); integers refuse ``**`` (Warp has no
+    integer power)."""
     cls = _INT_VALUES.get(s.name)
     if cls is None:
-        cls = type(s.name, (s.np.type,), {"__pow__": _no_pow, "__rpow__": _no_pow,
-                                          "__slots__": (), "__module__": __name__})
+        body = {"__slots__": (), "__module__": __name__,
+                "value": property(lambda self: self.item(), doc="the Python number")}
+        if s.is_int:
+            body.update(__pow__=_no_pow, __rpow__=_no_pow)
+        cls = type(s.name, (s.np.type,), body)
         _INT_VALUES[s.name] = cls
     return cls
 
@@ -343,6 +346,17 @@ class Value(np.ndarray):
 
     def __ne__(self, other):
         return not self.__eq__(other)
+
+    # % is C's fmod, as in kernels (NumPy's % would floor)
+    def __mod__(self, other):
+        return np.fmod(self, other)
+
+    def __rmod__(self, other):
+        return np.fmod(other, self)
+
+    def __imod__(self, other):
+        self[...] = np.fmod(self, other)
+        return self
 
     __hash__ = None
 

@@ -180,7 +180,8 @@ def test_indexed_arrays_read_and_copy():
 @pytest.mark.parametrize("dtype", [kl.float32, kl.float64, kl.int32, kl.uint32])
 def test_array_arithmetic_matches_numpy(dtype):
     host = np.array([1, 2, 3], dtype=dtype.np)
-    a, s = kl.array(host, dtype=dtype), dtype.np.type(5)
+    a, s = kl.array(host, dtype=dtype), 5  # a NumPy scalar on the left gives NumPy's result
+    assert isinstance(dtype.np.type(5) - a, np.ndarray)  # ... a host array, as with Warp
     np.testing.assert_array_equal((a + s).numpy(), host + s)
     np.testing.assert_array_equal((s - a).numpy(), s - host)
     np.testing.assert_array_equal((a * a).numpy(), host * host)
@@ -208,3 +209,23 @@ def test_vector_arrays_scale_by_numbers():
     np.testing.assert_array_equal((-v).numpy(), -np.arange(6).reshape(2, 3))
     with pytest.raises(ArrayError, match="same shape"):
         v + kl.zeros(3, dtype=kl.vec3)
+
+
+def test_numpy_operands_and_ufuncs():
+    a = kl.array([1.0, 2.0, 3.0], dtype=float)
+    r = a * np.float32(2.0)  # the array on the left: a kernel, an array back
+    assert isinstance(r, kl.array)
+    np.testing.assert_array_equal(r.numpy(), [2.0, 4.0, 6.0])
+    np.testing.assert_array_equal((a + np.ones(3, np.float32)).numpy(), [2.0, 3.0, 4.0])
+    assert isinstance(np.ones(3, np.float32) + a, np.ndarray)  # NumPy on the left: NumPy's
+    np.testing.assert_array_equal(np.isfinite(a), [True, True, True])  # ufuncs read it
+
+
+def test_indexedarray_spellings():
+    from typing import Literal
+    assert kl.indexedarray[kl.int32, Literal[2]].ndim == 2
+    a = kl.array([10, 11, 12, 13], dtype=kl.int32)
+    sel = kl.indexedarray1d(a, [kl.array([3, 1], dtype=kl.int32)])
+    np.testing.assert_array_equal(sel.numpy(), [13, 11])
+    with pytest.raises(IndexError):
+        kl.indexedarray(a, [kl.array([4], dtype=kl.int32)])

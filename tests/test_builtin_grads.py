@@ -280,6 +280,8 @@ GRAD_CASES = {
             G("vector/scalar", binop("/", V, S, V), [(V, U), (S, POS)], V, lambda a, b: a / b),
             G("matrix/scalar", binop("/", M, S, M), [(M, U), (S, POS)], M, lambda a, b: a / b)],
     "mod": [G("scalar%scalar", binop("%", S, S, S), [(S, (-3.0, 3.0)), (S, (0.6, 1.4))], S,
+              np.fmod),
+            G("vector%vector", binop("%", V, V, V), [(V, (-3.0, 3.0)), (V, (0.6, 1.4))], V,
               np.fmod)],
     "pow": [G("pow(x, y)", call2(kl.pow, S, S, S), [(S, POS), (S, (-2.0, 2.0))], S, np.power),
             G("x ** y", binop("**", S, S, S), [(S, POS), (S, (-2.0, 2.0))], S, np.power)],

@@ -52,7 +52,7 @@ def test_python_scalar_values_wrap_like_c():
 @pytest.mark.parametrize("t", INTS + FLOATS, ids=lambda t: t.name)
 def test_arithmetic_on_every_scalar(backend, t):
     if t == kl.float16 and backend.startswith("cuda"):
-        pytest.skip("float16 runs on the CPU only (the CUDA backend has no half type yet)")
+        pytest.skip("the CUDA backend has no half type yet")
     @kl.kernel
     def k(a: kl.array(dtype=t), b: kl.array(dtype=t), out: kl.array(dtype=t)):
         i = kl.tid()
@@ -65,9 +65,8 @@ def test_arithmetic_on_every_scalar(backend, t):
     np.testing.assert_array_equal(got, np.array(want, t.np))
 
 
+@pytest.mark.cpu_only("the CUDA backend has no half type yet")
 def test_float16_rounds_to_half_after_every_operation(backend):
-    if backend.startswith("cuda"):
-        pytest.skip("float16 runs on the CPU only (the CUDA backend has no half type yet)")
     @kl.kernel
     def k(a: kl.array(dtype=kl.float16), out: kl.array(dtype=kl.float16)):
         i = kl.tid()
@@ -355,3 +354,20 @@ def test_atomic_cas_builds_a_lock_free_maximum(backend):
     assert slot.numpy()[0] == vals.max()
     np.testing.assert_array_equal(seen.numpy(), [1, 0, 1, 0, 1, 1])
     np.testing.assert_array_equal(fslot.numpy(), [2.5, 0.0, 2.5, 3.0, 2.5, 2.5])
+
+
+def test_vector_remainder_and_division_of_int_vectors(backend):
+    @kl.kernel
+    def k(a: kl.array(dtype=kl.vec3i), b: kl.array(dtype=kl.vec3i), r: kl.array(dtype=kl.vec3i),
+          q: kl.array(dtype=kl.vec3i)):
+        i = kl.tid()
+        r[i] = a[i] % b[i]
+        q[i] = kl.cw_div(a[i], b[i])
+
+    a = np.array([[7, -7, 5], [-8, 9, 0]], np.int32)
+    b = np.array([[2, 2, 0], [3, -4, 5]], np.int32)
+    r, q = kl.zeros(2, dtype=kl.vec3i), kl.zeros(2, dtype=kl.vec3i)
+    kl.launch(k, 2, inputs=[kl.array(a, dtype=kl.vec3i), kl.array(b, dtype=kl.vec3i), r, q])
+    safe = np.where(b == 0, 1, b)
+    np.testing.assert_array_equal(r.numpy(), np.where(b == 0, 0, np.fmod(a, safe)))
+    np.testing.assert_array_equal(q.numpy(), np.where(b == 0, 0, np.trunc(a / safe)))

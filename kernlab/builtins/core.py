@@ -111,7 +111,8 @@ def _np_div(a, b):
 
 def _div_grad(g, a, b, r, adj):
     if b.type.is_scalar:
-        return g.div(adj, b), g.neg(g.div(g.inner(adj, r), b))
+        # -(adj . a) / b^2, in Warp's order of operations (float16 rounds as in Warp)
+        return g.div(adj, b), g.neg(g.div(g.inner(adj, a), g.mul(b, b)))
     # s / v, component-wise: d/ds = sum(adj / v), d/dv = -adj r / v
     return g.inner(adj, g.div(g.const(1, a.type), b)), g.neg(g.cw_div(g.cw_mul(adj, r), b))
 
@@ -139,14 +140,22 @@ builtin("floordiv", [sig("N", "N", ret="T")], _np_floordiv,
 
 def _np_mod(a, b):
     t = np.result_type(a, b)
-    if np.issubdtype(t, np.integer) and b == 0:
-        return t.type(0)
-    return t.type(np.fmod(a, b))
+    if np.issubdtype(t, np.integer):
+        out = np.where(np.asarray(b) == 0, 0, np.fmod(a, np.where(np.asarray(b) == 0, 1, b)))
+        return out.astype(t)[()]
+    return np.fmod(a, b).astype(t)[()]
 
 
-builtin("mod", [sig("N", "N", ret="T")], _np_mod, llvm=lambda cx, a, b: cx.mod(a, b),
-        cuda="kl_mod({0}, {1})",
-        grad=lambda g, a, b, r, adj: (adj, g.neg(g.mul(adj, g.trunc(g.div(a, b))))))
+def _mod_grad(g, a, b, r, adj):
+    """d/da = 1; d/db = -trunc(a / b) (Warp leaves b without a gradient: that is wrong).
+    On vectors trunc(a / b) is (a - r) / b, component-wise."""
+    if a.type.is_scalar:
+        return adj, g.neg(g.mul(adj, g.trunc(g.div(a, b))))
+    return adj, g.neg(g.cw_div(g.cw_mul(adj, g.sub(a, r)), b))
+
+
+builtin("mod", [sig("N", "N", ret="T"), sig("V", "V", ret="V")], _np_mod,
+        llvm=lambda cx, a, b: cx.mod(a, b), cuda="kl_mod({0}, {1})", grad=_mod_grad)
 
 builtin("trunc", [sig("F", ret="T")], np.trunc,
         llvm=lambda cx, a: cx.intr("llvm.trunc", a), cuda="trunc({0})", differentiable=False)

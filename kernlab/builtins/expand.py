@@ -5,11 +5,15 @@ builtins on ``g`` (``g.mul(a, b)``, ``g.index(q, g.const(3))``). That one defini
 every fact about it: the frontend expands a call in place, so the interpreter, LLVM and
 CUDA backends run the primitives it calls and reverse mode differentiates them; on Python
 values the same function runs on ``NumpyBuilder``, whose calls run the primitives' NumPy
-references. Quaternion and transform math (spatial.py) is written this way.
+references. Quaternion and transform math (spatial.py) and the random numbers (random.py)
+are written this way.
 
-Signatures name argument kinds (``"quat"``, ``"vec3"``, ``"float"``, ...); all arguments
-share one float scalar type. An expansion may also overload a primitive builtin for the
-kinds it names (``mul`` of two quaternions is the Hamilton product); it is tried first.
+Signatures name argument kinds (``"quat"``, ``"vec3"``, ``"float"``, ``"vector"`` for any
+vector, ``"int"``/``"uint32"`` for integers); the float arguments share one scalar type.
+An expansion may also overload a primitive builtin for the kinds it names (``mul`` of two
+quaternions is the Hamilton product); it is tried first. One that ``writes`` arguments
+(``randf(state)``, ``transform_set_translation(t, p)``) returns their new values first;
+the frontend (frontend/spatial.py) assigns them.
 """
 from __future__ import annotations
 
@@ -43,6 +47,9 @@ def _kind_of(t: Type) -> str | None:
 # "vector" is any vector (quaternions, transforms and integer vectors too), "matrix" any
 # matrix; all the arguments such a signature names have one type.
 _ANY_KINDS = ("vector", "matrix")
+# "int" is any integer scalar, "uint32" that one type (random number states); these need
+# not share the float arguments' scalar type.
+_INT_KINDS = ("int", "uint32")
 
 
 def _fits(kind: str, t: Type) -> bool:
@@ -50,6 +57,10 @@ def _fits(kind: str, t: Type) -> bool:
         return t.is_vector
     if kind == "matrix":
         return t.is_matrix
+    if kind == "int":
+        return t.is_scalar and t.is_int
+    if kind == "uint32":
+        return t.is_scalar and t.kind == "u" and t.bits == 32
     return _kind_of(t) == kind
 
 
@@ -75,11 +86,13 @@ class Expansion:
     ret: str | None      # result kind, for signatures shown in errors
     expand: Callable     # (g, *args[, target=T]) -> Value (or a tuple of Values)
     targeted: bool = False  # takes dtype= (no arguments to infer it from)
+    writes: tuple = ()   # arguments (by position) that receive the first results, in order;
+    #                      the call's value is what remains (randf(state) updates state)
 
     def matches(self, types) -> bool:
         if len(types) != len(self.params):
             return False
-        scalars = {t.scalar for t in types}
+        scalars = {t.scalar for t, k in zip(types, self.params) if k not in _INT_KINDS}
         shaped = {t for t, k in zip(types, self.params) if k in _ANY_KINDS}
         return all(_fits(k, t) for k, t in zip(self.params, types)) and len(scalars) <= 1 \
             and len(shaped) <= 1
@@ -89,11 +102,11 @@ class Expansion:
                                                              else "")
 
 
-def expansion(name: str, params, ret=None, targeted=False):
+def expansion(name: str, params, ret=None, targeted=False, writes=()):
     """Decorator: register ``expand`` as builtin ``name`` for argument kinds ``params``."""
     def register(fn):
         EXPANSIONS.setdefault(name, []).append(
-            Expansion(name, tuple(params), ret, fn, targeted))
+            Expansion(name, tuple(params), ret, fn, targeted, tuple(writes)))
         return fn
     return register
 

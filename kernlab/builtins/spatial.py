@@ -81,6 +81,12 @@ def quat_to_axis_angle(g, q):
     return axis, angle
 
 
+@expansion("quat_to_axis_angle", ("quat", "vec3", "float"), None, writes=(1, 2))
+def quat_to_axis_angle_into(g, q, axis, angle):
+    """quat_to_axis_angle(q, axis, angle): the results go into axis and angle."""
+    return quat_to_axis_angle(g, q)
+
+
 @expansion("quat_rpy", ("float", "float", "float"), "quat")
 def quat_rpy(g, roll, pitch, yaw):
     """qz(yaw) * qy(pitch) * qx(roll), expanded."""
@@ -110,11 +116,6 @@ def quat_mul(g, a, b):
     av, bv, aw, bw = _xyz(g, a), _xyz(g, b), _c(g, a, 3), _c(g, b, 3)
     v = g.add(g.add(g.mul(aw, bv), g.mul(bw, av)), g.cross(av, bv))
     return _quat_from_parts(g, v, g.sub(g.mul(aw, bw), g.dot(av, bv)))
-
-
-@expansion("div", ("float", "quat"), "quat")
-def scalar_div_quat(g, s, q):
-    return _quat(g, *(g.div(s, _c(g, q, k)) for k in range(4)))
 
 
 @expansion("normalize", ("quat",), "quat")
@@ -238,13 +239,13 @@ def transform_get_rotation(g, t):
 # transform_set_*(t, x) write the new transform into t (frontend/spatial.py, lang.py);
 # the *_copy forms return it.
 @expansion("transform_set_translation_copy", ("transform", "vec3"), "transform")
-@expansion("transform_set_translation", ("transform", "vec3"), "transform")
+@expansion("transform_set_translation", ("transform", "vec3"), "transform", writes=(0,))
 def transform_set_translation_copy(g, t, p):
     return _transform(g, p, transform_get_rotation(g, t))
 
 
 @expansion("transform_set_rotation_copy", ("transform", "quat"), "transform")
-@expansion("transform_set_rotation", ("transform", "quat"), "transform")
+@expansion("transform_set_rotation", ("transform", "quat"), "transform", writes=(0,))
 def transform_set_rotation_copy(g, t, q):
     return _transform(g, transform_get_translation(g, t), q)
 
@@ -388,7 +389,7 @@ def spatial_adjoint(g, r, s):
     return _mat(g, rows)
 
 
-# ---- matrices from vectors (Warp's spatial tests use them) -------------------------------------------
+# ---- matrices from vectors (Warp's spatial tests use them) ----------------------------
 
 def _matrix_from_cols(g, *cols):
     t = cols[0].type

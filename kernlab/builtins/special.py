@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from llvmlite import ir
 
 from .registry import builtin, sig

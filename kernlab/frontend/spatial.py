@@ -10,15 +10,13 @@ from __future__ import annotations
 import ast
 
 from .. import lang, types
+from ..builtins.expand import EXPANSIONS, find_expansion
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..types import Quaternion, Transformation, Vector, float32, to_type
 from .exprs import Lit, PyObj
 
 NOT_SPATIAL = object()
 TRANSFORM_PARTS = {"p": "transform_get_translation", "q": "transform_get_rotation"}
-# builtins that write their result into arguments (by position) instead of returning it
-WRITES = {"transform_set_translation": (0,), "transform_set_rotation": (0,),
-          "quat_to_axis_angle": (1, 2)}
 
 
 class SpatialMixin:
@@ -28,7 +26,8 @@ class SpatialMixin:
             return self.construct_spatial_generic(obj is types.quaternion, args, kwargs)
         if isinstance(obj, Transformation) and not kwargs.keys() - {"p", "q"}:
             return self.construct_transform(obj, args, kwargs)
-        if isinstance(obj, lang.BuiltinFunction) and obj.builtin in WRITES and not kwargs:
+        if isinstance(obj, lang.BuiltinFunction) and not kwargs and any(
+                ex.writes for ex in EXPANSIONS.get(obj.builtin, ())):
             return self.call_writing(obj.builtin, args, node)
         return NOT_SPATIAL
 
@@ -84,22 +83,23 @@ class SpatialMixin:
         return self.construct(target, vals)
 
     def call_writing(self, name, args, node):
-        """``transform_set_translation(t, p)``: t = the new transform; the call has no
-        value. ``quat_to_axis_angle(q, axis, angle)`` writes both outputs."""
-        writes = WRITES[name]
+        """A builtin that writes arguments (``transform_set_translation(t, p)``,
+        ``quat_to_axis_angle(q, axis, angle)``, ``randf(state)``): its first results are
+        assigned to them; the call's value is the rest, if any."""
         vals = [self.value(a) for a in args]
-        outputs_given = name == "quat_to_axis_angle" and len(vals) == 3
-        if name == "quat_to_axis_angle" and not outputs_given:
-            return self.b.call(name, vals)  # (axis, angle) = quat_to_axis_angle(q)
-        result = self.b.call(name, vals[:1] if outputs_given else vals)
+        ex = find_expansion(name, [v.type for v in vals])
+        result = self.b.call(name, vals)
+        if ex is None or not ex.writes:
+            return result
         results = result if isinstance(result, tuple) else (result,)
-        for k, v in zip(writes, results):
+        for k, v in zip(ex.writes, results):
             target = node.args[k]
             if not isinstance(target, (ast.Name, ast.Subscript, ast.Attribute)):
                 raise KernelSyntaxError(f"{name}() writes its argument {k + 1}, which must be "
                                         "a variable or an element", self.b.loc)
             self.assign(target, v)
-        return None
+        rest = results[len(ex.writes):]
+        return rest[0] if len(rest) == 1 else (rest or None)
 
     def transform_part(self, base, attr):
         return self.b.call(TRANSFORM_PARTS[attr], [base])

@@ -389,7 +389,8 @@ class array:
 
     # --- Arithmetic (array_ops.py): kernels, so recorded on a tape ----------------------
 
-    __array_ufunc__ = None  # NumPy operands defer to these operators
+    # NumPy functions and NumPy operands on the left work on the data (a host array comes
+    # back), as with Warp's arrays: no __array_ufunc__ = None here.
 
     def _binary(self, name, other, reflected=False, out=None):
         from .array_ops import binary

@@ -88,6 +88,9 @@ def _operand(x, like: array) -> tuple:
         if x.device != like.device:
             raise ArrayError(f"array arithmetic between {like.device} and {x.device}")
         return _flat(x), 1
+    if isinstance(x, (np.ndarray, list, tuple)) and np.ndim(x) > len(like.dtype.shape):
+        x = array(x, dtype=like.dtype, device=like.device)  # NumPy data: one more array
+        return _operand(x, like)
     dtype = like.dtype
     if not dtype.is_scalar and np.ndim(x) == 0:
         dtype = dtype.scalar  # a number scales vectors and matrices

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ArrayError
-from ..types import int32
+from ..types import int32, to_type
 
 
 class indexedarray:
@@ -60,6 +60,12 @@ class indexedarray:
         self.dtype, self.device, self.ndim = data.dtype, data.device, data.ndim
         self.shape = tuple(shape)
 
+    def __class_getitem__(cls, params) -> "indexedarray":
+        """``kl.indexedarray[T]`` or ``kl.indexedarray[T, Literal[n]]``: an annotation."""
+        dtype, ndim = params if isinstance(params, tuple) else (params, 1)
+        ndim = getattr(ndim, "__args__", (ndim,))[0]  # Literal[2] -> 2
+        return cls(dtype=to_type(dtype), ndim=int(ndim))
+
     @classmethod
     def from_index(cls, a, index: tuple) -> "indexedarray":
         """a[key] where key holds index arrays (and possibly integers and slices)."""
@@ -106,3 +112,24 @@ class indexedarray:
         if self.is_annotation:
             return f"indexedarray(dtype={self.dtype}, ndim={self.ndim})"
         return f"indexedarray({self.numpy()!r}, dtype={self.dtype}, device={self.device})"
+
+
+class _FixedNdim:
+    """``kl.indexedarray1d(data, indices)`` .. ``indexedarray4d``: Warp's spellings."""
+
+    def __init__(self, ndim: int):
+        self.ndim = ndim
+        self.__name__ = self.__qualname__ = f"indexedarray{ndim}d"
+
+    def __call__(self, data=None, indices=None, dtype=None):
+        out = indexedarray(data, indices, dtype=dtype, ndim=self.ndim)
+        if not out.is_annotation and out.ndim != self.ndim:
+            raise ArrayError(f"{self.__name__} of an array with {out.ndim} dimensions")
+        return out
+
+    def __getitem__(self, dtype) -> indexedarray:
+        return indexedarray(dtype=to_type(dtype), ndim=self.ndim)
+
+
+indexedarray1d, indexedarray2d, indexedarray3d, indexedarray4d = (
+    _FixedNdim(n) for n in (1, 2, 3, 4))

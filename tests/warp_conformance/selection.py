@@ -20,17 +20,65 @@ FILES = [
 ]
 
 # The quick subset CI runs (the whole run is a documented command: see README.md).
-CI_FILES: list[str] = []  # filled with files kernlab passes completely
+CI_FILES = ["test_lerp", "test_smoothstep", "test_rounding", "test_iter", "test_unpack",
+            "test_vec_lite", "matrix/test_mat_lite", "test_overwrite", "test_scalar_ops"]
+
+_CODEGEN = "reads Warp's code generator (Kernel.adj, codegen builders): not a kernel-language test"
+_NATIVE = "native C++ snippets (wp.func_native): kernlab compiles only its typed Python subset"
+_LOGGER = "patches Warp's internal logger (warp._src.logger._warnings_seen)"
 
 EXCLUDED: dict[str, str] = {
+    "test_conditional.TestConditional.test_branch_local_merge_codegen_cpu": _CODEGEN,
+    "test_conditional.TestConditional.test_conditional_unequal_types_cpu":
+        "unloads a module through warp._src.context.user_modules (Warp's module registry)",
+    "test_launch.TestLaunch.test_launch_cmd_composite_defaults_cpu": _CODEGEN,
+    "test_func.TestFunc.test_native_func_export": _NATIVE,
+    "test_func.TestFunc.test_native_function_error_resolution": _NATIVE,
+    "test_grad_customs.TestGradCustoms.test_native_snippet_in_custom_grad_cpu": _NATIVE,
+    "test_grad_customs.TestGradCustoms.test_native_snippet_in_forward_with_custom_grad_cpu":
+        _NATIVE,
+    "test_grad_debug.TestGradDebug.test_jacobian_plot_validation":
+        "validates warp._src.autograd.FunctionMetadata, an internal class",
+    "test_launch.TestLaunch.test_launch_numpy_and_boolean_scalar_to_composite_param_"
+    "deprecated": _LOGGER,
+    "test_struct.TestStruct.test_struct_numpy_and_boolean_scalar_to_composite_field_"
+    "deprecated": _LOGGER,
 }
+
+# Tests that fail because kernlab's answer is the mathematically right one and Warp's is
+# not (or because kernlab refuses what it cannot differentiate exactly). They count as
+# failures in the total; the runner names them so nobody "fixes" them.
+DIFFERS_ON_PURPOSE: dict[str, str] = {
+    "test_arithmetic.TestArithmetic.test_binary_ops_*":
+        "d(x1 mod x2)/dx2 is -trunc(x1/x2), not 0 as Warp's test expects",
+    "test_tape.TestTape.test_tape_copy_adjoint_out_of_scope_cpu":
+        "an overlapping copy gets the analytic gradient [2, 1, 1, 0] (Warp's test comment "
+        "names it) instead of Warp's byte-copy fallback [1, 1, 1, 1]",
+    "test_tape.TestTape.test_tape_copy_adjoint_fallback_warning_cpu":
+        "no fallback, so no fallback warning: every copy adjoint is the analytic one",
+    "test_special_values.TestSpecialValues.test_atomic_minmax_adjoint_*":
+        "the value an atomic_min/max returns is refused as a differentiable value "
+        "(GradientError): in general it depends on the order threads run in",
+    "test_array.TestArray.test_retain_grad_slice_view_store_cpu":
+        "retain_grad also holds for stores through an in-kernel view: y.grad keeps dz/dy = 1 "
+        "(Warp zeroes it for views only)",
+}
+
+
+def _lookup(table: dict, test_id: str) -> str | None:
+    if test_id in table:
+        return table[test_id]
+    for key, reason in table.items():
+        if key.endswith("*") and test_id.startswith(key[:-1]):
+            return reason
+    return None
 
 
 def excluded_reason(test_id: str) -> str | None:
     """The reason a test is left out, or None when it counts."""
-    if test_id in EXCLUDED:
-        return EXCLUDED[test_id]
-    for key, reason in EXCLUDED.items():
-        if key.endswith("*") and test_id.startswith(key[:-1]):
-            return reason
-    return None
+    return _lookup(EXCLUDED, test_id)
+
+
+def differs_reason(test_id: str) -> str | None:
+    """Why kernlab's result differs from what a Warp test expects on purpose, or None."""
+    return _lookup(DIFFERS_ON_PURPOSE, test_id)

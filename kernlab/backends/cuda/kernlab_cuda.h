@@ -469,6 +469,9 @@ KL_MAT_FN bool kl_eq(const mat<R, C, T>& a, const mat<R, C, T>& b) {
     return true;
 }
 KL_MAT_FN bool kl_ne(const mat<R, C, T>& a, const mat<R, C, T>& b) { return !kl_eq(a, b); }
+KL_VEC_FN vec<N, T> kl_mod(const vec<N, T>& a, const vec<N, T>& b) {
+    vec<N, T> out; for (int i = 0; i < N; ++i) out.c[i] = kl_mod(a.c[i], b.c[i]); return out;
+}
 KL_VEC_FN vec<N, T> kl_cw_mul(const vec<N, T>& a, const vec<N, T>& b) {
     vec<N, T> out; for (int i = 0; i < N; ++i) out.c[i] = a.c[i] * b.c[i]; return out;
 }

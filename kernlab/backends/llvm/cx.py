@@ -12,7 +12,7 @@ import numpy as np
 from llvmlite import ir
 
 from ...builtins.linalg import cofactor_expand, det_expand
-from ...types import Matrix, Scalar, Type, Vector, float32
+from ...types import Matrix, Scalar, Type, Vector, float32, float64
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
@@ -42,6 +42,13 @@ def is_float(ty: ir.Type) -> bool:
     if isinstance(ty, ir.VectorType):
         ty = ty.element
     return isinstance(ty, (ir.HalfType, ir.FloatType, ir.DoubleType))
+
+
+def _const_like(ty: ir.Type, value) -> ir.Constant:
+    """value as a constant of ty, splatted over a vector type."""
+    if isinstance(ty, ir.VectorType):
+        return ir.Constant(ty, [ir.Constant(ty.element, value)] * ty.count)
+    return ir.Constant(ty, value)
 
 
 def _like(ty: ir.Type, element: ir.Type) -> ir.Type:
@@ -181,7 +188,7 @@ class BuiltinContext:
         if self._kind(a) == "u":
             return q
         r = self._int_divrem(a, b, rem=True)  # q - 1 when inexact and the signs differ
-        zero = ir.Constant(a.type, 0)
+        zero = _const_like(a.type, 0)
         signs_differ = self.b.icmp_signed("<", self.b.xor(r, b), zero)
         fix = self.b.and_(self.b.icmp_signed("!=", r, zero), signs_differ)
         return self.b.sub(q, self.b.zext(fix, a.type))
@@ -189,13 +196,13 @@ class BuiltinContext:
     def _int_divrem(self, a, b, rem: bool):
         """C division/remainder that never traps: x / 0 == 0, x % 0 == 0, MIN / -1 wraps."""
         ty = a.type
-        zero, one = ir.Constant(ty, 0), ir.Constant(ty, 1)
+        zero, one = _const_like(ty, 0), _const_like(ty, 1)
         is_zero = self.b.icmp_unsigned("==", b, zero)
         if self._kind(a) == "u":
             safe = self.b.select(is_zero, one, b)
             q = (self.b.urem if rem else self.b.udiv)(a, safe)
             return self.b.select(is_zero, zero, q)
-        minus_one = ir.Constant(ty, -1)
+        minus_one = _const_like(ty, -1)
         is_m1 = self.b.icmp_signed("==", b, minus_one)
         safe = self.b.select(self.b.or_(is_zero, is_m1), one, b)
         q = (self.b.srem if rem else self.b.sdiv)(a, safe)
@@ -257,11 +264,13 @@ class BuiltinContext:
             return x
         b = self.b
         if (src.kind == "f" and src.bits == 16 or dst.kind == "f" and dst.bits == 16) \
-                and float32 not in (src, dst) and dst.kind != "b":
+                and float32 not in (src, dst) and float64 not in (src, dst) \
+                and dst.kind != "b":
             # Only half <-> float has an instruction (F16C); any other conversion with half
-            # becomes a compiler-rt call (__truncdfhf2, ...) that the JIT cannot resolve and
-            # that would jump to address 0. Go through float32 (for double -> half this
-            # rounds twice: a tie can land one half-ulp off).
+            # becomes a compiler-rt call (__floatsihf, ...) that the JIT cannot resolve and
+            # that would jump to address 0. Integers go through float32 (exact: an integer
+            # that float32 rounds is past half's range anyway); double <-> half is
+            # float_convert's (rounded once, through float rounded to odd).
             mid = ir.FloatType() if not isinstance(to, ir.VectorType) \
                 else ir.VectorType(ir.FloatType(), to.count)
             return self.convert(self.convert(x, src, float32, mid), float32, dst, to)
