@@ -48,6 +48,10 @@ def _allocate_storage(shape: tuple, dtype, device, zero: bool):
     return storage.allocate(shape + dtype.shape, dtype.scalar.np, device, zero)
 
 
+_UFUNC_OPS = {np.add: "add", np.subtract: "sub", np.multiply: "mul", np.true_divide: "div",
+              np.floor_divide: "floordiv", np.remainder: "mod", np.power: "pow"}
+
+
 class array:
     """An n-dimensional array of scalars, vectors or matrices (see the module docstring).
 
@@ -389,8 +393,22 @@ class array:
 
     # --- Arithmetic (array_ops.py): kernels, so recorded on a tape ----------------------
 
-    # NumPy functions and NumPy operands on the left work on the data (a host array comes
-    # back), as with Warp's arrays: no __array_ufunc__ = None here.
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """NumPy meets a kernlab array. A NumPy *scalar* in arithmetic with it (kernlab's
+        scalar types make NumPy scalars: ``kl.float32(5) - a``) is kernlab arithmetic, as a
+        Warp scalar's is; everything else (``np.sin(a)``, an ndarray operand) works on the
+        data and gives a host array, as NumPy does with Warp's arrays."""
+        name = _UFUNC_OPS.get(ufunc)
+        if name is not None and method == "__call__" and not kwargs and len(inputs) == 2 \
+                and all(x is self or isinstance(x, (np.generic, int, float))
+                        for x in inputs):
+            other = inputs[1] if inputs[0] is self else inputs[0]
+            return self._binary(name, other, reflected=inputs[1] is self)
+        host = [x.numpy() if isinstance(x, array) else x for x in inputs]
+        if "out" in kwargs:
+            kwargs["out"] = tuple(x.numpy() if isinstance(x, array) else x
+                                  for x in kwargs["out"])
+        return getattr(ufunc, method)(*host, **kwargs)
 
     def _binary(self, name, other, reflected=False, out=None):
         from .array_ops import binary
