@@ -310,9 +310,6 @@ class ExprMixin:
     def truth(self, x) -> Value:
         """A bool Value for a condition: bools as they are, numbers compared with zero."""
         if isinstance(x, Value) and x.type.is_array:  # `if a:`: a is not a null array
-            for p in self.func.params:  # this kernel may be launched with a=None
-                if p.value is x:
-                    p.nullable = True
             return self.b.ne(self.b.emit(Op.SHAPE, [x], int32, dim=0), self.b.zeros(int32))
         v = self.value(x)
         if v.type == bool_:

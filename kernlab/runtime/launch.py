@@ -46,11 +46,8 @@ def convert_arg(kernel_name: str, param, value, device, allow_none=False):
         return LaunchError(f"kernel '{kernel_name}': parameter '{name}' ({t}) {what}")
 
     if t.is_array:
-        if value is None:
-            if allow_none or getattr(param, "nullable", False):
-                return None  # a null array: `if a:` is False, any access is out of bounds
-            raise fail("got None; pass an array (None is accepted only by a kernel that "
-                       "tests the array with `if a:`)")
+        if value is None:  # a null array, as in Warp: `if a:` is False, and any access to
+            return None    # it is out of bounds (its shape is all zeros)
         if isinstance(value, np.ndarray) and device.is_cpu \
                 and value.dtype == t.dtype.scalar.np:  # Warp passes NumPy memory as it is
             value = array(value, dtype=t.dtype, copy=False)
