@@ -241,6 +241,15 @@ class Module:
         # keeps a kernel (and its compiled code) alive
         self.kernels = weakref.WeakValueDictionary()
 
+    def load(self, device=None, block_dim=None) -> bool:
+        """Compile the module's kernels now (Warp's ``module.load``): a kernel's errors are
+        raised here rather than at its first launch. Generic kernels wait for a launch."""
+        for k in list(self.kernels.values()):
+            if k.param_types is None and k.is_generic:
+                continue
+            k.ir
+        return True
+
     def hash_module(self) -> str:
         """A hash of what the module's kernels are: their source and the types their
         parameters name, structs by their fields (a struct redefined unchanged keeps the

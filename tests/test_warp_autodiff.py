@@ -395,3 +395,16 @@ def test_a_stale_value_whose_gradient_needs_it_is_refused():
         kl.launch(stale_times, 1, inputs=[x, w, y, out])
     with pytest.raises(kl.GradientError, match="written here after being read"):
         tape.backward(grads={out: kl.ones(1)})
+
+
+def test_module_load_compiles_its_kernels_now():
+    src = "def broken(a: kl.array(dtype=float)):\n    i = kl.tid()\n    a[i] = undefined_name\n"
+    ns = {"kl": kl}
+    import linecache
+    fname = "<test_module_load>"
+    linecache.cache[fname] = (len(src), None, src.splitlines(True), fname)
+    exec(compile(src, fname, "exec"), ns)
+    k = kl.kernel(module="test_module_load_mod")(ns["broken"])
+    assert k.module is kl.get_module("test_module_load_mod")
+    with pytest.raises(kl.KernelError, match="undefined_name"):
+        kl.get_module("test_module_load_mod").load(device="cpu")
