@@ -278,9 +278,12 @@ def test_from_torch_of_a_transposed_tensor_shares_memory(torch, backend):
     assert bool((t == 1.0).all())
 
 
-def test_from_torch_refuses_a_half_tensor(torch):
-    with pytest.raises(TypeError, match="float16"):
-        kl.from_torch(torch.zeros(2, dtype=torch.float16))
+def test_from_torch_shares_a_half_tensor(torch):
+    # float16 is a kernlab type (as in Warp), so a half tensor is taken without a copy
+    t = torch.tensor([1.5, -2.25], dtype=torch.float16)
+    a = kl.from_torch(t)
+    assert a.dtype == kl.float16 and a.ptr == t.data_ptr()
+    np.testing.assert_array_equal(a.numpy(), np.array([1.5, -2.25], np.float16))
 
 
 def test_from_torch_of_a_tensor_needing_grad_allocates_a_shared_zero_grad(torch):
