@@ -68,7 +68,7 @@ PUBLIC_BUILTINS = [
 FUNCTIONS = {name: BuiltinFunction(name) for name in PUBLIC_BUILTINS + SPATIAL_BUILTINS
              + RANDOM_BUILTINS}
 FUNCTIONS["transformation"] = BuiltinFunction("transformation")
-FUNCTIONS["select"] = BuiltinFunction("select", "where")
+FUNCTIONS["select"] = BuiltinFunction("select")  # Warp's order: (cond, if_false, if_true)
 
 tid = SpecialForm("tid", "This thread's index: i = tid(), or i, j = tid() for a 2-D launch.")
 atomic_add = SpecialForm("atomic_add", "atomic_add(array, index..., value): returns the old value")

@@ -107,6 +107,13 @@ def cast_to(t_in, t_out):
 
 
 @kl.kernel
+def select_scalar(c: kl.array(dtype=S), a: kl.array(dtype=S), b: kl.array(dtype=S),
+                  out: kl.array(dtype=S)):
+    i = kl.tid()
+    out[i] = kl.select(c[i] > 0.0, a[i], b[i])
+
+
+@kl.kernel
 def where_scalar(c: kl.array(dtype=S), a: kl.array(dtype=S), b: kl.array(dtype=S),
                  out: kl.array(dtype=S)):
     i = kl.tid()
@@ -220,6 +227,10 @@ def _where(c, a, b):
     return a if c > 0 else b
 
 
+def _select(c, a, b):  # Warp's order: (cond, value_if_false, value_if_true)
+    return b if c > 0 else a
+
+
 # --- the gradient cases -----------------------------------------------------------------------
 
 U = (-1.0, 1.0)
@@ -327,6 +338,7 @@ GRAD_CASES = {
                lambda a, b, t: a * (1 - t) + b * t)],
     "smoothstep": [G("float64", call3(kl.smoothstep, S, S, S, S),
                      [(S, (-1.0, -0.5)), (S, (0.5, 1.0)), (S, (-1.2, 1.2))], S, _smoothstep)],
+    "select": [G("scalar", select_scalar, [(S, U), (S, U), (S, U)], S, _select)],
     "where": [G("scalar", where_scalar, [(S, U), (S, U), (S, U)], S, _where),
               G("vector", where_vector, [(S, U), (V, U), (V, U)], V, _where)],
     "cast": [G("float32 -> float64", cast_to(kl.float32, S), [(kl.float32, U)], S,
@@ -449,7 +461,7 @@ VALUE_CASES = {  # builtin -> (argument kinds, domains); s scalar, v vec3, m mat
     "round": ("s", [(-3, 3)]), "trunc": ("s", [(-3, 3)]), "min": ("ss", [U, U]),
     "max": ("ss", [U, U]), "clamp": ("sss", [(-1.5, 1.5), (-1, -0.2), (0.2, 1)]),
     "lerp": ("sss", [U, U, U]), "smoothstep": ("sss", [(-1, -0.5), (0.5, 1), (-1.2, 1.2)]),
-    "where": ("bss", [None, U, U]), "dot": ("vv", [U, U]), "cross": ("vv", [U, U]),
+    "where": ("bss", [None, U, U]), "select": ("bss", [None, U, U]), "dot": ("vv", [U, U]), "cross": ("vv", [U, U]),
     "length": ("v", [U]), "length_sq": ("v", [U]), "normalize": ("v", [U]),
     "outer": ("vv", [U, U]), "transpose": ("m", [U]), "determinant": ("m", [U]),
     "mul": ("mv", [U, U]),

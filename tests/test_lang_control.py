@@ -300,3 +300,23 @@ def test_return_inside_a_loop_skips_the_rest_of_the_kernel(backend):
     np.testing.assert_array_equal(out.numpy(), [1, 1])
     run(return_from_loop, 2, f32([1.0, 0.0]), out)
     np.testing.assert_array_equal(out.numpy(), [-1, -1])
+
+
+@kl.kernel
+def select_and_where(c: kl.array(dtype=int), x: kl.array(dtype=float),
+                     s: kl.array(dtype=float), w: kl.array(dtype=float)):
+    i = kl.tid()
+    s[i] = kl.select(c[i] > 0, x[i] * 2.0, x[i] * 3.0)  # Warp: (cond, if_false, if_true)
+    w[i] = kl.where(c[i] > 0, x[i] * 2.0, x[i] * 3.0)   # (cond, if_true, if_false)
+
+
+def test_select_takes_value_if_false_first_and_where_value_if_true(backend):
+    c = kl.array([1, 0], dtype=int)
+    x = kl.array([1.0, 1.0], dtype=float, requires_grad=True)
+    s, w = kl.zeros(2, dtype=float, requires_grad=True), kl.zeros(2, dtype=float)
+    with kl.Tape() as tape:
+        kl.launch(select_and_where, 2, inputs=[c, x, s, w])
+    np.testing.assert_array_equal(s.numpy(), [3.0, 2.0])
+    np.testing.assert_array_equal(w.numpy(), [2.0, 3.0])
+    tape.backward(grads={s: kl.ones(2)})
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 2.0])  # d/dx of the chosen branch

@@ -213,6 +213,15 @@ builtin("where", [sig("B", "X", "X", ret="T"), sig("B", "V", "V", ret="V"),
                                          g.where(c, g.zeros(b.type), adj)),
         linear_in=(1, 2))
 
+# Warp's older spelling, with the other order: select(cond, value_if_false, value_if_true)
+builtin("select", [sig("B", "X", "X", ret="T"), sig("B", "V", "V", ret="V"),
+                   sig("B", "M", "M", ret="M")],
+        lambda c, a, b: b if c else a, llvm=lambda cx, c, a, b: cx.b.select(c, b, a),
+        cuda="({0} ? {2} : {1})",
+        grad=lambda g, c, a, b, r, adj: (None, g.where(c, g.zeros(a.type), adj),
+                                         g.where(c, adj, g.zeros(b.type))),
+        linear_in=(1, 2))
+
 
 # ---- casts and constructors ---------------------------------------------------------------
 
