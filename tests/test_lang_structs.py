@@ -589,3 +589,19 @@ def test_a_launch_object_built_by_hand_takes_struct_arguments():
     cmd.set_param_by_name("out", out)
     cmd.launch()
     assert out.numpy().tolist() == [10, 10]
+
+
+def test_indexedarray_fields_are_checked_on_the_python_side():
+    @kl.struct
+    class WithIndexed:
+        values: kl.indexedarray[kl.int32]
+
+    s = WithIndexed()
+    with pytest.raises(TypeError, match="expects a Warp indexed array, got list"):
+        s.values = [1, 2]
+    idx = kl.array([0], dtype=kl.int32)
+    with pytest.raises(TypeError, match="expects dtype int32, got float32"):
+        s.values = kl.indexedarray1d(kl.array([1.0]), [idx])
+    good = kl.indexedarray1d(kl.array([3, 4], dtype=kl.int32), [idx])
+    s.values = good
+    assert s.values is good

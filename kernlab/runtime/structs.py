@@ -286,7 +286,7 @@ def _vm_name(t) -> str:
 def convert_field(st: StructType, name: str, t, value):
     """value as field ``name`` of struct st stores it, or a TypeError naming the field."""
     if t is None:
-        return value
+        return _check_indexed(name, st.annotations.get(name), value)
     if isinstance(t, StructType):
         if value is None:
             return t.cls()
@@ -314,6 +314,25 @@ def convert_field(st: StructType, name: str, t, value):
         raise TypeError(f"Struct field '{name}' expects {_vm_name(t)}, got "
                         f"{type(value).__name__} of {values.size} value(s)")
     return t(values.astype(t.scalar.np).reshape(t.shape))  # as vec3(...) makes it
+
+
+def _check_indexed(name, ann, value):
+    """An indexedarray field (kept on the Python side; kernels cannot read it yet)."""
+    try:
+        from .indexed import indexedarray
+    except ImportError:  # pragma: no cover - the arrays lane's module
+        return value
+    if not isinstance(ann, indexedarray) or value is None:
+        return value
+    if not isinstance(value, indexedarray):
+        raise TypeError(f"Struct field '{name}' expects a Warp indexed array, got "
+                        f"{type(value).__name__}")
+    if value.dtype != ann.dtype:
+        raise TypeError(f"Struct field '{name}' expects dtype {ann.dtype}, got {value.dtype}")
+    if value.ndim != ann.ndim:
+        raise TypeError(f"Struct field '{name}' expects an array with {ann.ndim} dimension(s), "
+                        f"got {value.ndim} dimension(s)")
+    return value
 
 
 def _check_array(name, t: ArrayType, value):
