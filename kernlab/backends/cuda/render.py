@@ -22,7 +22,7 @@ import re
 
 import numpy as np
 
-from ...errors import KernelError
+from ...errors import KernelError, KernelUnsupportedTypeError
 from ...ir.nodes import Block, Function, Instr, Op, Value
 from ...types import ArrayType, Matrix, Type, Vector, float32, float64
 from .header import HEADER_NAME, STATUS_NOT_FINITE
@@ -71,8 +71,9 @@ def ctype(t: Type) -> str:
         return f"array_t<{ctype(t.dtype)}>"
     if t.is_scalar:
         if t.kind == "f" and t.bits == 16:
-            raise KernelError(f"{t} kernels run on the CPU only for now (the CUDA backend has "
-                              "no half type yet)", stage="rendering CUDA C")
+            raise KernelUnsupportedTypeError(
+                f"{t} kernels run on the CPU only for now (the CUDA backend has no half type "
+                "yet)", stage="rendering CUDA C")
         return "bool" if t.kind == "b" else t.name
     short = repr(t)
     if short in HEADER_TYPEDEFS:
