@@ -363,7 +363,8 @@ def test_a_tape_renders_as_a_graph_whose_launch_shows_its_adjoint_listing(page):
         graph = wait(d, lambda d: cells(d)[6].find_elements(By.CSS_SELECTOR, ".kl-tape"), 30,
                      "the tape did not render with kernlab's renderer")[0]
         norms = [e.text for e in graph.find_elements(By.CSS_SELECTOR, ".kl-grad-norm")]
-        assert norms == ["|grad| 1.56371", "|grad| 2"]  # |cos(0..3)|, |ones(4)|
+        # |cos(0..3)| for x; y's seed was consumed by the store that wrote y (Warp 1.19)
+        assert norms == ["|grad| 1.56371", "|grad| 0"]
         ActionChains(d).move_to_element(graph.find_element(By.CSS_SELECTOR, "g.kl-record")) \
             .click().perform()
         details = wait(d, lambda d: graph.find_elements(By.CSS_SELECTOR,

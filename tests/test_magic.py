@@ -399,8 +399,10 @@ def test_python_syntax_error_in_a_kernel_cell_names_this_cell_without_frames(she
     err = result.error_in_exec
     assert isinstance(err, SyntaxError) and err.lineno == 3
     shown = cap.stdout + cap.stderr
-    assert f"cell [{shell.execution_count}], line 3" in shown  # counted after the cell
-    assert "x[tid()] = 1.0 +* 2.0" in shown and "^" in shown
+    assert f"Cell In[{shell.execution_count}], line 3" in shown  # as Python shows it
+    assert "x[tid()] = 1.0 +* 2.0" in shown and "SyntaxError: invalid syntax" in shown
+    caret = shown.splitlines()[2]
+    assert shown.splitlines()[1][caret.index("^")] == "*"  # under the offending token
     assert "magic.py" not in shown and "Traceback" not in shown
 
 

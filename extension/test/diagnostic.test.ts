@@ -62,6 +62,14 @@ describe('parsing error outputs', () => {
     expect(placeDiagnostic(diag, CELL, 8)).toEqual({ line: 4, from: 11, to: 25 });
   });
 
+  it('reads the message after the location, as str(err) orders it (Warp\'s order)', () => {
+    const text = "--> cell [7], line 4, in kernel 'broken'\n   4 |     x[i] = sin(x[i], 2.0)\n" +
+      '     |            ^^^^^^^^^^^^^^\nno overload of sin() accepts (float32, float32)';
+    const diag = parseKernelError(text, 'KernelTypeError')!;
+    expect(diag).toMatchObject({ line: 4, cell: 7, from: 11, to: 25 });
+    expect(diag.message).toBe('KernelTypeError: no overload of sin() accepts (float32, float32)');
+  });
+
   it('ignores errors located in files', () => {
     expect(parseKernelError("bad\n  --> kernels.py, line 2, in kernel 'k'")).toBeNull();
   });

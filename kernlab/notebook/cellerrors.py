@@ -8,6 +8,7 @@ exception keeps IPython's own traceback.
 """
 from __future__ import annotations
 
+import linecache
 import os
 import traceback
 
@@ -17,15 +18,27 @@ _KERNLAB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class CellSyntaxError(KernelSyntaxError, SyntaxError):
-    """Python cannot parse a ``%%kernel`` cell. A SyntaxError (what Python code expects) that
-    is shown like every kernlab error: the message, the cell's line and a caret."""
+    """Python cannot parse a ``%%kernel`` cell. A SyntaxError (what Python code expects),
+    shown as Python shows one (``Cell In[n], line k``, the line, a caret, ``SyntaxError:
+    msg``) but without the magic's frames above it."""
 
     @classmethod
     def from_syntax_error(cls, exc: SyntaxError, filename: str) -> "CellSyntaxError":
         col = max((exc.offset or 1) - 1, 0)
         end = (exc.end_offset - 1) if exc.end_offset and exc.end_lineno == exc.lineno else None
         loc = SourceLoc(filename, exc.lineno or 1, col, end)
-        return cls(f"invalid Python: {exc.msg}", loc)
+        err = cls(exc.msg, loc)
+        err.python_msg = exc.msg
+        return err
+
+    def structured(self, shell) -> list[str]:
+        name = cell_name(shell, self.loc.file)
+        where = f"In[{name[6:-1]}]" if name else self.loc.file
+        text = linecache.getline(self.loc.file, self.loc.line).rstrip("\n")
+        indent = len(text) - len(text.lstrip())
+        return [f"  Cell {where}, line {self.loc.line}", f"    {text.strip()}",
+                "    " + " " * (self.loc.col - indent) + "^",
+                f"SyntaxError: {self.python_msg}"]
 
 
 def install(shell) -> None:
@@ -79,7 +92,12 @@ def render(shell, err: KernelError, tb=None) -> list[str]:
 
 
 def show_kernel_error(shell, etype, value, tb, tb_offset=None):
-    """IPython's custom exception handler (``set_custom_exc``) for KernelError."""
+    """IPython's custom exception handler (``set_custom_exc``) for KernelError. The error
+    output's evalue is the message-first text (``err.report()``), as the traceback is."""
+    if isinstance(value, CellSyntaxError):  # ename SyntaxError, as Python's own
+        stb = value.structured(shell)
+        shell._showtraceback(SyntaxError, value.python_msg, stb)
+        return stb
     stb = render(shell, value, tb)
-    shell._showtraceback(etype, value, stb)
+    shell._showtraceback(etype, value.report(), stb)
     return stb

@@ -54,23 +54,29 @@ export function parseKernelError(text: string, ename = ''): IDiagnostic | null {
     return null; // the error is in a file (an imported func), not in this notebook
   }
   const line = Number(number);
-  const head = lines.slice(0, at).filter(l => l.trim()).map(l => l.trim());
-  let message = head.join('\n');
-  if (ename && !message.startsWith(ename)) {
-    message = `${ename}: ${message}`;
-  }
   const out: IDiagnostic = {
-    line, from: null, to: null, message, cell: cell[1] ? Number(cell[1]) : null, code: null
+    line, from: null, to: null, message: '', cell: cell[1] ? Number(cell[1]) : null, code: null
   };
+  let after = at + 1; // the message follows the location when str(err) put it last
   const snippet = SNIPPET.exec(lines[at + 1] ?? '');
   if (snippet && Number(snippet[1]) === line) {
     out.code = snippet[2];
+    after = at + 2;
     const caret = CARET.exec(lines[at + 2] ?? '');
     if (caret) {
       out.from = caret[1].length;
       out.to = out.from + caret[2].length;
+      after = at + 3;
     }
   }
+  // The message comes first in a display (err.report()) and last in str(err) (Warp's order)
+  const head = lines.slice(0, at).filter(l => l.trim()).map(l => l.trim());
+  const tail = lines.slice(after).filter(l => l.trim()).map(l => l.trim());
+  let message = (head.length ? head : tail).join('\n');
+  if (ename && !message.startsWith(ename)) {
+    message = `${ename}: ${message}`;
+  }
+  out.message = message;
   return out;
 }
 
