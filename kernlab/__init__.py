@@ -26,6 +26,9 @@ from .runtime.device import (ScopedDevice, get_device, init, is_cuda_available, 
 from .runtime.indexed import (indexedarray, indexedarray1d, indexedarray2d, indexedarray3d,
                               indexedarray4d)
 from .runtime.launch import Launch, launch
+from .runtime.capture import (Graph, ScopedCapture, capture_begin, capture_end,
+                               capture_launch)
+from .runtime.timing import ScopedTimer
 from .runtime.structs import struct
 from .runtime.tape import Tape
 from .types import (bool_ as bool, float32, float64, int32, int64, mat22, mat22d, mat33,
