@@ -233,10 +233,10 @@ def compare(ref: dict, got: dict, rtol: float) -> tuple[float, str]:
         worst = max(worst, diff)
         scale = float(np.max(np.abs(a64[fin]), initial=0.0))
         if diff > rtol * max(scale, 1.0) and not first:
-            idx = np.unravel_index(int(np.argmax(np.where(fin, np.abs(a64 - b64), -1))),
-                                   a64.shape)
-            first = (f"{key}{list(idx)}: {b64[idx]!r} on kernlab, {a64[idx]!r} on Warp "
-                     f"(tolerance {rtol * max(scale, 1.0):.3g})")
+            idx = tuple(int(k) for k in np.unravel_index(
+                int(np.argmax(np.where(fin, np.abs(a64 - b64), -1))), a64.shape))
+            first = (f"{key}{list(idx)}: {float(b64[idx])!r} on kernlab, "
+                     f"{float(a64[idx])!r} on Warp (tolerance {rtol * max(scale, 1.0):.3g})")
     return worst, first
 
 
