@@ -216,6 +216,8 @@ def memset_d32(ptr: int, word: int, count: int, ordinal: int = 0):
 
 _SCALARS = {"float32": ctypes.c_float, "float64": ctypes.c_double, "int32": ctypes.c_int32,
             "int64": ctypes.c_int64, "uint32": ctypes.c_uint32, "bool": ctypes.c_bool}
+_SCALARS.update({"int8": ctypes.c_int8, "uint8": ctypes.c_uint8, "int16": ctypes.c_int16,
+                 "uint16": ctypes.c_uint16, "uint64": ctypes.c_uint64})  # e.g. a HashGrid id
 
 
 class ArrayArg(ctypes.Structure):
