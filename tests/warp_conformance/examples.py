@@ -143,6 +143,7 @@ EXAMPLES: dict[str, Example] = {
     "optim/example_fluid_checkpoint": Example(
         make=lambda m: m.Example(sim_steps=4, pressure_iterations=4, segment_size=2),
         advance=_train_iteration, state=_FLUID_TRAINING, steps=2, rtol_of=_ADAM_RTOL,
+        quick=False,  # its sibling below covers the same kernels in the quick test
         note="4 steps in 2 checkpoint segments, 4 Jacobi iterations; Adam on the "
              "initial velocity"),
     "optim/example_fluid_checkpoint_custom_backward": Example(
