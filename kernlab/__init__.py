@@ -21,11 +21,14 @@ from .types import matrix, vector  # types in Python; constructors with shape=/l
 from .runtime.array import (array, array1d, array2d, array3d, array4d, clone, copy, empty,
                             empty_like, from_numpy, full, full_like, ones, ones_like, zeros,
                             zeros_like)
-from .runtime.device import (ScopedDevice, get_device, init, is_cuda_available, set_device,
-                             synchronize, synchronize_device)
+from .runtime.device import (ScopedDevice, ScopedStream, get_device, init, is_cuda_available,
+                             set_device, synchronize, synchronize_device)
 from .runtime.indexed import (indexedarray, indexedarray1d, indexedarray2d, indexedarray3d,
                               indexedarray4d)
 from .runtime.launch import Launch, launch
+from .runtime.capture import (Graph, ScopedCapture, capture_begin, capture_end,
+                               capture_launch)
+from .runtime.timing import ScopedTimer
 from .runtime.structs import struct
 from .runtime.tape import Tape
 from .types import (bool_ as bool, float32, float64, int32, int64, mat22, mat22d, mat33,
@@ -42,7 +45,8 @@ from .constants import *  # noqa: E402,F401,F403  (kl.pi, kl.inf, kl.HALF_PI ...
 from .norms import (norm_huber, norm_l1, norm_l2, norm_pseudo_huber,  # noqa: E402
                     smooth_normalize)
 from . import autograd  # noqa: E402
-from .interop import from_dlpack, from_torch, to_torch, to_torch_function  # torch: lazily
+from .interop import (device_from_torch, device_to_torch, from_dlpack, from_torch,  # noqa: E402
+                      to_torch, to_torch_function)  # torch: lazily
 
 globals().update(_NAMED)  # vec2i, vec3ub, mat33h ... (every named vector/matrix type)
 globals().update(_FUNCTIONS)  # kl.sin, kl.dot, ... (also callable on NumPy values)

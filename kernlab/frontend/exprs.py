@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import lang
 from ..builtins.scalars import atomic_type_error
+from ..builtins.core import comparison_type
 from ..errors import (KernelAttributeError, KernelNameError, KernelSyntaxError, KernelTypeError,
                       KernelUnsupportedTypeError)
 from ..ir.nodes import Op, Site, Value
@@ -336,6 +337,9 @@ class ExprMixin:
                 left = right
                 continue
             a, c = self.values([left, right])
+            common = comparison_type(a.type, c.type) if a.type != c.type else None
+            if common is not None:  # int32 < float32 ... as Warp's C++ compares them
+                a, c = self.b.cast(a, common), self.b.cast(c, common)
             cmp = self.b.call(name, [a, c])
             result = cmp if result is None else self.b.and_(result, cmp)
             left = c

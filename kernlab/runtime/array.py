@@ -27,6 +27,7 @@ from . import array_convert as convert
 from . import array_views as views
 from . import storage
 from .array_convert import MAX_DIMS  # noqa: F401  (re-exported)
+from . import capture as _capture
 from .device import Device, get_device, synchronize_device
 
 _EMPTY = np.zeros(1, np.uint8)  # the address NumPy reads for arrays with no elements
@@ -474,11 +475,15 @@ class array:
     def fill_(self, value) -> "array":
         """Set every element to value (a scalar; for vector and matrix arrays also one
         element's worth of components)."""
+        if _capture.defer("fill_", lambda: self.fill_(value)):
+            return self
         self._write_all(value)
         self._bump_version()
         return self
 
     def zero_(self) -> "array":
+        if _capture.defer("zero_", self.zero_):
+            return self
         self._storage()[...] = 0
         self._bump_version()
         return self
@@ -486,6 +491,8 @@ class array:
     def assign(self, src) -> "array":
         """Copy src (an array of the same shape and dtype, or NumPy / list data of shape
         ``shape + element shape``) into this array. Differentiable on a tape."""
+        if _capture.defer("assign", lambda: self.assign(src)):
+            return self
         data = self._storage()
         if isinstance(src, array):
             if src.dtype != self.dtype or src.shape != self.shape:

@@ -17,6 +17,7 @@ from ..errors import ArrayError
 from ..types import float32, matrix, to_type, vector
 from . import array_convert as convert
 from . import storage
+from . import capture as _capture
 from .array import _allocate_storage, _record, array
 from .device import get_device
 from .indexed import indexedarray
@@ -183,6 +184,8 @@ def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0,
     as fits in dest. Between non-contiguous arrays the shapes must match, and offsets or a
     count need 1-D arrays (Warp's rule). Differentiable on a tape. ``stream`` is accepted
     for Warp's signature; kernlab's copies finish before returning."""
+    if _capture.defer("copy", lambda: copy(dest, src, dest_offset, src_offset, count)):
+        return
     dest_offset, src_offset, count = _check_copy_args(dest, src, dest_offset, src_offset,
                                                       count)
     if src_offset > src.size or dest_offset > dest.size:

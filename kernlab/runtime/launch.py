@@ -13,6 +13,7 @@ from .. import config
 from ..errors import LaunchError, LaunchValueError
 from ..ir.nodes import Op
 from ..kernel import Kernel
+from . import capture as _capture
 from . import tape as _tape
 from .array import array
 from .device import get_device
@@ -212,7 +213,11 @@ class Launch:
             for k, p in enumerate(self.kernel.params):
                 if p.type.is_array and args[n + k] is None and args[k] is not None:
                     args[n + k] = args[k].grad
-        _run(self.kernel, self.dim, args, self.device, self.adjoint)
+        kernel, dim, device, adjoint = self.kernel, self.dim, self.device, self.adjoint
+        if _capture.defer(f"launch {kernel.key}", lambda: _run(kernel, dim, args, device,
+                                                                adjoint)):
+            return  # recorded into the open graph capture (kl.ScopedCapture)
+        _run(kernel, dim, args, device, adjoint)
 
     def set_dim(self, dim):
         self.dim = _dims(dim)
@@ -301,7 +306,7 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
         return cmd
     cmd.null_arrays = True  # kl.launch(k, n, inputs=[None, ...]): a null array, as in Warp
     cmd.launch()
-    if record_tape and not adjoint:
+    if record_tape and not adjoint and not _capture.is_capturing():
         tape = _tape.active_tape()
         if tape is not None:  # recorded after it ran: versions include its own writes
             tape.record_launch(cmd, n_inputs=n_in)
