@@ -194,7 +194,6 @@ class Vector(Type):
     _wp_scalar_type_ = property(lambda self: self.dtype)
     _shape_ = property(lambda self: self.shape)
     _length_ = property(lambda self: self.length)
-    _wp_scalar_type_ = property(lambda self: self.dtype)
 
     @property
     def __name__(self) -> str:
@@ -247,7 +246,6 @@ class Matrix(Type):
     _wp_scalar_type_ = property(lambda self: self.dtype)
     _shape_ = property(lambda self: self.shape)
     _length_ = property(lambda self: self.length)
-    _wp_scalar_type_ = property(lambda self: self.dtype)
 
     @property
     def __name__(self) -> str:
