@@ -31,6 +31,7 @@ from .runtime.capture import (Graph, ScopedCapture, capture_begin, capture_end,
 from .runtime.timing import ScopedTimer
 from .runtime.structs import struct
 from .runtime.tape import Tape
+from .runtime.tangent import jvp
 from .types import (bool_ as bool, float32, float64, int32, int64, mat22, mat22d, mat33,
                     mat33d, mat44, mat44d, uint32, vec2, vec2d, vec3, vec3d, vec4, vec4d)
 from .types import (quat, quatd, quatf, quath, spatial_matrix, spatial_matrixd,

@@ -263,10 +263,12 @@ class Launch:
 
 def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None,
            device=None, stream=None, adjoint=False, record_tape=True, record_cmd=False,
-           max_blocks=0, block_dim=256, **_ignored):
+           max_blocks=0, block_dim=256, tangent=False, tan_inputs=None, tan_outputs=None,
+           **_ignored):
     """Run kernel over dim threads with inputs then outputs as its arguments (see API.md).
-    adjoint=True runs its adjoint with adj_inputs/adj_outputs; record_cmd=True returns a
-    kl.Launch instead of running."""
+    adjoint=True runs its adjoint with adj_inputs/adj_outputs; tangent=True runs it with
+    its tangents (forward mode, runtime/tangent.py) from tan_inputs into tan_outputs;
+    record_cmd=True returns a kl.Launch instead of running."""
     if not isinstance(kernel, Kernel):
         raise LaunchError(f"kl.launch needs a @kl.kernel, got {kernel!r}")
     if dim is None:
@@ -294,6 +296,9 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
                 for check, p, v in zip(plan, kernel.params, primal)]
     else:
         args = [check(v, dev) for check, v in zip(plan, primal)]
+    if tangent:
+        return _tangent_launch(kernel, dims, args, dev, tan_inputs, tan_outputs, n_in,
+                               adjoint or record_cmd or structs is not None)
     if adjoint:
         params = kernel.params
         adj = _adjoint_args(kernel, params, args, adj_inputs, adj_outputs, n_in)
@@ -313,6 +318,16 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
             if structs is not None:
                 structs.record_gradients(tape)
     return None
+
+
+def _tangent_launch(kernel, dims, args, dev, tan_inputs, tan_outputs, n_in, unsupported):
+    from .tangent import run_variant, tangent_args
+    if unsupported:
+        raise LaunchError(f"kl.launch({kernel.key}, tangent=True): a tangent launch runs now, "
+                          "on plain (non-struct) arguments; it cannot be an adjoint launch or "
+                          "a recorded command (for second derivatives use Tape.hvp)")
+    tans = tangent_args(kernel, kernel.params, args, tan_inputs, tan_outputs, n_in, dev)
+    run_variant(kernel, dims, args + tans, dev, False, "tangent")
 
 
 def _plan(kernel: Kernel) -> list:

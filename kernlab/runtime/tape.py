@@ -262,6 +262,14 @@ class Tape:
             self._clear_reads()
         _notify_backward(self)
 
+    def hvp(self, loss: array, v: dict) -> dict:
+        """The Hessian-vector product H·v of the scalar ``loss`` recorded on this tape, with
+        respect to the arrays in ``v`` ({input array: direction}): {input array: (H·v) for
+        it}. Forward over reverse (runtime/tangent.py); the tape's gradients are left alone.
+        """
+        from .tangent import tape_hvp
+        return tape_hvp(self, loss, v)
+
     def _clear_reads(self):
         for rec in self.launches:
             if isinstance(rec, RecordedArrayOp):
