@@ -52,6 +52,10 @@ from .backends import preload_cpu_backend as _preload  # noqa: E402
 
 _preload()
 
+from . import tracebacks as _tracebacks  # noqa: E402
+
+_tracebacks.install()  # a kernlab error ending a script hides kernlab's frames
+
 __version__ = "0.1.0"
 
 
