@@ -24,6 +24,7 @@ from ..types import (Matrix, Transformation, Type, Vector, bool_, float32, int32
                      to_type)
 from . import structs
 from .source import is_missing, resolve_global
+from .suggest import hint_for_attribute, hint_for_name
 
 
 @dataclass
@@ -169,7 +170,8 @@ class ExprMixin:
             return found
         obj = resolve_global(self.pyfunc, node.id, self.extra_globals)
         if is_missing(obj):
-            raise KernelNameError(f"name '{node.id}' is not defined", self.b.loc)
+            hint = hint_for_name(node.id, self.pyfunc, self.scope.names, self.extra_globals)
+            raise KernelNameError(f"name '{node.id}' is not defined{hint}", self.b.loc)
         return self.from_python(obj, node.id)
 
     def from_python(self, obj, name: str):
@@ -194,8 +196,10 @@ class ExprMixin:
             try:
                 return self.from_python(getattr(base.obj, node.attr), node.attr)
             except AttributeError:
-                raise KernelAttributeError(f"'{ast.unparse(node.value)}' has no attribute "
-                                      f"'{node.attr}'", self.b.loc) from None
+                text = ast.unparse(node.value)
+                hint = hint_for_attribute(text, base.obj, node.attr)
+                raise KernelAttributeError(f"'{text}' has no attribute '{node.attr}'{hint}",
+                                           self.b.loc) from None
         if isinstance(base, Value) and base.type.is_array and node.attr == "shape":
             return ShapeOf(base)
         if isinstance(base, Value) and node.attr in ("p", "q") \

@@ -543,6 +543,9 @@ class _FixedNdim:
     def __init__(self, ndim: int):
         self.ndim = ndim
         self.__name__ = self.__qualname__ = f"array{ndim}d"
+        self.__doc__ = (f"array{ndim}d(data=None, dtype=..., shape=..., ...): an array of "
+                        f"{ndim} dimension(s); array{ndim}d(dtype=T) and array{ndim}d[T] are "
+                        "annotations (Warp's spelling of array(dtype=T, ndim=...)).")
 
     def __call__(self, data=None, dtype=Any, shape=None, **kw):
         return array(data, dtype=dtype, shape=shape, ndim=self.ndim, **kw)

@@ -265,10 +265,19 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
            device=None, stream=None, adjoint=False, record_tape=True, record_cmd=False,
            max_blocks=0, block_dim=256, tangent=False, tan_inputs=None, tan_outputs=None,
            **_ignored):
-    """Run kernel over dim threads with inputs then outputs as its arguments (see API.md).
-    adjoint=True runs its adjoint with adj_inputs/adj_outputs; tangent=True runs it with
-    its tangents (forward mode, runtime/tangent.py) from tan_inputs into tan_outputs;
-    record_cmd=True returns a kl.Launch instead of running."""
+    """Run ``kernel`` on ``dim`` threads; ``inputs`` then ``outputs`` are its arguments.
+
+    ``dim`` is an int or a tuple of up to 3 ints (``kl.tid()`` gives the index; dim 0 runs
+    nothing). Arrays must live on one device, which the launch runs on unless ``device``
+    names it. Scalars, vectors and matrices take Python numbers, tuples, NumPy arrays or
+    kernlab values. Inside a ``kl.Tape`` the launch is recorded (``record_tape=False`` opts
+    out). ``adjoint=True`` runs the kernel's adjoint with ``adj_inputs``/``adj_outputs``
+    (None or 0 for an array means its own ``.grad``, as in Warp). ``tangent=True`` runs
+    its tangent kernel (forward mode) from ``tan_inputs`` into ``tan_outputs``.
+    ``record_cmd=True`` returns a :class:`kl.Launch` to run later instead of running. ``stream``,
+    ``max_blocks`` and ``block_dim`` are accepted for Warp code; kernlab picks its own.
+    A wrong argument is a LaunchError naming the kernel and the parameter.
+    """
     if not isinstance(kernel, Kernel):
         raise LaunchError(f"kl.launch needs a @kl.kernel, got {kernel!r}")
     if dim is None:
