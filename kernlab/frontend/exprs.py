@@ -20,6 +20,7 @@ from ..builtins.core import comparison_type
 from ..errors import (KernelAttributeError, KernelNameError, KernelSyntaxError, KernelTypeError,
                       KernelUnsupportedTypeError)
 from ..ir.nodes import Op, Site, Value
+from ..ir import printf as printf_format
 from ..types import (Matrix, Transformation, Type, Vector, bool_, float32, int32, int64,
                      to_type)
 from . import structs
@@ -497,6 +498,17 @@ class ExprMixin:
             if len(args) > 32:
                 raise KernelTypeError("the maximum number of variadic arguments that can be "
                                       "passed to `printf` is 32", self.b.loc)
+            for a in args:
+                if isinstance(a, PyObj) and isinstance(a.obj, str):
+                    raise KernelTypeError(f"printf values must be kernel values; write the "
+                                          f"text {a.obj!r} into the format instead", self.b.loc)
+            vals = [self.value(a) for a in args]
+            try:
+                printf_format.parse(fmt, [v.type for v in vals])
+            except printf_format.PrintfFormatError as err:
+                raise KernelTypeError(str(err), self.b.loc) from None
+            self.b.emit(Op.PRINT, vals, fmt=fmt, printf=True)
+            return None
         else:
             fmt = None
         vals = [self.value(a) for a in args if not isinstance(a, PyObj)]

@@ -22,7 +22,8 @@ def restride(data, offset: int, shape: tuple, strides: tuple, np_dtype):
     strides (the element's axes included): a NumPy array or a DeviceArray."""
     if type(data) is np.ndarray:
         base = data.ctypes.data if data.size else 0
-        iface = _Interface(base + offset, shape, strides, np_dtype)
+        iface = _Interface(base + offset, shape, strides, np_dtype,
+                           readonly=not data.flags.writeable)
         iface.keep = data  # NumPy keeps the interface object, which keeps the memory
         if math.prod(shape) == 0:  # NumPy wants a real address even for no elements
             return np.lib.stride_tricks.as_strided(np.empty(1, np_dtype), shape, strides)

@@ -425,6 +425,8 @@ def _run(kernel: Kernel, dims, args, device, adjoint):
     backend = config.cpu_backend if device.is_cpu else "cuda"
     runner = kernel.compiled(backend, adjoint, retain)
     written = written_params(func)
+    if device.is_cpu:
+        _refuse_readonly(kernel, func, args, written)
     try:
         if device.is_cpu:
             runner.launch(dims, args)
@@ -434,6 +436,21 @@ def _run(kernel: Kernel, dims, args, device, adjoint):
         for k in written:
             if args[k] is not None:
                 args[k]._bump_version()
+
+
+def _refuse_readonly(kernel, func, args, written) -> None:
+    """A kernel that stores into an array over read-only memory (a read-only memory map,
+    bytes, a NumPy array with writeable=False) is refused before it runs: the write would
+    crash the process or change data its owner declared immutable."""
+    for k in written:
+        a = args[k]
+        data = getattr(a, "_data", None)
+        if type(data) is np.ndarray and not data.flags.writeable:
+            raise LaunchError(
+                f"kernel '{kernel.key}' writes parameter '{func.params[k].name}', but the "
+                "array passed for it is read-only (made from read-only memory: a memory map "
+                "opened with mode='r', bytes, or a NumPy array with writeable=False); pass a "
+                "writable copy (kl.array(data) copies)", kernel=kernel.key)
 
 
 def written_params(func) -> list[int]:
