@@ -1,6 +1,10 @@
 """kernlab: write, differentiate and inspect compute kernels — a Warp-compatible subset.
 
-``import kernlab as kl`` (or ``as wp``): see shared/API.md for the contract.
+``import kernlab as kl`` (or ``as wp``). Kernels are typed Python functions
+(``@kl.kernel``), run with ``kl.launch`` on arrays (``kl.array``, ``kl.zeros`` ...) and
+differentiated with ``kl.Tape``. The documentation is in the repository's ``docs/``
+folder (build it with ``python -m sphinx -W docs docs/_build``); ``help(kl.sin)``
+describes any builtin. ``__all__`` below lists every public name.
 """
 from __future__ import annotations
 
@@ -31,6 +35,7 @@ from .runtime.capture import (Graph, ScopedCapture, capture_begin, capture_end,
 from .runtime.timing import ScopedTimer
 from .runtime.structs import struct
 from .runtime.tape import Tape
+from .runtime.tangent import jvp
 from .types import (bool_ as bool, float32, float64, int32, int64, mat22, mat22d, mat33,
                     mat33d, mat44, mat44d, uint32, vec2, vec2d, vec3, vec3d, vec4, vec4d)
 from .types import (quat, quatd, quatf, quath, spatial_matrix, spatial_matrixd,
@@ -58,12 +63,32 @@ from .backends import preload_cpu_backend as _preload  # noqa: E402
 
 _preload()
 
+from . import tracebacks as _tracebacks  # noqa: E402
+
+_tracebacks.install()  # a kernlab error ending a script hides kernlab's frames
+
 __version__ = "0.1.0"
 
 
-def load_ipython_extension(ipython):  # %load_ext kernlab
+def load_ipython_extension(ipython):
+    """``%load_ext kernlab``: registers the ``%%kernel`` cell magic and kernlab's error
+    display in IPython/Jupyter."""
     from .notebook import magic
     magic.load_ipython_extension(ipython)
+
+
+def _public_names() -> list[str]:
+    """What ``import kernlab`` offers: every name without a leading underscore except the
+    package's own submodules (kl.config and kl.autograd are API and stay) and the names a
+    star import must not bring in (``annotations`` from __future__)."""
+    import types as _types
+    keep_modules = {"config", "autograd"}
+    return sorted(name for name, value in globals().items()
+                  if not name.startswith("_") and name != "annotations"
+                  and (not isinstance(value, _types.ModuleType) or name in keep_modules))
+
+
+__all__ = _public_names()  # help(kl) lists these; docs/api.rst documents each
 
 
 def __getattr__(name):  # kl.lab is imported on first use: ipywidgets is optional

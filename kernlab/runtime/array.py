@@ -198,6 +198,14 @@ class array:
         return storage.address(self._storage()) or None
 
     @property
+    def is_readonly(self) -> bool:
+        """True for an array over read-only memory (a memory map opened with mode='r',
+        bytes, a NumPy array with writeable=False, shared by from_numpy or copy=False):
+        kernels that write it are refused at launch."""
+        data = self._data
+        return type(data) is np.ndarray and not data.flags.writeable
+
+    @property
     def is_contiguous(self) -> bool:
         return storage.is_contiguous(self._storage())
 
@@ -530,7 +538,8 @@ class array:
         if self.is_annotation:
             return f"array(dtype={self.dtype}, ndim={self.ndim})"
         body = np.array2string(self.numpy(), separator=", ", prefix="array(")
-        return f"array({body}, dtype={self.dtype}, device={self.device})"
+        flag = ", readonly=True" if self.is_readonly else ""
+        return f"array({body}, dtype={self.dtype}, device={self.device}{flag})"
 
 
 Array = array
@@ -543,6 +552,9 @@ class _FixedNdim:
     def __init__(self, ndim: int):
         self.ndim = ndim
         self.__name__ = self.__qualname__ = f"array{ndim}d"
+        self.__doc__ = (f"array{ndim}d(data=None, dtype=..., shape=..., ...): an array of "
+                        f"{ndim} dimension(s); array{ndim}d(dtype=T) and array{ndim}d[T] are "
+                        "annotations (Warp's spelling of array(dtype=T, ndim=...)).")
 
     def __call__(self, data=None, dtype=Any, shape=None, **kw):
         return array(data, dtype=dtype, shape=shape, ndim=self.ndim, **kw)
