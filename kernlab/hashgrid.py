@@ -134,6 +134,17 @@ def grid_arrays(kernel_key: str, param: str, grid_id) -> tuple:
     return grid._ints, grid._inv
 
 
+def refresh_grid_args(kernel, args: list) -> None:
+    """Put the current arrays of each grid a launch's grid parameters name into its hidden
+    parameters (in place): a build replaces a grid's arrays, and a launch recorded earlier
+    (a captured graph, a ``record_cmd`` launch) must see the grid as it is when it runs."""
+    hidden = kernel.ir.hash_grid_hidden
+    for k, p in enumerate(kernel.ir.params):
+        if p.name in hidden:
+            index, pname, part = hidden[p.name]
+            args[k] = grid_arrays(kernel.key, pname, args[index])[part]
+
+
 def hash_grid_query(grid, point, radius):
     """In kernels: a query over the points near ``point`` (see the module doc)."""
     raise RuntimeError("hash_grid_query can only be called inside a kernel")

@@ -164,3 +164,21 @@ def test_errors_name_the_problem():
         grid.build(kl.zeros(3, dtype=kl.vec3), 0.0)
     with pytest.raises(RuntimeError, match="inside a kernel"):
         kl.hash_grid_query(grid.id, kl.vec3(), 1.0)
+
+
+def test_a_captured_launch_sees_the_grid_as_rebuilt_when_it_replays():
+    # example_dem captures its substeps once and rebuilds the grid before each replay
+    grid = kl.HashGrid(4, 4, 4)
+    out = kl.zeros(3, dtype=int)
+    grid.build(kl.array(np.array([[0.5, 0, 0], [0.1, 0, 0]], np.float32), dtype=kl.vec3),
+               1.0)
+    with kl.ScopedCapture() as capture:
+        kl.launch(point_order, 3, inputs=[grid.id, out])
+    cmd = kl.launch(point_order, 3, inputs=[grid.id, out], record_cmd=True)
+    grid.build(kl.array(np.array([[2.5, 0, 0], [0.5, 0, 0], [1.5, 0, 0]], np.float32),
+                        dtype=kl.vec3), 1.0)
+    kl.capture_launch(capture.graph)
+    np.testing.assert_array_equal(out.numpy(), [1, 2, 0])  # cells 2, 0, 1
+    out.zero_()
+    cmd.launch()
+    np.testing.assert_array_equal(out.numpy(), [1, 2, 0])

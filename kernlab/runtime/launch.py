@@ -214,10 +214,17 @@ class Launch:
                 if p.type.is_array and args[n + k] is None and args[k] is not None:
                     args[n + k] = args[k].grad
         kernel, dim, device, adjoint = self.kernel, self.dim, self.device, self.adjoint
-        if _capture.defer(f"launch {kernel.key}", lambda: _run(kernel, dim, args, device,
-                                                                adjoint)):
+        grids = getattr(kernel.ir, "hash_grid_hidden", None)
+
+        def run():
+            if grids:  # a grid rebuilt since this launch was made: its current arrays
+                from ..hashgrid import refresh_grid_args
+                refresh_grid_args(kernel, args)
+            _run(kernel, dim, args, device, adjoint)
+
+        if _capture.defer(f"launch {kernel.key}", run):
             return  # recorded into the open graph capture (kl.ScopedCapture)
-        _run(kernel, dim, args, device, adjoint)
+        run()
 
     def set_dim(self, dim):
         self.dim = _dims(dim)
