@@ -306,7 +306,8 @@ class _ConstructSig:
         if target is None or not (target.is_vector or target.is_matrix):
             return None
         n = target.length
-        if all(t.is_scalar and t.kind != "b" for t in types) and len(types) in (0, 1, n):
+        if all(t.is_scalar and (t.kind != "b") == (target.dtype.kind != "b") for t in types) \
+                and len(types) in (0, 1, n):
             return target
         if target.is_matrix and len(types) == target.rows and all(
                 t == Vector(target.cols, target.dtype) for t in types):
