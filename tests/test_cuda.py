@@ -26,7 +26,7 @@ from kernlab.backends.cuda.render import _printf, literal, render_cuda, scalar_l
 from kernlab.backends.interp import Interpreter
 from kernlab.autodiff import reverse_mode
 from kernlab.builtins import REGISTRY
-from kernlab.errors import KernelError, KernelIndexError, KernelUnsupportedTypeError, SourceLoc
+from kernlab.errors import KernelError, KernelIndexError, SourceLoc
 from kernlab.ir.builder import Builder
 from kernlab.ir.nodes import Block, Function, Op, Param, Site, Value
 from fake_cuda import CXX, HostEmulated
@@ -269,10 +269,7 @@ def test_kernel_compiles_to_ptx_forward_and_adjoint(kernel, tmp_path):
     except KernelError:
         pass  # not differentiable on purpose (checked by the autodiff tests)
     variants = kernel.__module__ == __name__  # the corpus: also unchecked and verify_fp
-    try:
-        compile_everywhere(funcs, tmp_path, variants)
-    except KernelUnsupportedTypeError as err:  # float16: the CPU only, for now
-        pytest.skip(str(err).splitlines()[-1])
+    compile_everywhere(funcs, tmp_path, variants)
 
 
 # ---- one kernel calling every builtin overload ---------------------------------------------
