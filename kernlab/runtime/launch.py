@@ -313,8 +313,12 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
     else:
         args = [check(v, dev) for check, v in zip(plan, primal)]
     if tangent:
-        return _tangent_launch(kernel, dims, args, dev, tan_inputs, tan_outputs, n_in,
-                               adjoint or record_cmd or structs is not None)
+        _tangent_launch(kernel, dims, args, dev, tan_inputs, tan_outputs, n_in,
+                        adjoint or record_cmd or structs is not None)
+        tape = _tape.active_tape() if record_tape else None
+        if tape is not None:  # it ran the forward too: a tape records that
+            tape.record_launch(Launch(kernel, dev, params=args, dim=dims), n_inputs=n_in)
+        return None
     if adjoint:
         params = kernel.params
         adj = _adjoint_args(kernel, params, args, adj_inputs, adj_outputs, n_in)

@@ -440,7 +440,7 @@ __device__ inline mat<R, C, T> operator*(const mat<R, K, T>& a, const mat<K, C, 
 }
 
 // sign(0) is 1, as in Warp.
-template <typename T> __device__ inline T kl_sign(T x) { return x < 0 ? T(-1) : T(1); }
+template <typename T> __device__ inline T kl_sign(T x) { return x < T(0) ? T(-1) : T(1); }
 
 // min / max follow C's fmin / fmax (a NaN operand is missing), as Warp; clamp(x, lo, hi) is
 // min(max(lo, x), hi). Element-wise on vectors; min(v) / max(v) reduce one.
