@@ -312,6 +312,10 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
                 for check, p, v in zip(plan, kernel.params, primal)]
     else:
         args = [check(v, dev) for check, v in zip(plan, primal)]
+    tape = _tape.active_tape() if record_tape and not adjoint and not record_cmd \
+        and not _capture.is_capturing() else None
+    if tape is not None:  # copies what the launch overwrites and an adjoint needs
+        tape.prepare_launch(kernel, args)
     if tangent:
         _tangent_launch(kernel, dims, args, dev, tan_inputs, tan_outputs, n_in,
                         adjoint or record_cmd or structs is not None)
