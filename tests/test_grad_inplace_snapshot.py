@@ -423,3 +423,19 @@ def test_hvp_refuses_a_tape_with_in_place_copies():
         kl.launch(sum_sq, 4, inputs=[x, kl.array(W, dtype=kl.float64), loss])
     with pytest.raises(kl.GradientError, match="'x' of kernel 'sine_map'"):
         tape.hvp(loss, {x: np.ones(4)})
+
+
+def test_the_lab_tape_view_shows_the_copies_and_steps_backward_on_them():
+    pytest.importorskip("ipywidgets")
+    x = kl.array(X0, dtype=kl.float64, requires_grad=True)
+    v = kl.array(VV, dtype=kl.float64, requires_grad=True)
+    loss = kl.zeros(1, dtype=kl.float64, requires_grad=True)
+    with kl.Tape() as tape:
+        for _ in range(2):
+            kl.launch(sine_map, 4, inputs=[x, v, 0.1])
+        kl.launch(sum_sq, 4, inputs=[x, kl.array(W, dtype=kl.float64), loss])
+    view = kl.lab.tape(tape, loss=loss)
+    assert repr(view).endswith("keeps 2 snapshot(s), 64 B>")
+    view.position = 3  # every record reversed, on the view's own copies
+    f = lambda q: float(np.sum(W * np_sine_map(np_sine_map(q, VV, 0.1), VV, 0.1) ** 2))
+    np.testing.assert_allclose(view.grads["x"], central_differences(f, X0, 1e-6), rtol=1e-6)
