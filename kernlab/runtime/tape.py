@@ -123,7 +123,8 @@ def warn_overwrite(a, arg_name=None, kernel_name=None, filename=None, lineno=Non
                 f"{filename}:{lineno} is being written to")
     print(f"Warning: Array {a.shape} of {a.dtype} {what} but has already been read from in "
           "a previous launch. This may corrupt gradient computation in the backward pass. "
-          "(kernlab refuses such a recording in Tape.backward().)", file=sys.stderr)
+          "(kernlab's tape copies such an array before a recorded launch overwrites it.)",
+          file=sys.stderr)
 
 
 def _user_site() -> str:
@@ -569,9 +570,9 @@ def _check_replayable(record: RecordedLaunch, exact_reads: bool = True):
             if a._version != version:
                 raise GradientError(
                     f"array '{name}' was modified after kernel '{cmd.kernel.key}' read it and "
-                    "before tape.backward(), other than by a recorded launch (which the tape "
-                    "copies it for); its gradient would be wrong. Write into a new array "
-                    "instead of updating it in place.", kernel=cmd.kernel.key)
+                    "before tape.backward(); its gradient would be wrong. Modify it after "
+                    "backward(), or modify a kl.clone of it (a recorded launch may overwrite "
+                    "it: the tape copies it first).", kernel=cmd.kernel.key)
         return
     for a, name, version in record.versions.values():
         if a._version != version:
