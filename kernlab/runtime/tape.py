@@ -269,8 +269,11 @@ class Tape:
         """Seed loss (gradient 1) or the arrays in grads, then run the records backwards."""
         if loss is not None:
             if not isinstance(loss, array) or loss.size != 1 or loss.dtype.shape:
-                raise RuntimeError("kernlab: Tape.backward(loss) needs a one-element array of "
-                                   "a scalar type (use grads={...} for other outputs)")
+                what = f"an array of shape {loss.shape} of {loss.dtype}" \
+                    if isinstance(loss, array) else f"a {type(loss).__name__}"
+                raise GradientError("Tape.backward(loss) needs a one-element array of a "
+                                    f"scalar type, got {what} (use grads={{...}} to seed "
+                                    "other outputs)")
             if loss.grad is None:
                 raise RuntimeError("kernlab: the loss array needs requires_grad=True before "
                                    "Tape.backward()")
