@@ -10,7 +10,10 @@ Interrupts: Python runs a SIGINT handler only on the main thread, between byteco
 kernel looping forever on the main thread could never be stopped. Kernels whose loops check
 the interrupt flag (lower.interrupt_checks) therefore run on pool threads while the main
 thread waits; a KeyboardInterrupt there sets the flag, waits for the workers to leave,
-clears it and re-raises. Loop-free kernels cannot hang and run inline as before.
+clears it and re-raises. Loop-free kernels cannot hang, but a large grid of them can run for
+seconds: launched from the main thread, such a grid runs in chunks of threads sized to take
+about 10 ms each, so a KeyboardInterrupt lands between two chunks (after the workers of the
+current one have finished).
 """
 from __future__ import annotations
 
@@ -45,6 +48,8 @@ from .lower import (INTERRUPT_SYMBOL, STATUS_GENERAL, STATUS_NOT_FINITE, Lowerin
 KERNLAB_VERSION = "0.1.0"
 BACKEND_VERSION = "llvm-backend-2"
 PARALLEL_THRESHOLD = 65536  # threads; smaller launches run inline on the calling thread
+CHUNKED_THRESHOLD = 1 << 20  # threads: larger loop-free launches from the main thread run
+CHUNK_SECONDS = 0.01         # in chunks of about this long, interruptible between chunks
 PARALLEL_THRESHOLD_LOOPS = 512  # the same for kernels with long loops: each thread does more,
                                 # and these already run on the pool (see _run_checked)
 MAX_THREADS = 2**31 - 1     # thread ids are int32
@@ -454,6 +459,7 @@ class Runner:
         self._grids: dict = {}  # launch dims -> the three dims the kernel reads
         self._block = ctypes.c_char * self.layout.size  # a zeroed one per launch
         self.interruptible = is_interruptible(func)
+        self._chunk = 1 << 20  # threads per chunk of a chunked launch (see _run_in_chunks)
 
     def launch(self, dims: tuple, args: list) -> None:
         if len(args) != len(self._plan):
@@ -495,6 +501,9 @@ class Runner:
     def _run(self, fn, buf, bounds):
         if self.interruptible:
             self._run_checked(fn, buf, bounds)
+        elif bounds[-1] - bounds[0] >= CHUNKED_THRESHOLD \
+                and threading.current_thread() is threading.main_thread():
+            self._run_in_chunks(fn, buf, bounds[0], bounds[-1])
         elif len(bounds) == 2:
             fn(buf, bounds[0], bounds[1])
         else:
@@ -515,13 +524,46 @@ class Runner:
         if _interrupts != seen:
             raise KeyboardInterrupt(f"kernel '{self.func.name}' was interrupted")
 
+    def _run_in_chunks(self, fn, buf, start, end):
+        """A loop-free launch of [start, end) in consecutive chunks, each split over the
+        pool like a whole launch, sized (doubling or halving) to take about CHUNK_SECONDS:
+        Python delivers a KeyboardInterrupt between two chunks. A chunk that sets the status
+        (an error, or the fast entry declining) ends the run: the caller reads it."""
+        status = self.layout.status_offset
+        step = self._chunk  # learnt by the previous launches
+        threads = max(1, config.num_threads)
+        while start < end and buf[status] == b"\0":
+            stop = min(end, start + step)
+            n = stop - start
+            parts = 1 if threads <= 1 or n < PARALLEL_THRESHOLD else \
+                min(threads, n // (PARALLEL_THRESHOLD // 4))
+            began = time.perf_counter()
+            if parts == 1:
+                fn(buf, start, stop)
+            else:
+                self._parallel(fn, buf, [start + n * k // parts for k in range(parts + 1)])
+            took = time.perf_counter() - began
+            if n == step:  # a whole chunk: resize towards CHUNK_SECONDS
+                if took < CHUNK_SECONDS / 4 and step < (1 << 28):
+                    step *= 4
+                elif took < CHUNK_SECONDS / 2 and step < (1 << 28):
+                    step *= 2
+                elif took > CHUNK_SECONDS * 2 and step > 4096:
+                    step //= 2
+                self._chunk = step
+            start = stop
+
     def _parallel(self, fn, buf, bounds):
         pool = _workers(config.num_threads)
         futures = [pool.submit(fn, buf, bounds[k], bounds[k + 1])
                    for k in range(1, len(bounds) - 1)]
-        fn(buf, bounds[0], bounds[1])
-        for f in futures:
-            f.result()
+        try:
+            fn(buf, bounds[0], bounds[1])
+            for f in futures:
+                f.result()
+        except KeyboardInterrupt:  # no worker may be left writing after the caller returns
+            _wait_all(futures)
+            raise
 
     def _raise_failure(self, buf, args):
         """The error the status block records: an index out of bounds, or (verify_fp) a NaN
