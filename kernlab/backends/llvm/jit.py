@@ -17,6 +17,7 @@ current one have finished).
 """
 from __future__ import annotations
 
+import collections
 import ctypes
 import functools
 import hashlib
@@ -71,9 +72,11 @@ _ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_i
 _OBJECT_MAGIC = {"linux": b"\x7fELF", "darwin": b"\xcf\xfa\xed\xfe", "win32": b"\x64\x86"}
 
 _lock = threading.RLock()
-_memo: dict = {}       # key -> CompiledEntry: each variant compiles once per process
+# key -> CompiledEntry, while some runner uses it: each live variant compiles once per process
+_memo: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_recent: collections.deque = collections.deque(maxlen=8)  # the latest entries, kept a while
 _jit = None            # the (target machine, engine) pair, made on first use
-stats = {"compiled": 0, "loaded": 0, "compile_s": 0.0, "load_s": 0.0}
+stats = {"compiled": 0, "loaded": 0, "compile_s": 0.0, "load_s": 0.0, "arenas_freed": 0}
 _interrupt = ctypes.c_int32(0)  # kl_interrupt: nonzero asks every checking loop to stop
 _interrupts = 0                 # how many times it was raised (see Runner._run_checked)
 
@@ -116,15 +119,56 @@ class ArgLayout:
         self.status_offset = self.offsets["flag"]
 
 
-@dataclass
+@dataclass(eq=False)
 class CompiledEntry:
     symbol: str
     address: int
     layout: ArgLayout
     cfunc: object
+    arena: "_Arena | None" = None
+
+
+# ---- freeing machine code -------------------------------------------------------------------
+# MCJIT cannot unload one object file, only a whole engine. Object code therefore goes into
+# arenas: engines of up to ARENA_SIZE entries each. An entry holds its arena; when the last
+# entry of a full arena is garbage (its kernel, runners and launches are gone, or a notebook
+# cell redefined the kernel), the engine is disposed and its code memory freed.
+
+ARENA_SIZE = 16
+
+
+class _Arena:
+    def __init__(self):
+        tm = _new_target_machine()  # the engine takes ownership of it
+        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+        self.added = 0  # entries loaded into it
+        self.live = 0   # of which still alive
+        self.closed = False
+
+    def release(self):
+        with _lock:
+            self.live -= 1
+            self._close_if_done()
+
+    def _close_if_done(self):
+        if self.live == 0 and self.added >= ARENA_SIZE and not self.closed:
+            self.closed = True
+            stats["arenas_freed"] += 1
+            self.engine.close()
+
+
+_arena: list = [None]  # the arena taking new entries
 
 
 # ---- target machine and engine ------------------------------------------------------------
+
+def _new_target_machine(cpu=None, features=None):
+    """The host's target machine (O3 code generation, JIT code model)."""
+    if cpu is None:
+        cpu, features = _host()[2], _host()[3]
+    return llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine(
+        cpu=cpu, features=features, opt=3, reloc="default", codemodel="jitdefault", jit=True)
+
 
 def _host():
     global _jit
@@ -138,11 +182,8 @@ def _host():
                 llvm.set_option("kernlab", "-enable-epilogue-vectorization=0")
                 llvm.add_symbol(INTERRUPT_SYMBOL, ctypes.addressof(_interrupt))
                 _register_c_symbols()
-                triple = llvm.get_process_triple()
                 cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-                tm = llvm.Target.from_triple(triple).create_target_machine(
-                    cpu=cpu, features=features, opt=3, reloc="default",
-                    codemodel="jitdefault", jit=True)
+                tm = _new_target_machine(cpu, features)
                 engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
                 engine.finalize_object()  # its first call sets up code generation: ~1 ms
                 _jit = (tm, engine, cpu, features)
@@ -247,7 +288,9 @@ def build_module(func: Function, bounds_check: bool, symbol: str, verify_fp: boo
     module.data_layout = str(tm.target_data)
     text = str(module)
     try:
-        ref = llvm.parse_assembly(text)
+        # a context of its own: LLVM's global context keeps every type, constant and
+        # metadata node ever parsed into it, which would grow with each kernel compiled
+        ref = llvm.parse_assembly(text, context=llvm.create_context())
         ref.verify()
         ref.name = func.name
     except RuntimeError as exc:
@@ -322,6 +365,7 @@ def _variant(func, bounds_check, verify_fp, key, part) -> CompiledEntry:
             entry = _memo.get(key)
             if entry is None:
                 entry = _memo[key] = _load_or_compile(func, bounds_check, key, verify_fp, part)
+                _recent.append(entry)  # a runner made and dropped at once is not reloaded
     return entry
 
 
@@ -329,15 +373,15 @@ def _load_or_compile(func, bounds_check, key, verify_fp=False, part="general") -
     symbol = _symbol(func, key)
     t0 = time.perf_counter()
     obj = cache.load(key) if config.cache_dir else None
-    address = _add_object(obj, symbol) if obj is not None else 0
+    address, arena = _add_object(obj, symbol) if obj is not None else (0, None)
     if address:
         stats["loaded"] += 1
         stats["load_s"] += time.perf_counter() - t0
         _say(f"loaded kernel '{func.name}' ({part} entry) from the cache ({_ms(t0)})")
-        return _entry(func, symbol, address, ArgLayout(func))
+        return _entry(func, symbol, address, ArgLayout(func), arena)
     module, layout = build_module(func, bounds_check, symbol, verify_fp, part)
     obj = _host()[0].emit_object(module)
-    address = _add_object(obj, symbol)
+    address, arena = _add_object(obj, symbol)
     if not address:
         raise LoweringError("internal error: the compiled kernel has no entry point",
                             loc=func.loc, kernel=func.name, details=f"symbol {symbol}")
@@ -345,29 +389,42 @@ def _load_or_compile(func, bounds_check, key, verify_fp=False, part="general") -
     stats["compiled"] += 1
     stats["compile_s"] += time.perf_counter() - t0
     _say(f"compiled kernel '{func.name}' ({part} entry, {_ms(t0)})")
-    return _entry(func, symbol, address, layout)
+    return _entry(func, symbol, address, layout, arena)
 
 
-def _entry(func, symbol, address, layout) -> CompiledEntry:
-    return CompiledEntry(symbol, address, layout, _ENTRY_TYPE(address))
+def _entry(func, symbol, address, layout, arena) -> CompiledEntry:
+    entry = CompiledEntry(symbol, address, layout, _ENTRY_TYPE(address), arena)
+    weakref.finalize(entry, arena.release)  # the last entry of an arena frees its code
+    return entry
 
 
 def _add_object(obj: bytes, symbol: str) -> int:
-    """Load object code into the engine; the entry's address, or 0 when the object is not
-    one of ours (damaged cache entries are then recompiled)."""
+    """Load object code into the current arena: (the entry's address, the arena), or
+    (0, None) when the object is not one of ours (damaged cache entries are then
+    recompiled)."""
     magic = next((m for p, m in _OBJECT_MAGIC.items() if sys.platform.startswith(p)), b"")
     if not obj.startswith(magic) or symbol.encode() not in obj:
-        return 0
+        return 0, None
     ref = llvm.ObjectFileRef.from_data(obj)
     if not ref:  # LLVM could not parse it
-        return 0
-    engine = _host()[1]
-    try:
-        engine.add_object_file(ref)
-        engine.finalize_object()
-        return engine.get_function_address(symbol)
-    except RuntimeError:
-        return 0
+        return 0, None
+    _host()
+    with _lock:
+        arena = _arena[0]
+        if arena is None or arena.added >= ARENA_SIZE:
+            arena = _arena[0] = _Arena()
+        try:
+            arena.engine.add_object_file(ref)
+            arena.engine.finalize_object()
+            address = arena.engine.get_function_address(symbol)
+        except RuntimeError:
+            return 0, None
+        finally:
+            arena.added += 1  # counted even when it failed: the object is in the engine
+        if not address:
+            return 0, None
+        arena.live += 1
+        return address, arena
 
 
 def _say(text):
@@ -492,8 +549,9 @@ class Runner:
             flag = layout.status.unpack_from(buf, layout.status_offset)[0]
             if flag == STATUS_GENERAL:  # the fast entry declined and did nothing
                 buf[layout.status_offset] = b"\0"
-                if self._general_fn is None:
-                    self._general_fn = self._load_general().cfunc
+                if self._general_fn is None:  # the entry is held: its code stays loaded
+                    self._general = self._load_general()
+                    self._general_fn = self._general.cfunc
                 self._run(self._general_fn, buf, bounds)
             if buf[layout.status_offset] != b"\0":
                 self._raise_failure(buf, args)
