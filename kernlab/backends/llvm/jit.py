@@ -276,6 +276,16 @@ def _symbol(func: Function, key: str) -> str:
 
 # ---- compiling ------------------------------------------------------------------------------
 
+VECTORIZE_MAX_INSTRUCTIONS = 3000  # IR instructions in a kernel body the vectorisers take
+
+
+def _body_size(func: Function) -> int:
+    size = getattr(func, "_body_size", None)
+    if size is None:
+        size = func._body_size = sum(1 for _ in func.body.walk())
+    return size
+
+
 def build_module(func: Function, bounds_check: bool, symbol: str, verify_fp: bool = False,
                  part: str = "general"):
     """Lower, verify and optimise (O2, host CPU) one entry of a kernel variant: an
@@ -298,7 +308,12 @@ def build_module(func: Function, bounds_check: bool, symbol: str, verify_fp: boo
                             loc=func.loc, kernel=func.name, details=str(exc),
                             stage=f"compiling kernel '{func.name}' for the CPU (LLVM)") from None
     pto = llvm.create_pipeline_tuning_options(speed_level=2)
-    pto.loop_vectorization = pto.slp_vectorization = pto.loop_unrolling = True
+    # LLVM's vectorisers take time superlinear in the size of the loop body: a kernel of
+    # thousands of statements (an adjoint doubles them) would take minutes to compile, for
+    # little gain, since such bodies are bound by registers rather than lanes
+    vectorize = _body_size(func) <= VECTORIZE_MAX_INSTRUCTIONS
+    pto.loop_vectorization = pto.slp_vectorization = vectorize
+    pto.loop_unrolling = True
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(ref, pb)
     return ref, layout
