@@ -88,6 +88,7 @@ class Kernel:
         self._ir: Function | None = None
         self._adjoint: Function | None = None
         self._adjoint_retain: dict = {}  # retained param indices -> adjoint IR
+        self._tangents: dict = {}  # (adjoint, retain, effects) -> tangent IR (forward mode)
         self._compiled: dict = {}
         self._launch_plan: list | None = None  # argument checkers (runtime/launch.py)
         self._generic: bool | None = None
@@ -153,6 +154,20 @@ class Kernel:
             func = self._adjoint_retain[retain] = _user_facing(reverse_mode, self.ir, retain)
         return func
 
+    def tangent_variant(self, adjoint: bool = False, retain: frozenset = frozenset(),
+                        effects: bool = True) -> Function:
+        """The tangent kernel's IR (forward mode): of the kernel, or with adjoint=True of its
+        adjoint (forward over reverse, for Hessian-vector products). effects=False leaves out
+        the kernel's own stores, atomics and prints (a tangent sweep after the forward ran).
+        """
+        key = (bool(adjoint), frozenset(retain), bool(effects))
+        func = self._tangents.get(key)
+        if func is None:
+            from .autodiff import tangent_mode
+            base = self.adjoint_variant(frozenset(retain)) if adjoint else self.ir
+            func = self._tangents[key] = _user_facing(tangent_mode, base, effects)
+        return func
+
     @property
     def adj(self):
         """Warp's ``kernel.adj`` view of the parameters: ``adj.args[k]`` has ``label``,
@@ -183,13 +198,21 @@ class Kernel:
     def bounds_check(self) -> bool:
         return self.options.get("bounds_check", config.bounds_check)
 
-    def compiled(self, backend: str, adjoint: bool = False, retain: frozenset = frozenset()):
-        """The runnable variant for ``backend`` ("interp", "llvm" or "cuda"), compiled once."""
+    def compiled(self, backend: str, adjoint: bool = False, retain: frozenset = frozenset(),
+                 tangent: str | None = None):
+        """The runnable variant for ``backend`` ("interp", "llvm" or "cuda"), compiled once.
+        tangent: None, "tangent" (forward mode) or "sweep" (its tangent sweep without the
+        kernel's side effects); with adjoint=True, the tangent of the adjoint."""
         retain = frozenset(retain) if adjoint else frozenset()
         key = (backend, adjoint, self.bounds_check(), bool(config.verify_fp), retain)
+        if tangent is not None:
+            key += (tangent,)
         runner = self._compiled.get(key)
         if runner is None:
-            func = self.adjoint_variant(retain) if adjoint else self.ir
+            if tangent is not None:
+                func = self.tangent_variant(adjoint, retain, effects=tangent != "sweep")
+            else:
+                func = self.adjoint_variant(retain) if adjoint else self.ir
             try:
                 if backend == "interp":
                     from .backends.interp import Interpreter
@@ -205,177 +228,6 @@ class Kernel:
             except RecursionError:
                 raise too_deeply_nested(func.loc, self.key) from None
             self._compiled[key] = runner
-        return runner
-
-    def __call__(self, *args, **kwargs):
-        from .pycall import call_func
-        return call_func(self, args, kwargs)
-
-    def __repr__(self):
-        return f"<kernlab func {self.__name__}>"
-
-    __hash__ = object.__hash__
-
-
-class Kernel:
-    """A @kl.kernel. ``kernel.ir`` and ``kernel.adjoint_ir`` are its typed IR.
-
-    ``Kernel(func=f, key="name")`` makes one from a plain function, as Warp's does. A kernel
-    with ``typing.Any`` in its parameter annotations is generic: each launch runs the
-    specialisation for its arguments' types (``kl.overload`` declares one ahead)."""
-
-    def __init__(self, func=None, extra_globals: dict | None = None,
-                 options: dict | None = None, *, key: str | None = None, module=None,
-                 param_types: list | None = None, pyfunc=None, **_ignored):
-        pyfunc = func if func is not None else pyfunc
-        if pyfunc is None or not callable(pyfunc):
-            raise TypeError("Kernel(func=...) needs a Python function")
-        self.pyfunc = pyfunc
-        self.func = pyfunc
-        self.key = key or pyfunc.__name__
-        self.extra_globals = extra_globals
-        self.options = dict(options or {})
-        self.module = module if isinstance(module, Module) else get_module(
-            module if module is not None else getattr(pyfunc, "__module__", None))
-        self.param_types = param_types  # a generic kernel's specialisation: concrete types
-        if param_types is None:
-            self.module.kernels[key or pyfunc.__name__] = self
-        self._ir: Function | None = None
-        self._adjoint: Function | None = None
-        self._adjoint_retain: dict = {}  # retained param indices -> adjoint IR
-        self._compiled: dict = {}
-        self._launch_plan: list | None = None  # argument checkers (runtime/launch.py)
-        self._generic: bool | None = None
-        self._specialisations: dict = {}
-        functools.update_wrapper(self, pyfunc)
-        self.key = key or pyfunc.__name__
-
-    @property
-    def is_generic(self) -> bool:
-        """Whether a parameter is annotated with ``Any`` (and this is not a specialisation)."""
-        if self._generic is None:
-            from .generics import annotated_types
-            from .types import is_generic
-            self._generic = self.param_types is None and any(
-                is_generic(t) for t in _user_facing(annotated_types, self.pyfunc))
-        return self._generic
-
-    def specialise(self, types) -> "Kernel":
-        """The variant of this generic kernel for concrete parameter ``types``."""
-        types = tuple(types)
-        found = self._specialisations.get(types)
-        if found is None:
-            from .generics import specialisation_key
-            found = type(self)(self.pyfunc, self.extra_globals, self.options,
-                               key=specialisation_key(self.key, types), module=self.module,
-                               param_types=list(types))
-            self._specialisations[types] = found
-        return found
-
-    def for_arguments(self, values) -> "Kernel":
-        """The kernel a launch with these argument values runs (self unless generic)."""
-        if not self.is_generic:
-            return self
-        from .generics import launch_types
-        return self.specialise(_user_facing(launch_types, self, values))
-
-    @property
-    def ir(self) -> Function:
-        if self._ir is None:
-            from .frontend import source_to_ir
-            if self.is_generic:
-                raise KernelError(f"kernel '{self.key}' is generic (it has Any parameters): "
-                                  "launch it, or pick a variant with kl.overload", kernel=self.key)
-            self._ir = _user_facing(source_to_ir, self.pyfunc, self.key, self.extra_globals,
-                                    self.param_types)
-        return self._ir
-
-    @property
-    def adjoint_ir(self) -> Function:
-        if self._adjoint is None:
-            from .autodiff import reverse_mode
-            self._adjoint = _user_facing(reverse_mode, self.ir)
-        return self._adjoint
-
-    def adjoint_variant(self, retain: frozenset = frozenset()) -> Function:
-        """The adjoint IR in which stores into the parameters ``retain`` (indices of arrays
-        made with retain_grad=True) leave their gradients in place."""
-        if not retain:
-            return self.adjoint_ir
-        func = self._adjoint_retain.get(retain)
-        if func is None:
-            from .autodiff import reverse_mode
-            func = self._adjoint_retain[retain] = _user_facing(reverse_mode, self.ir, retain)
-        return func
-
-    @property
-    def adj(self):
-        """Warp's ``kernel.adj`` view of the parameters: ``adj.args[k]`` has ``label``,
-        ``type``, ``is_read`` (the kernel loads from it) and ``is_write`` (stores or
-        atomics)."""
-        import types as pytypes
-        from .ir.nodes import Op
-        func = self.ir
-        walk = list(func.body.walk())
-        read = {i.args[0] for i in walk if i.op is Op.LOAD}
-        write = {i.args[0] for i in walk if i.op in (Op.STORE, Op.ATOMIC)}
-        args = [pytypes.SimpleNamespace(label=p.name, type=p.type, is_read=p.value in read,
-                                        is_write=p.value in write) for p in func.params]
-        return pytypes.SimpleNamespace(args=args, fun_name=self.key)
-
-    @property
-    def enable_backward(self) -> bool:
-        """The kernel's enable_backward option, else its module's (default True)."""
-        value = self.options.get("enable_backward")
-        if value is None:
-            value = self.module.options.get("enable_backward")
-        return value is not False
-
-    @property
-    def params(self):
-        return self.ir.params
-
-    def bounds_check(self) -> bool:
-        return self.options.get("bounds_check", config.bounds_check)
-
-    def compiled(self, backend: str, adjoint: bool = False, retain: frozenset = frozenset()):
-        """The runnable variant for ``backend`` ("interp", "llvm" or "cuda"), compiled once."""
-        retain = frozenset(retain) if adjoint else frozenset()
-        key = (backend, adjoint, self.bounds_check(), bool(config.verify_fp), retain)
-        runner = self._compiled.get(key)
-        if runner is None:
-            func = self.adjoint_variant(retain) if adjoint else self.ir
-            if backend == "interp":
-                from .backends.interp import Interpreter
-                runner = Interpreter(func)
-            elif backend == "llvm":
-                from .backends.llvm import compile_kernel
-                runner = compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
-            elif backend == "cuda":
-                from .backends.cuda import compile_kernel
-                runner = compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
-            else:
-                raise ValueError(f"unknown backend {backend!r}")
-            self._compiled[key] = runner
-        return runner
-
-    def _compile(self, backend, adjoint, key, func):
-        try:
-            if backend == "interp":
-                from .backends.interp import Interpreter
-                return Interpreter(func)
-            if backend == "llvm":
-                from .backends.llvm import compile_kernel
-                return compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
-            if backend == "cuda":
-                from .backends.cuda import compile_kernel
-                return compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
-        except RecursionError:
-            raise too_deeply_nested(func.loc, self.key) from None
-        raise ValueError(f"unknown backend {backend!r}")
-
-    def _unused(self):
-        runner = None
         return runner
 
     def __call__(self, *args, **kwargs):
@@ -609,14 +461,19 @@ def func_native(snippet=None, adj_snippet=None, replay_snippet=None):
 
 
 def source(k: Kernel, target: str = "ir", adjoint: bool = False, *,
-           arch: int | None = None) -> str:
+           arch: int | None = None, tangent: bool = False) -> str:
     """The listing of a kernel: "ir", "llvm" (as lowered, with the user's lines), "llvm-opt"
-    (after optimisation), "cuda" or "ptx"; the adjoint's with adjoint=True. ``arch`` picks
+    (after optimisation), "cuda" or "ptx"; the adjoint's with adjoint=True, the tangent
+    kernel's (forward mode) with tangent=True (both: the tangent of the adjoint, which
+    Hessian-vector products run). ``arch`` picks
     the GPU architecture of "ptx" (80 for sm_80; default kl.config.ptx_target_arch, else
     the first GPU's, else 80): PTX for any GPU can be made on a machine without one."""
     if not isinstance(k, Kernel):
         raise TypeError(f"kl.source() takes a kernel, not {k!r}")
-    func = k.adjoint_ir if adjoint else k.ir
+    if tangent:
+        func = k.tangent_variant(adjoint=adjoint)
+    else:
+        func = k.adjoint_ir if adjoint else k.ir
     if target == "ir":
         return print_function(func)
     if target in ("llvm", "llvm-opt"):

@@ -51,8 +51,6 @@ def test_python_scalar_values_wrap_like_c():
 
 @pytest.mark.parametrize("t", INTS + FLOATS, ids=lambda t: t.name)
 def test_arithmetic_on_every_scalar(backend, t):
-    if t == kl.float16 and backend.startswith("cuda"):
-        pytest.skip("the CUDA backend has no half type yet")
     @kl.kernel
     def k(a: kl.array(dtype=t), b: kl.array(dtype=t), out: kl.array(dtype=t)):
         i = kl.tid()
@@ -65,7 +63,6 @@ def test_arithmetic_on_every_scalar(backend, t):
     np.testing.assert_array_equal(got, np.array(want, t.np))
 
 
-@pytest.mark.cpu_only("the CUDA backend has no half type yet")
 def test_float16_rounds_to_half_after_every_operation(backend):
     @kl.kernel
     def k(a: kl.array(dtype=kl.float16), out: kl.array(dtype=kl.float16)):
@@ -274,9 +271,6 @@ def test_atomic_min_of_vectors_is_component_wise(backend):
 def test_float64_to_float16_rounds_once(backend):
     """double -> half must round the double directly (NumPy does): 1 + 2^-11 + 2^-40 is
     just above a halfway point, which rounding through float would lose."""
-    if backend.startswith("cuda"):
-        pytest.skip("float16 runs on the CPU only (the CUDA backend has no half type yet)")
-
     @kl.kernel
     def k(x: kl.array(dtype=kl.float64), out: kl.array(dtype=kl.float16),
           back: kl.array(dtype=kl.float64)):

@@ -28,6 +28,7 @@ from . import array_convert as convert
 from . import array_views as views
 from . import exports, storage
 from .array_convert import MAX_DIMS  # noqa: F401  (re-exported)
+from . import capture as _capture
 from .device import Device, get_device, synchronize_device
 
 _EMPTY = np.zeros(1, np.uint8)  # the address NumPy reads for arrays with no elements
@@ -514,11 +515,15 @@ class array:
     def fill_(self, value) -> "array":
         """Set every element to value (a scalar; for vector and matrix arrays also one
         element's worth of components)."""
+        if _capture.defer("fill_", lambda: self.fill_(value)):
+            return self
         self._write_all(value)
         self._bump_version()
         return self
 
     def zero_(self) -> "array":
+        if _capture.defer("zero_", self.zero_):
+            return self
         self._storage()[...] = 0
         self._bump_version()
         return self
@@ -526,6 +531,8 @@ class array:
     def assign(self, src) -> "array":
         """Copy src (an array of the same shape and dtype, or NumPy / list data of shape
         ``shape + element shape``) into this array. Differentiable on a tape."""
+        if _capture.defer("assign", lambda: self.assign(src)):
+            return self
         data = self._storage()
         if isinstance(src, array):
             if src.dtype != self.dtype or src.shape != self.shape:
@@ -577,6 +584,9 @@ class _FixedNdim:
     def __init__(self, ndim: int):
         self.ndim = ndim
         self.__name__ = self.__qualname__ = f"array{ndim}d"
+        self.__doc__ = (f"array{ndim}d(data=None, dtype=..., shape=..., ...): an array of "
+                        f"{ndim} dimension(s); array{ndim}d(dtype=T) and array{ndim}d[T] are "
+                        "annotations (Warp's spelling of array(dtype=T, ndim=...)).")
 
     def __call__(self, data=None, dtype=Any, shape=None, **kw):
         return array(data, dtype=dtype, shape=shape, ndim=self.ndim, **kw)
