@@ -87,6 +87,26 @@ def test_small_int_overflow_wraps(backend):
     np.testing.assert_array_equal(got, [127, -128, 0])
 
 
+@pytest.mark.parametrize("t", INTS, ids=str)
+@pytest.mark.parametrize("f", FLOATS, ids=str)
+def test_float_to_integer_casts_saturate_and_nan_gives_zero(backend, t, f):
+    @kl.kernel
+    def k(x: kl.array(dtype=f), out: kl.array(dtype=t)):
+        i = kl.tid()
+        out[i] = t(x[i])
+
+    info = np.iinfo(t.np)
+    vals = [2.7, -2.7, 300.0, -300.0, 7.0e4, -7.0e4, float("nan"), float("inf"), -float("inf")]
+    if f != kl.float16:
+        vals += [1.0e30, -1.0e30, 5.0e9, -5.0e9]
+    with np.errstate(over="ignore"):
+        x = np.array(vals, f.np)
+    want = [0 if np.isnan(v) else int(min(max(np.trunc(float(v)), info.min), info.max))
+            for v in x]
+    got = run1(k, kl.array(x, dtype=f), kl.zeros(len(x), dtype=t))
+    np.testing.assert_array_equal(got, np.array(want, t.np))
+
+
 @pytest.mark.parametrize("t", [kl.int8, kl.int32, kl.int64, kl.uint16, kl.uint64], ids=str)
 def test_integer_floordiv_floors_and_mod_truncates(backend, t):
     @kl.kernel
