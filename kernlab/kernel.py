@@ -88,6 +88,7 @@ class Kernel:
         self._ir: Function | None = None
         self._adjoint: Function | None = None
         self._adjoint_retain: dict = {}  # retained param indices -> adjoint IR
+        self._tangents: dict = {}  # (adjoint, retain, effects) -> tangent IR (forward mode)
         self._compiled: dict = {}
         self._launch_plan: list | None = None  # argument checkers (runtime/launch.py)
         self._generic: bool | None = None
@@ -153,6 +154,20 @@ class Kernel:
             func = self._adjoint_retain[retain] = _user_facing(reverse_mode, self.ir, retain)
         return func
 
+    def tangent_variant(self, adjoint: bool = False, retain: frozenset = frozenset(),
+                        effects: bool = True) -> Function:
+        """The tangent kernel's IR (forward mode): of the kernel, or with adjoint=True of its
+        adjoint (forward over reverse, for Hessian-vector products). effects=False leaves out
+        the kernel's own stores, atomics and prints (a tangent sweep after the forward ran).
+        """
+        key = (bool(adjoint), frozenset(retain), bool(effects))
+        func = self._tangents.get(key)
+        if func is None:
+            from .autodiff import tangent_mode
+            base = self.adjoint_variant(frozenset(retain)) if adjoint else self.ir
+            func = self._tangents[key] = _user_facing(tangent_mode, base, effects)
+        return func
+
     @property
     def adj(self):
         """Warp's ``kernel.adj`` view of the parameters: ``adj.args[k]`` has ``label``,
@@ -183,13 +198,21 @@ class Kernel:
     def bounds_check(self) -> bool:
         return self.options.get("bounds_check", config.bounds_check)
 
-    def compiled(self, backend: str, adjoint: bool = False, retain: frozenset = frozenset()):
-        """The runnable variant for ``backend`` ("interp", "llvm" or "cuda"), compiled once."""
+    def compiled(self, backend: str, adjoint: bool = False, retain: frozenset = frozenset(),
+                 tangent: str | None = None):
+        """The runnable variant for ``backend`` ("interp", "llvm" or "cuda"), compiled once.
+        tangent: None, "tangent" (forward mode) or "sweep" (its tangent sweep without the
+        kernel's side effects); with adjoint=True, the tangent of the adjoint."""
         retain = frozenset(retain) if adjoint else frozenset()
         key = (backend, adjoint, self.bounds_check(), bool(config.verify_fp), retain)
+        if tangent is not None:
+            key += (tangent,)
         runner = self._compiled.get(key)
         if runner is None:
-            func = self.adjoint_variant(retain) if adjoint else self.ir
+            if tangent is not None:
+                func = self.tangent_variant(adjoint, retain, effects=tangent != "sweep")
+            else:
+                func = self.adjoint_variant(retain) if adjoint else self.ir
             if backend == "interp":
                 from .backends.interp import Interpreter
                 runner = Interpreter(func)
@@ -430,14 +453,19 @@ def func_native(snippet=None, adj_snippet=None, replay_snippet=None):
 
 
 def source(k: Kernel, target: str = "ir", adjoint: bool = False, *,
-           arch: int | None = None) -> str:
+           arch: int | None = None, tangent: bool = False) -> str:
     """The listing of a kernel: "ir", "llvm" (as lowered, with the user's lines), "llvm-opt"
-    (after optimisation), "cuda" or "ptx"; the adjoint's with adjoint=True. ``arch`` picks
+    (after optimisation), "cuda" or "ptx"; the adjoint's with adjoint=True, the tangent
+    kernel's (forward mode) with tangent=True (both: the tangent of the adjoint, which
+    Hessian-vector products run). ``arch`` picks
     the GPU architecture of "ptx" (80 for sm_80; default kl.config.ptx_target_arch, else
     the first GPU's, else 80): PTX for any GPU can be made on a machine without one."""
     if not isinstance(k, Kernel):
         raise TypeError(f"kl.source() takes a kernel, not {k!r}")
-    func = k.adjoint_ir if adjoint else k.ir
+    if tangent:
+        func = k.tangent_variant(adjoint=adjoint)
+    else:
+        func = k.adjoint_ir if adjoint else k.ir
     if target == "ir":
         return print_function(func)
     if target in ("llvm", "llvm-opt"):

@@ -17,7 +17,7 @@ import pytest
 
 import kernlab as kl
 from kernlab.notebook.display import Listing, TapeGraph, get_listing
-from kernlab.notebook.mime import SOURCE_MIME, TAPE_MIME, VERSION
+from kernlab.notebook.mime import SOURCE_MIME, TAPE_MIME, VERSION, VIEW_MIME
 
 EXTENSION = Path(__file__).resolve().parents[1] / "extension"
 XSS = "<img src=x onerror=alert(1)>"
@@ -215,10 +215,14 @@ def test_the_tape_widget_bundle_also_carries_the_tape_json():
     x, y, loss = arrays()
     view = kl.lab.tape(record(x, y, loss), loss=loss, x=x, y=y)
     try:
-        bundle = view._repr_mimebundle_()
+        bundle, metadata = view._repr_mimebundle_()
+        model_id = view.model_id
     finally:
         view.close()
-    assert "application/vnd.jupyter.widget-view+json" in bundle
+    # the saved rendering, and the live widget named in metadata only (see view.ts)
+    assert "application/vnd.jupyter.widget-view+json" not in bundle
+    assert bundle[VIEW_MIME] == {"version": 1, "view": "tape"}
+    assert metadata == {VIEW_MIME: {"model_id": model_id}}
     assert [r["writes"] for r in bundle[TAPE_MIME]["records"]] == [["y"], ["loss"]]
 
 
@@ -226,7 +230,8 @@ def test_the_inspector_widget_bundle_also_carries_the_source_json():
     pytest.importorskip("ipywidgets")
     pytest.importorskip("pygments")
     view = kl.lab.inspect(square, targets=("ir",))
-    bundle = view._repr_mimebundle_()
+    bundle, _ = view._repr_mimebundle_()
+    assert bundle[VIEW_MIME] == {"version": 1, "view": "inspect"}
     titles = [lst["title"] for lst in bundle[SOURCE_MIME]["listings"]]
     assert titles == ["IR", "IR (adjoint)"]
 

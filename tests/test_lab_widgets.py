@@ -16,6 +16,7 @@ pytest.importorskip("pygments")
 
 import kernlab as kl  # noqa: E402
 from kernlab.notebook import display as kl_display  # noqa: E402
+from kernlab.notebook.mime import VIEW_MIME  # noqa: E402
 
 
 @kl.kernel
@@ -132,10 +133,14 @@ def assert_deterministic_repr(view, again, pattern):
     assert re.fullmatch(pattern, text), text
     assert repr(again) == text
     assert "0x" not in text and "model" not in text
-    bundle = view._repr_mimebundle_()
+    bundle, metadata = view._repr_mimebundle_()
     assert bundle["text/plain"] == text
     assert "<" in bundle["text/html"]
-    assert "application/vnd.jupyter.widget-view+json" in bundle
+    # no widget view in the saved output: it would show "model not found" once reopened
+    assert "application/vnd.jupyter.widget-view+json" not in bundle
+    assert bundle[VIEW_MIME]["version"] == 1
+    assert metadata == {VIEW_MIME: {"model_id": view.model_id}}
+    assert again._repr_mimebundle_()[0] == bundle  # what nbval compares is deterministic
 
 
 # ---- inspect ----------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
  * the offending line and columns are marked in that cell's editor; the mark clears when
  * the cell's outputs no longer hold the error (it compiled, or was cleared). The location
  * is read off the error output (see ./diagnostic/parse.ts), so a saved notebook shows
- * its marks again when it is opened. The MIME renderers are in ./mime.ts.
+ * its marks again when it is opened. The MIME renderers are in ./mime.ts; kl.lab views
+ * (saved rendering first, live widget on top) in ./view.ts.
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { Cell, ICodeCellModel } from '@jupyterlab/cells';
@@ -11,6 +12,7 @@ import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { EditorView } from '@codemirror/view';
 
 import { IMark, showMark } from './diagnostic/marks';
+import { addViewFactory } from './view';
 import { diagnosticOf, IErrorOutput, isKernelCell, placeDiagnostic } from './diagnostic/parse';
 
 /** The mark a code cell's current outputs call for, or null. */
@@ -82,4 +84,20 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default plugin;
+/** kl.lab views: each notebook's registry gets the view renderer (./view.ts), which needs
+ * that registry to reach the notebook's widget manager. A widget extension runs as the
+ * panel is created, before its outputs render. */
+const views: JupyterFrontEndPlugin<void> = {
+  id: 'kernlab:views',
+  description: 'Shows kl.lab views saved with a notebook, and their live widgets while alive.',
+  autoStart: true,
+  activate: (app: JupyterFrontEnd) => {
+    app.docRegistry.addWidgetExtension('Notebook', {
+      createNew: (panel: NotebookPanel) => {
+        addViewFactory(panel.content.rendermime);
+      }
+    });
+  }
+};
+
+export default [plugin, views];

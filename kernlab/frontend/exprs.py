@@ -16,13 +16,16 @@ import numpy as np
 
 from .. import lang
 from ..builtins.scalars import atomic_type_error
+from ..builtins.core import comparison_type
 from ..errors import (KernelAttributeError, KernelNameError, KernelSyntaxError, KernelTypeError,
                       KernelUnsupportedTypeError)
 from ..ir.nodes import Op, Site, Value
+from ..ir import printf as printf_format
 from ..types import (Matrix, Transformation, Type, Vector, bool_, float32, int32, int64,
                      to_type)
 from . import structs
 from .source import is_missing, resolve_global
+from .suggest import hint_for_attribute, hint_for_name
 
 
 @dataclass
@@ -168,7 +171,8 @@ class ExprMixin:
             return found
         obj = resolve_global(self.pyfunc, node.id, self.extra_globals)
         if is_missing(obj):
-            raise KernelNameError(f"name '{node.id}' is not defined", self.b.loc)
+            hint = hint_for_name(node.id, self.pyfunc, self.scope.names, self.extra_globals)
+            raise KernelNameError(f"name '{node.id}' is not defined{hint}", self.b.loc)
         return self.from_python(obj, node.id)
 
     def from_python(self, obj, name: str):
@@ -193,8 +197,10 @@ class ExprMixin:
             try:
                 return self.from_python(getattr(base.obj, node.attr), node.attr)
             except AttributeError:
-                raise KernelAttributeError(f"'{ast.unparse(node.value)}' has no attribute "
-                                      f"'{node.attr}'", self.b.loc) from None
+                text = ast.unparse(node.value)
+                hint = hint_for_attribute(text, base.obj, node.attr)
+                raise KernelAttributeError(f"'{text}' has no attribute '{node.attr}'{hint}",
+                                           self.b.loc) from None
         if isinstance(base, Value) and base.type.is_array and node.attr == "shape":
             return ShapeOf(base)
         if isinstance(base, Value) and node.attr in ("p", "q") \
@@ -336,6 +342,9 @@ class ExprMixin:
                 left = right
                 continue
             a, c = self.values([left, right])
+            common = comparison_type(a.type, c.type) if a.type != c.type else None
+            if common is not None:  # int32 < float32 ... as Warp's C++ compares them
+                a, c = self.b.cast(a, common), self.b.cast(c, common)
             cmp = self.b.call(name, [a, c])
             result = cmp if result is None else self.b.and_(result, cmp)
             left = c
@@ -489,6 +498,17 @@ class ExprMixin:
             if len(args) > 32:
                 raise KernelTypeError("the maximum number of variadic arguments that can be "
                                       "passed to `printf` is 32", self.b.loc)
+            for a in args:
+                if isinstance(a, PyObj) and isinstance(a.obj, str):
+                    raise KernelTypeError(f"printf values must be kernel values; write the "
+                                          f"text {a.obj!r} into the format instead", self.b.loc)
+            vals = [self.value(a) for a in args]
+            try:
+                printf_format.parse(fmt, [v.type for v in vals])
+            except printf_format.PrintfFormatError as err:
+                raise KernelTypeError(str(err), self.b.loc) from None
+            self.b.emit(Op.PRINT, vals, fmt=fmt, printf=True)
+            return None
         else:
             fmt = None
         vals = [self.value(a) for a in args if not isinstance(a, PyObj)]

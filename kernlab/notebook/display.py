@@ -22,7 +22,13 @@ _LEXERS = {"python": "python", "ir": "kernlab-ir", "llvm": "llvm", "cuda": "cuda
 # line '// file:line: source' (CUDA C) or '; file:line: source' marks the lines below it.
 _ORIGIN = re.compile(r"(?:#|;|//)\s*(cell \[\d+\]|\S+):(\d+)\s*$")
 _ORIGIN_ABOVE = re.compile(r"^\s*(?://|;|#)\s*(cell \[\d+\]|\S+?):(\d+):")
-HIGHLIGHT_COLOR = "#fff3b0"
+# Colours are JupyterLab's theme variables with a light-theme fallback (nbconvert's HTML,
+# GitHub and VS Code define no --jp-* variables), so a view reads in light and dark themes.
+# Highlights are translucent: the text keeps the theme's colour on top of them.
+HIGHLIGHT_COLOR = "rgba(255, 196, 0, 0.30)"
+FONT_COLOR = "var(--jp-content-font-color1, #1f1f1f)"
+MUTED_COLOR = "var(--jp-content-font-color2, #616161)"
+BORDER = "1px solid var(--jp-border-color2, #e0e0e0)"
 # Listings are monospace in every front end, also where a stylesheet sets <pre> otherwise.
 MONOSPACE = ("var(--jp-code-font-family, ui-monospace, SFMono-Regular, Menlo, Consolas, "
              "monospace)")
@@ -153,26 +159,80 @@ def highlight(text: str, language: str = "text", hl_lines=(), linenostart: int =
             lexer = get_lexer_by_name(name, stripnl=False)
         fmt = HtmlFormatter(noclasses=True, hl_lines=list(hl_lines), linenostart=linenostart,
                             linenos="inline" if linenos else False, nobackground=True,
-                            style="default",
+                            style=theme_style(),
                             prestyles=f"margin: 0; line-height: 1.35; white-space: pre; "
-                                      f"font-family: {MONOSPACE}")
-        body = pyg_highlight(text, lexer, fmt).replace("#ffffcc", HIGHLIGHT_COLOR)
+                                      f"font-family: {MONOSPACE}; color: {FONT_COLOR}; "
+                                      f"background: transparent; border: none")
+        body = pyg_highlight(text, lexer, fmt)
     return (f'<div style="max-height: {max_height}; overflow: auto; font-size: 12px; '
-            f'border: 1px solid #ddd; padding: 2px 4px;">{body}</div>')
+            f'border: {BORDER}; padding: 2px 4px; color: {FONT_COLOR}; '
+            f'background: var(--jp-cell-editor-background, transparent)">{body}</div>')
+
+
+def _editor(name: str, light: str, extra: str = "") -> str:
+    """A token style: JupyterLab's CodeMirror colour ``name``, ``light`` where it is unset.
+    (No spaces inside var(): Pygments splits a style on them.)"""
+    return (extra + " " if extra else "") + f"var(--jp-mirror-editor-{name}-color,{light})"
+
+
+_STYLE = None
+
+
+def theme_style():
+    """A Pygments style whose colours are JupyterLab's editor theme variables (the colours
+    code cells have, in light and dark themes), with no error boxes."""
+    global _STYLE
+    if _STYLE is None:
+        from pygments.style import Style
+        from pygments.token import (Comment, Error, Generic, Keyword, Name, Number, Operator,
+                                    String)
+
+        class JupyterThemeStyle(Style):
+            name = "kernlab-jupyter"
+            background_color = "transparent"
+            highlight_color = HIGHLIGHT_COLOR
+            line_number_color = "var(--jp-content-font-color3, #9e9e9e)"
+            line_number_background_color = "transparent"
+            styles = {
+                Comment: _editor("comment", "#408080", "italic"),
+                Keyword: _editor("keyword", "#008000", "bold"),
+                Keyword.Type: _editor("variable-3", "#085"),
+                Keyword.Constant: _editor("atom", "#88f"),
+                Operator: _editor("operator", "#aa22ff"),
+                Operator.Word: _editor("keyword", "#008000", "bold"),
+                Name.Builtin: _editor("builtin", "#008000"),
+                Name.Function: _editor("def", "#0000ff"),
+                Name.Class: _editor("def", "#0000ff", "bold"),
+                Name.Decorator: _editor("meta", "#aa22ff"),
+                Name.Attribute: _editor("property", "#0055aa"),
+                Name.Variable: _editor("variable-2", "#0055aa"),
+                Name.Label: _editor("qualifier", "#555"),
+                Name.Tag: _editor("tag", "#117700"),
+                Number: _editor("number", "#008800"),
+                String: _editor("string", "#ba2121"),
+                String.Escape: _editor("string-2", "#770088"),
+                Generic.Heading: _editor("header", "#0000ff", "bold"),
+                Generic.Deleted: _editor("string", "#ba2121"),
+                Generic.Inserted: _editor("number", "#008800"),
+                Error: _editor("error", "#ff0000"),  # a colour, never a red box
+            }
+
+        _STYLE = JupyterThemeStyle
+    return _STYLE
 
 
 def html_table(headers, rows, bold_rows=()) -> str:
-    head = "".join(f"<th style='text-align: left; padding: 0 8px'>{escape(h)}</th>"
-                   for h in headers)
+    head = "".join(f"<th style='text-align: left; padding: 0 8px; border-bottom: {BORDER}; "
+                   f"color: {MUTED_COLOR}'>{escape(h)}</th>" for h in headers)
     body = []
     for k, row in enumerate(rows):
         style = " style='font-weight: bold; background: %s'" % HIGHLIGHT_COLOR \
             if k in bold_rows else ""
-        cells = "".join(f"<td style='padding: 0 8px; font-family: monospace'>{escape(c)}</td>"
+        cells = "".join(f"<td style='padding: 0 8px; font-family: {MONOSPACE}'>{escape(c)}</td>"
                         for c in row)
         body.append(f"<tr{style}>{cells}</tr>")
-    return (f"<table style='border-collapse: collapse; font-size: 12px'><tr>{head}</tr>"
-            + "".join(body) + "</table>")
+    return (f"<table style='border-collapse: collapse; font-size: 12px; color: {FONT_COLOR}; "
+            f"background: transparent'><tr>{head}</tr>" + "".join(body) + "</table>")
 
 
 def fmt(value) -> str:
@@ -193,8 +253,9 @@ def fmt(value) -> str:
 # ---- rich objects ----------------------------------------------------------------------------
 
 class RichRepr:
-    """A deterministic ``__repr__`` (``_text``) and a static HTML fallback (``_html``), added
-    to the widget view where the object is a widget, so saved notebooks and nbval work.
+    """A deterministic ``__repr__`` (``_text``) and a static HTML form (``_html``): the
+    rendering a saved notebook keeps; where the object is a widget, the live widget shows
+    on top of it in JupyterLab while its model lives (see ``mime.view_bundle``).
     (Not an abc.ABC: ABCMeta conflicts with the metaclass of the ipywidgets it is mixed
     into, so the two required methods raise instead.)"""
 
@@ -213,13 +274,12 @@ class RichRepr:
         return self._html()
 
     def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
-        parent = getattr(super(), "_repr_mimebundle_", None)
-        data = dict(parent(**kwargs) or {}) if parent is not None else {}
-        data["text/plain"] = self._text()
-        data["text/html"] = self._html()
-        from .mime import extra_mime
-        data.update(extra_mime(self))
-        return data
+        """The saved rendering (text/plain, text/html, kernlab's own type where there is
+        one) and, for a widget, kernlab's view type naming the live model in the output's
+        metadata. No widget view: a saved notebook must never show a missing model
+        (``mime.view_bundle``; the extension's ``view.ts`` puts the live widget on top)."""
+        from .mime import view_bundle
+        return view_bundle(self)
 
 
 class TapeGraph(RichRepr):

@@ -20,6 +20,8 @@ TABLE_LIMIT = 64  # numbers (elements x components) shown as a table; more are p
 
 
 class GradsView(RichRepr, widgets.VBox):
+    view_kind = "grads"  # kernlab's view type (mime.view_bundle)
+
     def __init__(self, arrays: dict):
         self.arrays = dict(arrays)
         self.refreshes = 0

@@ -22,6 +22,8 @@ STATIC_LIMIT = 8000  # characters of a non-IR listing kept in the static HTML fa
 
 
 class InspectView(RichRepr, widgets.VBox):
+    view_kind = "inspect"  # kernlab's view type (mime.view_bundle)
+
     def __init__(self, kernel, targets=TARGETS):
         self.kernel = kernel
         self.targets = tuple(targets)

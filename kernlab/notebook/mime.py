@@ -28,6 +28,18 @@ line n highlights the listing lines whose origin is ``[file, n]``.
 
 Values are formatted as text (``display.fmt``), so NaN and Inf survive JSON.
 
+``application/vnd.kernlab.view+json`` (version 1): a ``kl.lab`` view (inspect, tape,
+grads, step). Its data is only ``{"version": 1, "view": "tape"}``; the live ipywidget's model
+id is in the output's metadata, ``{"application/vnd.kernlab.view+json": {"model_id": ...}}``
+(metadata, so saved outputs compare equal from run to run, as nbval wants). The bundle holds
+no ``application/vnd.jupyter.widget-view+json``: JupyterLab would prefer it and, once the
+model is gone (a reopened notebook, a new kernel), show "Error displaying widget: model not
+found" in place of everything else. The extension (``extension/src/view.ts``) renders the
+rest of the bundle and shows the live widget on top only while its model exists; every other
+front end (nbconvert, with or without stored widget state, classic Notebook, VS Code, GitHub)
+skips the type and shows kernlab's type or text/html. To get a plain widget view in a front
+end without kernlab's extension, display it inside a box: ``ipywidgets.Box([view])``.
+
 Cell diagnostics need no payload: a failing ``%%kernel`` cell's error output already holds
 the location, machine-readably, in the documented form of every KernelError (its
 ``evalue``)::
@@ -52,6 +64,7 @@ from .display import (Listing, escape, file_key, fmt, get_listing, highlight, ht
 
 SOURCE_MIME = "application/vnd.kernlab.source+json"
 TAPE_MIME = "application/vnd.kernlab.tape+json"
+VIEW_MIME = "application/vnd.kernlab.view+json"
 VERSION = 1
 PREVIEW = 16  # array elements (values and gradients) a tape payload carries per array
 
@@ -179,9 +192,22 @@ def tape_bundle(model) -> dict:
 
 # ---- the widgets' bundles ---------------------------------------------------------------------
 
+def view_bundle(obj) -> tuple[dict, dict]:
+    """A ``display.RichRepr``'s bundle as (data, metadata): its text and HTML forms, kernlab's
+    own type where it has one, and for a live widget the view type with its model id."""
+    data = {"text/plain": obj._text(), "text/html": obj._html()}
+    data.update(extra_mime(obj))
+    metadata: dict = {}
+    model_id = getattr(obj, "model_id", None)  # an ipywidget's; None once it is closed
+    if getattr(obj, "view_kind", None) and model_id:
+        data[VIEW_MIME] = {"version": VERSION, "view": obj.view_kind}
+        metadata[VIEW_MIME] = {"model_id": str(model_id)}
+    return data, metadata
+
+
 def extra_mime(obj) -> dict:
-    """kernlab's MIME data for a widget's bundle, next to its widget view (which JupyterLab
-    prefers while the widget is live): the inspector's kernel, the tape view's tape."""
+    """kernlab's MIME data for a widget's bundle, rendered by the extension where the live
+    widget is not shown: the inspector's kernel, the tape view's tape."""
     inspector = sys.modules.get("kernlab.notebook.inspector")
     if inspector is not None and isinstance(obj, inspector.InspectView):
         return {SOURCE_MIME: source_payload(obj.kernel.key, obj._source,

@@ -15,6 +15,8 @@ from .trace import trace_thread
 
 
 class StepView(RichRepr, widgets.VBox):
+    view_kind = "step"  # kernlab's view type (mime.view_bundle)
+
     def __init__(self, kernel, dim, inputs, tid=0, seeds=None, max_steps=None):
         kwargs = {} if max_steps is None else {"max_steps": max_steps}
         self.kernel = kernel

@@ -175,6 +175,19 @@ class BackwardReplay:
 
 # ---- the graph ---------------------------------------------------------------------------------
 
+# Colours: JupyterLab's theme variables (light-theme fallbacks for nbconvert and other front
+# ends), fills translucent so the theme's text colour reads on them in light and dark themes.
+_INK = "var(--jp-content-font-color1, #1f1f1f)"
+_EDGE = "var(--jp-content-font-color3, #9e9e9e)"
+_PAPER = "var(--jp-layout-color0, #fff)"
+_ARRAY_EDGE = "var(--jp-content-font-color2, #555)"
+_LAUNCH = "rgba(74, 111, 181, 0.18)"
+_LAUNCH_EDGE = "var(--jp-brand-color1, #4a6fb5)"
+_DONE = "rgba(60, 170, 60, 0.28)"
+_SELECTED = "var(--jp-warn-color0, #e07000)"
+_GRAD = "var(--jp-error-color1, #a33)"
+
+
 def tape_svg(model: TapeModel, norms: dict | None = None, selected: int | None = None,
              reversed_from: int | None = None) -> str:
     """Records and array versions as a left-to-right dataflow graph (inline SVG, laid out
@@ -220,37 +233,37 @@ def tape_svg(model: TapeModel, norms: dict | None = None, selected: int | None =
     height = 24 + max(rows.values(), default=1) * 58
     # viewBox + max-width: a long tape shrinks to its output's width instead of being cut off
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" style="max-width: 100%; height: auto" '
-           'font-family="monospace" font-size="11">',
+           f'viewBox="0 0 {width} {height}" style="max-width: 100%; height: auto; '
+           f'fill: {_INK}" font-family="monospace" font-size="11">',
            '<defs><marker id="kl-arrow" viewBox="0 0 10 10" refX="10" refY="5" '
            'markerWidth="6" markerHeight="6" orient="auto-start-reverse">'
-           '<path d="M 0 0 L 10 5 L 0 10 z" fill="#777"/></marker></defs>']
+           f'<path d="M 0 0 L 10 5 L 0 10 z" style="fill: {_EDGE}"/></marker></defs>']
     for a, b in edges:
         (x1, y1), (x2, y2) = pos[a], pos[b]
         out.append(f'<path d="M {x1 + 130} {y1 + 14} C {x1 + 150} {y1 + 14}, {x2 - 20} '
-                   f'{y2 + 14}, {x2} {y2 + 14}" fill="none" stroke="#999" '
+                   f'{y2 + 14}, {x2} {y2 + 14}" style="fill: none; stroke: {_EDGE}" '
                    'marker-end="url(#kl-arrow)"/>')
     for key in nodes:
         x, y = pos[key]
         if key[0] == "r":
             rec = model.records[key[1]]
             done = reversed_from is not None and rec.index >= reversed_from
-            fill = "#d9f2d9" if done else "#e8eefc"
-            stroke, sw = ("#e07000", 3) if rec.index == selected else ("#4a6fb5", 1)
-            out.append(f'<rect x="{x}" y="{y}" width="130" height="28" rx="6" fill="{fill}" '
-                       f'stroke="{stroke}" stroke-width="{sw}"/>')
+            fill = _DONE if done else _LAUNCH
+            stroke, sw = (_SELECTED, 3) if rec.index == selected else (_LAUNCH_EDGE, 1)
+            out.append(f'<rect x="{x}" y="{y}" width="130" height="28" rx="6" '
+                       f'style="fill: {fill}; stroke: {stroke}; stroke-width: {sw}"/>')
             label = f"#{rec.index} {rec.kernel.key if rec.kernel else rec.kind}"
             out.append(f'<text x="{x + 65}" y="{y + 18}" text-anchor="middle">'
                        f'{escape(label[:18])}</text>')
         else:
             _, name, v = key
-            out.append(f'<ellipse cx="{x + 65}" cy="{y + 14}" rx="65" ry="14" fill="#fff" '
-                       'stroke="#555"/>')
+            out.append(f'<ellipse cx="{x + 65}" cy="{y + 14}" rx="65" ry="14" '
+                       f'style="fill: {_PAPER}; stroke: {_ARRAY_EDGE}"/>')
             label = f"{name}@{v}" if v else name  # not y′: in a course that reads as dy
             out.append(f'<text x="{x + 65}" y="{y + 18}" text-anchor="middle">'
                        f'{escape(label[:18])}</text>')
             if last_node.get(name) == key and norms.get(name) is not None:
                 out.append(f'<text x="{x + 65}" y="{y + 42}" text-anchor="middle" '
-                           f'fill="#a33">|grad| {escape(fmt(norms[name]))}</text>')
+                           f'style="fill: {_GRAD}">|grad| {escape(fmt(norms[name]))}</text>')
     out.append("</svg>")
     return "".join(out)

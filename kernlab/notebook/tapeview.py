@@ -19,6 +19,8 @@ from .tapegraph import BackwardReplay, TapeModel, tape_svg
 
 
 class TapeView(RichRepr, widgets.VBox):
+    view_kind = "tape"  # kernlab's view type (mime.view_bundle)
+
     def __init__(self, tape, loss=None, grads=None, names: dict | None = None):
         self.model = TapeModel(tape, names)
         self.replay = BackwardReplay(self.model, loss=loss, grads=grads)

@@ -27,6 +27,7 @@ from . import array_convert as convert
 from . import array_views as views
 from . import storage
 from .array_convert import MAX_DIMS  # noqa: F401  (re-exported)
+from . import capture as _capture
 from .device import Device, get_device, synchronize_device
 
 _EMPTY = np.zeros(1, np.uint8)  # the address NumPy reads for arrays with no elements
@@ -195,6 +196,14 @@ class array:
         if type(data) is np.ndarray:  # the CPU case inline: launches ask for it
             return int(data.ctypes.data) if data.size else None
         return storage.address(self._storage()) or None
+
+    @property
+    def is_readonly(self) -> bool:
+        """True for an array over read-only memory (a memory map opened with mode='r',
+        bytes, a NumPy array with writeable=False, shared by from_numpy or copy=False):
+        kernels that write it are refused at launch."""
+        data = self._data
+        return type(data) is np.ndarray and not data.flags.writeable
 
     @property
     def is_contiguous(self) -> bool:
@@ -474,11 +483,15 @@ class array:
     def fill_(self, value) -> "array":
         """Set every element to value (a scalar; for vector and matrix arrays also one
         element's worth of components)."""
+        if _capture.defer("fill_", lambda: self.fill_(value)):
+            return self
         self._write_all(value)
         self._bump_version()
         return self
 
     def zero_(self) -> "array":
+        if _capture.defer("zero_", self.zero_):
+            return self
         self._storage()[...] = 0
         self._bump_version()
         return self
@@ -486,6 +499,8 @@ class array:
     def assign(self, src) -> "array":
         """Copy src (an array of the same shape and dtype, or NumPy / list data of shape
         ``shape + element shape``) into this array. Differentiable on a tape."""
+        if _capture.defer("assign", lambda: self.assign(src)):
+            return self
         data = self._storage()
         if isinstance(src, array):
             if src.dtype != self.dtype or src.shape != self.shape:
@@ -523,7 +538,8 @@ class array:
         if self.is_annotation:
             return f"array(dtype={self.dtype}, ndim={self.ndim})"
         body = np.array2string(self.numpy(), separator=", ", prefix="array(")
-        return f"array({body}, dtype={self.dtype}, device={self.device})"
+        flag = ", readonly=True" if self.is_readonly else ""
+        return f"array({body}, dtype={self.dtype}, device={self.device}{flag})"
 
 
 Array = array
@@ -536,6 +552,9 @@ class _FixedNdim:
     def __init__(self, ndim: int):
         self.ndim = ndim
         self.__name__ = self.__qualname__ = f"array{ndim}d"
+        self.__doc__ = (f"array{ndim}d(data=None, dtype=..., shape=..., ...): an array of "
+                        f"{ndim} dimension(s); array{ndim}d(dtype=T) and array{ndim}d[T] are "
+                        "annotations (Warp's spelling of array(dtype=T, ndim=...)).")
 
     def __call__(self, data=None, dtype=Any, shape=None, **kw):
         return array(data, dtype=dtype, shape=shape, ndim=self.ndim, **kw)

@@ -126,6 +126,17 @@ def _clear_read(a):
 
 
 class Tape:
+    """Records launches (and differentiable array operations) for reverse mode, as Warp's.
+
+    ``with kl.Tape() as tape:`` records every launch made inside; ``tape.backward(loss)``
+    seeds a one-element loss with 1 (or ``grads={y: seed}`` seeds outputs) and runs the
+    adjoint of each recorded launch in reverse order, accumulating into the inputs'
+    ``.grad``. ``tape.zero()`` zeroes every gradient the tape touched; ``tape.reset()``
+    also forgets the recording. ``tape.gradients[a]`` is the gradient array of ``a``.
+    A recording that cannot be differentiated exactly (an array overwritten after a
+    recorded read, the value an atomic returned) is a GradientError at ``backward``.
+    """
+
     def __init__(self):
         self.gradients = GradientMap()
         self.launches: list = []  # kl.Launch, RecordedArrayOp, or a callable (record_func)
@@ -261,6 +272,14 @@ class Tape:
         if config.verify_autograd_array_access:  # the recorded reads are consumed
             self._clear_reads()
         _notify_backward(self)
+
+    def hvp(self, loss: array, v: dict) -> dict:
+        """The Hessian-vector product H·v of the scalar ``loss`` recorded on this tape, with
+        respect to the arrays in ``v`` ({input array: direction}): {input array: (H·v) for
+        it}. Forward over reverse (runtime/tangent.py); the tape's gradients are left alone.
+        """
+        from .tangent import tape_hvp
+        return tape_hvp(self, loss, v)
 
     def _clear_reads(self):
         for rec in self.launches:

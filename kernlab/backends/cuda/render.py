@@ -53,7 +53,10 @@ def render_cuda(func: Function, bounds_check: bool = True, verify_fp: bool = Fal
 
 def entry_name(func: Function) -> str:
     """The kernel's symbol in the PTX: ``<name>_fwd`` or ``<name>_adj``."""
-    return f"{_identifier(func.name)}_{'adj' if func.is_adjoint else 'fwd'}"
+    kind = "adj" if func.is_adjoint else "fwd"
+    if getattr(func, "is_tangent", False):
+        kind = "adjtan" if func.is_adjoint else "tan"
+    return f"{_identifier(func.name)}_{kind}"
 
 
 # ---- types and literals ------------------------------------------------------------------
@@ -280,6 +283,8 @@ class _Renderer:
             params.append(f"{ctype(p.type)} {pname}")
         params += ["kl_status* status", "kl_dims dims"]
         kind = "adjoint" if func.is_adjoint else "forward"
+        if getattr(func, "is_tangent", False):
+            kind = "tangent of the adjoint" if func.is_adjoint else "tangent"
         where = f"{os.path.basename(func.loc.file)}:{func.loc.line}"
         checks = "on" if self.checks else "off"
         if self.verify_fp:

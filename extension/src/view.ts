@@ -1,0 +1,169 @@
+/**
+ * kernlab's view type: a `kl.lab` view (inspect, tape, grads, step) as a saved rendering
+ * that a live widget replaces while its model is alive.
+ *
+ * The Python side displays a bundle without `application/vnd.jupyter.widget-view+json`:
+ *
+ *     data:     {"application/vnd.kernlab.view+json": {"version": 1, "view": "tape"},
+ *                "application/vnd.kernlab.tape+json": {...},      (inspect: source+json)
+ *                "text/html": "...", "text/plain": "<kernlab tape: ...>"}
+ *     metadata: {"application/vnd.kernlab.view+json": {"model_id": "<ipywidgets model>"}}
+ *
+ * (the model id is metadata so that a notebook's saved outputs compare equal run to run).
+ * This renderer first renders the rest of the bundle exactly as JupyterLab would without
+ * it (the notebook's own preferred type: kernlab's renderers, else text/html), then asks
+ * the notebook's widget renderer for the model's view in a hidden child. Only when that
+ * view has attached an element does it take the place of the saved rendering; a model
+ * that is gone (a reopened notebook, a restarted kernel) leaves the saved rendering in
+ * place, so "Error displaying widget: model not found" is never shown. When the live view
+ * closes, the saved rendering comes back.
+ *
+ * Front ends without this renderer (nbconvert, classic Notebook, VS Code, GitHub) skip the
+ * unknown type and show kernlab's type or text/html: every one of them sees a rendering.
+ */
+import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
+import { Panel } from '@lumino/widgets';
+
+export const VIEW_MIME = 'application/vnd.kernlab.view+json';
+export const WIDGET_MIME = 'application/vnd.jupyter.widget-view+json';
+/** Ahead of kernlab's other renderers (40) and text/html (50). */
+export const VIEW_RANK = 20;
+
+type Bundle = IRenderMime.IMimeModel['data'];
+
+/** What this renderer needs of a notebook's rendermime registry (IRenderMimeRegistry). */
+export interface IRegistry {
+  readonly mimeTypes: ReadonlyArray<string>;
+  preferredMimeType(bundle: Bundle, safe?: 'ensure' | 'prefer' | 'any'): string | undefined;
+  createRenderer(mimeType: string): IRenderMime.IRenderer;
+}
+
+class Model implements IRenderMime.IMimeModel {
+  constructor(
+    readonly data: Bundle,
+    readonly metadata: IRenderMime.IMimeModel['metadata'],
+    readonly trusted: boolean
+  ) {}
+
+  setData(): void {
+    // a view's saved data is fixed; nothing edits it
+  }
+}
+
+/** The bundle without the view type and any widget view: what the saved rendering shows. */
+export function savedPart(data: Bundle): Bundle {
+  const rest: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(data)) {
+    if (key !== VIEW_MIME && key !== WIDGET_MIME) {
+      rest[key] = value;
+    }
+  }
+  return rest as Bundle;
+}
+
+/** The widget model id in an output's metadata, or '' (a string of hex digits only). */
+export function modelId(model: IRenderMime.IMimeModel): string {
+  const meta = (model.metadata ?? {})[VIEW_MIME] as Record<string, unknown> | undefined;
+  const id = meta && typeof meta === 'object' ? meta['model_id'] : undefined;
+  return typeof id === 'string' && /^[0-9a-zA-Z_-]{1,64}$/.test(id) ? id : '';
+}
+
+export class ViewRenderer extends Panel implements IRenderMime.IRenderer {
+  private saved: IRenderMime.IRenderer | null = null;
+  private live: IRenderMime.IRenderer | null = null;
+  private observer: MutationObserver | null = null;
+
+  constructor(private registry: IRegistry) {
+    super();
+    this.addClass('kl-view');
+  }
+
+  /** Whether the live widget is what shows now. */
+  get isLive(): boolean {
+    return this.live !== null && !this.live.isHidden;
+  }
+
+  async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    this.clear();
+    const rest = savedPart(model.data);
+    const mime = this.registry.preferredMimeType(rest, model.trusted ? 'any' : 'ensure');
+    if (mime) {
+      this.saved = this.registry.createRenderer(mime);
+      this.saved.addClass('kl-view-saved');
+      this.addWidget(this.saved);
+      await this.saved.renderModel(new Model(rest, model.metadata, model.trusted));
+    }
+    const id = modelId(model);
+    // a widget view runs code: only for trusted outputs (what ran here, or a signed notebook)
+    if (!id || !model.trusted || !this.registry.mimeTypes.includes(WIDGET_MIME)) {
+      return;
+    }
+    const live = (this.live = this.registry.createRenderer(WIDGET_MIME));
+    live.addClass('kl-view-live');
+    live.hide();
+    this.addWidget(live);
+    this.observer = new MutationObserver(() => this.sync());
+    this.observer.observe(live.node, { childList: true });
+    const view = { model_id: id, version_major: 2, version_minor: 0 };
+    live.renderModel(new Model({ [WIDGET_MIME]: view }, {}, true)).then(
+      () => this.sync(),
+      () => this.sync()
+    );
+  }
+
+  /** Shows the live view while it holds an element (a rendered widget), else the saved one.
+   * The widget renderer writes only text while it loads or when the model is missing. */
+  private sync(): void {
+    const live = this.live;
+    if (live === null || live.isDisposed) {
+      return;
+    }
+    const on = live.node.childElementCount > 0;
+    if (on) {
+      live.show();
+      this.saved?.hide();
+    } else {
+      live.hide();
+      this.saved?.show();
+    }
+    this.toggleClass('kl-is-live', on);
+  }
+
+  private clear(): void {
+    this.observer?.disconnect();
+    this.observer = null;
+    for (const child of [this.saved, this.live]) {
+      if (child !== null && !child.isDisposed) {
+        child.dispose();
+      }
+    }
+    this.saved = this.live = null;
+    this.removeClass('kl-is-live');
+  }
+
+  dispose(): void {
+    if (!this.isDisposed) {
+      this.clear();
+    }
+    super.dispose();
+  }
+}
+
+/** The renderer factory for one notebook's registry. */
+export function viewFactory(registry: IRegistry): IRenderMime.IRendererFactory {
+  return {
+    safe: true, // it inserts nothing itself; what it delegates to keeps its own rules
+    mimeTypes: [VIEW_MIME],
+    defaultRank: VIEW_RANK,
+    createRenderer: () => new ViewRenderer(registry)
+  };
+}
+
+/** Adds the view renderer to a registry (a notebook's own, which holds its widget manager). */
+export function addViewFactory(
+  registry: IRegistry & { addFactory(f: IRenderMime.IRendererFactory, rank?: number): void }
+): void {
+  if (!registry.mimeTypes.includes(VIEW_MIME)) {
+    registry.addFactory(viewFactory(registry), VIEW_RANK);
+  }
+}
