@@ -339,6 +339,23 @@ def test_a_manual_adjoint_launch_takes_the_values_before_the_launch():
     np.testing.assert_allclose(gx.numpy(), fd, rtol=1e-6)
 
 
+
+def test_a_manual_adjoint_launch_on_the_overwritten_array_is_refused():
+    """Warp's silent error: the adjoint launched by hand on the array the forward launch
+    overwrote would differentiate at the new values. Refused, naming the line; a write since
+    (the values restored) lifts it."""
+    x = kl.array(X0, dtype=kl.float64)
+    v = kl.array(VV, dtype=kl.float64)
+    kl.launch(sine_map, 4, inputs=[x, v, 0.1])
+    gx, gv = kl.array(W, dtype=kl.float64), kl.zeros(4, dtype=kl.float64)
+    with pytest.raises(kl.GradientError, match="holds what the forward launch wrote") as err:
+        kl.launch(sine_map, 4, inputs=[x, v, 0.1], adj_inputs=[gx, gv, 0.0], adjoint=True)
+    assert err.value.kernel == "sine_map" and err.value.loc is not None
+    x.assign(kl.array(X0, dtype=kl.float64))  # the values before the launch, restored
+    kl.launch(sine_map, 4, inputs=[x, v, 0.1], adj_inputs=[gx, gv, 0.0], adjoint=True)
+    fd = central_differences(lambda q: float(W @ np_sine_map(q, VV, 0.1)), X0, 1e-6)
+    np.testing.assert_allclose(gx.numpy(), fd, rtol=1e-6)
+
 # ---- memory, copies and what stays refused ----------------------------------------------------
 
 def test_no_copy_is_made_outside_a_tape_or_for_linear_updates(monkeypatch):

@@ -168,3 +168,35 @@ def _rewrite(g: Builder, block: Block, local: dict) -> Block:
                         else g.sub(old, value)
                 g.store(var, value)
     return new
+
+
+
+def mark_overwritten(func: Function, key: str, args) -> None:
+    """After a forward launch of ``func``: remember, on each array it overwrote after reading,
+    that it now holds this launch's results (until its next write)."""
+    for k in plan(func).snapshot:
+        if args[k] is not None:
+            args[k]._overwritten_by = (key, args[k]._version)
+
+
+def refuse_manual_adjoint(func: Function, key: str, args) -> None:
+    """A GradientError for an adjoint launch by hand (``kl.launch(..., adjoint=True)``) of a
+    kernel that overwrites what it read nonlinearly, when an array it is given still holds
+    what the forward launch left there: the adjoint needs the values from before the launch
+    and would silently compute the gradient at the new ones (Warp's silent error). Given
+    the values before the launch (a clone taken earlier), it runs. A kl.Tape keeps them and
+    runs this adjoint itself."""
+    from ..errors import GradientError
+    for k in plan(func).snapshot:
+        a = args[k]
+        if a is None or getattr(a, "_overwritten_by", None) != (key, a._version):
+            continue
+        store = next(i for i in func.body.walk()
+                     if i.op in (Op.STORE, Op.ATOMIC) and i.args[0] is func.params[k].value)
+        raise GradientError(
+            f"array '{func.params[k].name}' is written here after being read, and the array "
+            "passed to this adjoint launch holds what the forward launch wrote, not the "
+            "values before it, which the adjoint needs: it would compute the gradient at "
+            "the new values. Record the forward launch on a kl.Tape (it keeps a copy and "
+            "runs this adjoint itself), or pass a clone taken before the forward launch.",
+            store.loc, kernel=key)
