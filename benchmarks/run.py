@@ -27,10 +27,11 @@ import bench_compute  # noqa: E402
 import bench_cuda  # noqa: E402
 import bench_launch  # noqa: E402
 import bench_saxpy  # noqa: E402
+import bench_tangent  # noqa: E402
 from common import Row, Settings, fmt_time, kernlab_revision, machine_line  # noqa: E402
 
 BENCHMARKS = {"saxpy": bench_saxpy, "compute": bench_compute, "compile": bench_compile,
-              "launch": bench_launch, "cuda": bench_cuda}
+              "launch": bench_launch, "tangent": bench_tangent, "cuda": bench_cuda}
 GPU_ONLY = ("cuda",)  # run by default only when kernlab sees a GPU
 COLUMNS = [("kernlab", "kernlab"), ("numpy", "NumPy"), ("numba", "Numba"), ("warp", "Warp"),
            ("bound", "bound")]

@@ -7,14 +7,22 @@ extension in extension/labextension; the wheel carries it to
 share/jupyter/labextensions/kernlab. It builds only when the output is missing or older
 than the sources, so a wheel built from an sdist (which carries the output) needs no Node.
 
+Without Node.js an editable install (``pip install -e .``) goes on without the extension
+and says so in its build log (``pip install -v`` shows it; ``kernlab lab`` says it again
+at every start): the tutorials work, and JupyterLab shows kernlab's outputs through their
+text/html fallbacks. A wheel (``python -m build``) is what a classroom installs offline, so
+building one without Node.js stops with a short message instead of shipping a wheel that
+lacks the extension.
+
 Set ``KERNLAB_SKIP_JS=1`` to build without any of this (pure-Python work, no Node): the
 wheel then carries whatever extension/labextension already holds (nothing on a fresh
-clone), and JupyterLab shows kernlab's outputs through their text/html fallbacks.
+clone).
 """
 from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -55,7 +63,15 @@ def build(target_name: str, version: str, **kwargs) -> None:
         print("kernlab: extension/labextension is up to date")
         return
     if shutil.which("node") is None:
-        raise RuntimeError(
-            "building kernlab's JupyterLab extension needs Node.js >= 20 on PATH; "
-            "set KERNLAB_SKIP_JS=1 to build kernlab without it")
+        if version == "editable":
+            print("kernlab: Node.js was not found on PATH, so this editable install SKIPPED "
+                  "the JupyterLab extension (kernlab's outputs will show through their HTML "
+                  "fallbacks; `kernlab lab` reminds you). To add it: install Node.js >= 20 "
+                  "and run `pip install -e .` again.", file=sys.stderr, flush=True)
+            return
+        # SystemExit, not an exception: pip then shows this message, not a long traceback
+        raise SystemExit(
+            "kernlab: building the wheel needs Node.js >= 20 on PATH for the JupyterLab "
+            "extension it carries. Install Node.js, or set KERNLAB_SKIP_JS=1 to build a "
+            "wheel without the extension.")
     npm_builder(target_name, version, path=str(HERE), **kwargs)

@@ -1,6 +1,10 @@
 """kernlab: write, differentiate and inspect compute kernels — a Warp-compatible subset.
 
-``import kernlab as kl`` (or ``as wp``): see shared/API.md for the contract.
+``import kernlab as kl`` (or ``as wp``). Kernels are typed Python functions
+(``@kl.kernel``), run with ``kl.launch`` on arrays (``kl.array``, ``kl.zeros`` ...) and
+differentiated with ``kl.Tape``. The documentation is in the repository's ``docs/``
+folder (build it with ``python -m sphinx -W docs docs/_build``); ``help(kl.sin)``
+describes any builtin. ``__all__`` below lists every public name.
 """
 from __future__ import annotations
 
@@ -21,13 +25,17 @@ from .types import matrix, vector  # types in Python; constructors with shape=/l
 from .runtime.array import (array, array1d, array2d, array3d, array4d, clone, copy, empty,
                             empty_like, from_numpy, full, full_like, ones, ones_like, zeros,
                             zeros_like)
-from .runtime.device import (ScopedDevice, get_device, init, is_cuda_available, set_device,
-                             synchronize, synchronize_device)
+from .runtime.device import (ScopedDevice, ScopedStream, get_device, init, is_cuda_available,
+                             set_device, synchronize, synchronize_device)
 from .runtime.indexed import (indexedarray, indexedarray1d, indexedarray2d, indexedarray3d,
                               indexedarray4d)
 from .runtime.launch import Launch, launch
+from .runtime.capture import (Graph, ScopedCapture, capture_begin, capture_end,
+                               capture_launch)
+from .runtime.timing import ScopedTimer
 from .runtime.structs import struct
 from .runtime.tape import Tape
+from .runtime.tangent import jvp
 from .types import (bool_ as bool, float32, float64, int32, int64, mat22, mat22d, mat33,
                     mat33d, mat44, mat44d, uint32, vec2, vec2d, vec3, vec3d, vec4, vec4d)
 from .types import (quat, quatd, quatf, quath, spatial_matrix, spatial_matrixd,
@@ -39,25 +47,51 @@ from .types import (NAMED as _NAMED, bfloat16, dtype_from_numpy, dtype_to_numpy,
                     int8, int16, uint8, uint16, uint64)
 from . import _src  # noqa: E402,F401  (wp._src.types, for code that reaches into Warp's)
 from .constants import *  # noqa: E402,F401,F403  (kl.pi, kl.inf, kl.HALF_PI ...)
+from .mathfuncs import (lower_bound, quat_from_euler, quat_to_euler, quat_to_rpy,  # noqa: E402
+                        quat_twist, quat_twist_angle, quat_twist_angle_signed,
+                        transform_twist, transform_wrench, velocity_at_point)
 from .norms import (norm_huber, norm_l1, norm_l2, norm_pseudo_huber,  # noqa: E402
                     smooth_normalize)
 from . import autograd  # noqa: E402
-from .interop import from_dlpack, from_torch, to_torch, to_torch_function  # torch: lazily
+from .interop import (device_from_torch, device_to_torch, from_dlpack, from_torch,  # noqa: E402
+                      to_torch, to_torch_function)  # torch: lazily
 
 globals().update(_NAMED)  # vec2i, vec3ub, mat33h ... (every named vector/matrix type)
 globals().update(_FUNCTIONS)  # kl.sin, kl.dot, ... (also callable on NumPy values)
+from .hashgrid import (HashGrid, hash_grid_point_id, hash_grid_query,  # noqa: E402
+                       hash_grid_query_next)
 
 from .runtime import cache as _cache  # noqa: E402,F401 — before the preload thread needs it
 from .backends import preload_cpu_backend as _preload  # noqa: E402
 
 _preload()
 
+from . import tracebacks as _tracebacks  # noqa: E402
+
+_tracebacks.install()  # a kernlab error ending a script hides kernlab's frames
+
 __version__ = "0.1.0"
 
 
-def load_ipython_extension(ipython):  # %load_ext kernlab
+def load_ipython_extension(ipython):
+    """``%load_ext kernlab``: registers the ``%%kernel`` cell magic and kernlab's error
+    display in IPython/Jupyter."""
     from .notebook import magic
     magic.load_ipython_extension(ipython)
+
+
+def _public_names() -> list[str]:
+    """What ``import kernlab`` offers: every name without a leading underscore except the
+    package's own submodules (kl.config and kl.autograd are API and stay) and the names a
+    star import must not bring in (``annotations`` from __future__)."""
+    import types as _types
+    keep_modules = {"config", "autograd"}
+    return sorted(name for name, value in globals().items()
+                  if not name.startswith("_") and name != "annotations"
+                  and (not isinstance(value, _types.ModuleType) or name in keep_modules))
+
+
+__all__ = _public_names()  # help(kl) lists these; docs/api.rst documents each
 
 
 def __getattr__(name):  # kl.lab is imported on first use: ipywidgets is optional

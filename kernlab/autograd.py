@@ -268,7 +268,7 @@ def gradcheck(function, dim=None, inputs=None, outputs=None, *, eps: float = 1e-
     """Compare the adjoint's Jacobian with central finite differences; report mismatches
     (NaN in either counts as a mismatch). Returns whether they agree; with raise_exception,
     a disagreement is a ValueError. (Warp raises by default; kernlab returns False unless
-    asked, as API.md says.)"""
+    asked: docs/tape.rst.)"""
     if print_report is not None:
         show_summary = print_report
     fd = jacobian_fd(function, dim, inputs, outputs, input_output_mask, device,

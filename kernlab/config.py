@@ -52,6 +52,12 @@ cache_dir: str | None = default_cache_dir()
 # Print what the compiler and the cache are doing.
 verbose: bool = False
 
+# How a kernlab error that ends a script (or a line typed at the python prompt) is shown:
+# "short" hides kernlab's own frames, so the traceback ends at the user's call; "full" keeps
+# every frame (for debugging kernlab itself). $KERNLAB_TRACEBACK sets the default. Notebooks
+# show kernlab errors their own way (kernlab/notebook/cellerrors.py); pytest is unaffected.
+traceback: str = os.environ.get("KERNLAB_TRACEBACK", "short").strip().lower() or "short"
+
 
 class DeterministicMode(enum.IntEnum):
     """Warp's module option ``deterministic`` (how atomics are ordered on a GPU). kernlab

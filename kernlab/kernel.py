@@ -12,7 +12,7 @@ import weakref
 from typing import Callable, ParamSpec, TypeVar
 
 from . import config
-from .errors import KernelError
+from .errors import KernelError, too_deeply_nested
 from .ir.nodes import Function
 from .ir.printer import print_function
 
@@ -88,6 +88,7 @@ class Kernel:
         self._ir: Function | None = None
         self._adjoint: Function | None = None
         self._adjoint_retain: dict = {}  # retained param indices -> adjoint IR
+        self._tangents: dict = {}  # (adjoint, retain, effects) -> tangent IR (forward mode)
         self._compiled: dict = {}
         self._launch_plan: list | None = None  # argument checkers (runtime/launch.py)
         self._generic: bool | None = None
@@ -153,6 +154,20 @@ class Kernel:
             func = self._adjoint_retain[retain] = _user_facing(reverse_mode, self.ir, retain)
         return func
 
+    def tangent_variant(self, adjoint: bool = False, retain: frozenset = frozenset(),
+                        effects: bool = True) -> Function:
+        """The tangent kernel's IR (forward mode): of the kernel, or with adjoint=True of its
+        adjoint (forward over reverse, for Hessian-vector products). effects=False leaves out
+        the kernel's own stores, atomics and prints (a tangent sweep after the forward ran).
+        """
+        key = (bool(adjoint), frozenset(retain), bool(effects))
+        func = self._tangents.get(key)
+        if func is None:
+            from .autodiff import tangent_mode
+            base = self.adjoint_variant(frozenset(retain)) if adjoint else self.ir
+            func = self._tangents[key] = _user_facing(tangent_mode, base, effects)
+        return func
+
     @property
     def adj(self):
         """Warp's ``kernel.adj`` view of the parameters: ``adj.args[k]`` has ``label``,
@@ -183,24 +198,35 @@ class Kernel:
     def bounds_check(self) -> bool:
         return self.options.get("bounds_check", config.bounds_check)
 
-    def compiled(self, backend: str, adjoint: bool = False, retain: frozenset = frozenset()):
-        """The runnable variant for ``backend`` ("interp", "llvm" or "cuda"), compiled once."""
+    def compiled(self, backend: str, adjoint: bool = False, retain: frozenset = frozenset(),
+                 tangent: str | None = None):
+        """The runnable variant for ``backend`` ("interp", "llvm" or "cuda"), compiled once.
+        tangent: None, "tangent" (forward mode) or "sweep" (its tangent sweep without the
+        kernel's side effects); with adjoint=True, the tangent of the adjoint."""
         retain = frozenset(retain) if adjoint else frozenset()
         key = (backend, adjoint, self.bounds_check(), bool(config.verify_fp), retain)
+        if tangent is not None:
+            key += (tangent,)
         runner = self._compiled.get(key)
         if runner is None:
-            func = self.adjoint_variant(retain) if adjoint else self.ir
-            if backend == "interp":
-                from .backends.interp import Interpreter
-                runner = Interpreter(func)
-            elif backend == "llvm":
-                from .backends.llvm import compile_kernel
-                runner = compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
-            elif backend == "cuda":
-                from .backends.cuda import compile_kernel
-                runner = compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
+            if tangent is not None:
+                func = self.tangent_variant(adjoint, retain, effects=tangent != "sweep")
             else:
-                raise ValueError(f"unknown backend {backend!r}")
+                func = self.adjoint_variant(retain) if adjoint else self.ir
+            try:
+                if backend == "interp":
+                    from .backends.interp import Interpreter
+                    runner = Interpreter(func)
+                elif backend == "llvm":
+                    from .backends.llvm import compile_kernel
+                    runner = compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
+                elif backend == "cuda":
+                    from .backends.cuda import compile_kernel
+                    runner = compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
+                else:
+                    raise ValueError(f"unknown backend {backend!r}")
+            except RecursionError:
+                raise too_deeply_nested(func.loc, self.key) from None
             self._compiled[key] = runner
         return runner
 
@@ -221,12 +247,17 @@ class Kernel:
 
 def _user_facing(stage, *args):
     """Run a compiler stage; a KernelError surfaces without the compiler's internal frames
-    (the message already shows the user's line)."""
+    (the message already shows the user's line). A kernel too deeply nested for the
+    compiler's recursion is a KernelError too, at the kernel's line."""
     try:
         return stage(*args)
     except KernelError as err:
         err.__traceback__ = None
         error = err
+    except RecursionError:
+        fn = next((a for a in args if isinstance(a, Function)), None)
+        name = fn.name if fn is not None else getattr(args[0], "__name__", None)
+        error = too_deeply_nested(fn.loc if fn is not None else None, name)
     raise error
 
 
@@ -430,14 +461,19 @@ def func_native(snippet=None, adj_snippet=None, replay_snippet=None):
 
 
 def source(k: Kernel, target: str = "ir", adjoint: bool = False, *,
-           arch: int | None = None) -> str:
+           arch: int | None = None, tangent: bool = False) -> str:
     """The listing of a kernel: "ir", "llvm" (as lowered, with the user's lines), "llvm-opt"
-    (after optimisation), "cuda" or "ptx"; the adjoint's with adjoint=True. ``arch`` picks
+    (after optimisation), "cuda" or "ptx"; the adjoint's with adjoint=True, the tangent
+    kernel's (forward mode) with tangent=True (both: the tangent of the adjoint, which
+    Hessian-vector products run). ``arch`` picks
     the GPU architecture of "ptx" (80 for sm_80; default kl.config.ptx_target_arch, else
     the first GPU's, else 80): PTX for any GPU can be made on a machine without one."""
     if not isinstance(k, Kernel):
         raise TypeError(f"kl.source() takes a kernel, not {k!r}")
-    func = k.adjoint_ir if adjoint else k.ir
+    if tangent:
+        func = k.tangent_variant(adjoint=adjoint)
+    else:
+        func = k.adjoint_ir if adjoint else k.ir
     if target == "ir":
         return print_function(func)
     if target in ("llvm", "llvm-opt"):

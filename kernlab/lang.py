@@ -40,6 +40,23 @@ class BuiltinFunction:
         return f"<kernlab builtin {self.__name__}>"
 
 
+class _ReferenceDoc:
+    """BuiltinFunction's ``__doc__``: the class's own docstring on the class, and on each
+    builtin (``kl.sin.__doc__``, ``help`` texts) its entry in builtins/reference.py."""
+
+    def __init__(self, class_doc: str):
+        self.class_doc = class_doc
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self.class_doc
+        from .builtins.reference import docstring
+        return docstring(obj.__name__)
+
+
+BuiltinFunction.__doc__ = _ReferenceDoc(BuiltinFunction.__doc__)
+
+
 class SpecialForm:
     """A name whose meaning the frontend handles itself (tid, atomics, print, ...)."""
 
@@ -151,6 +168,8 @@ class _Adjoint:
 
 
 adjoint = _Adjoint()
+adjoint.__doc__ = ("adjoint[x] += value: inside a @kl.func_grad body, adds value to the "
+                   "gradient of the forward func's parameter x.")
 
 
 def constant(value):

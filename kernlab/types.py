@@ -194,7 +194,6 @@ class Vector(Type):
     _wp_scalar_type_ = property(lambda self: self.dtype)
     _shape_ = property(lambda self: self.shape)
     _length_ = property(lambda self: self.length)
-    _wp_scalar_type_ = property(lambda self: self.dtype)
 
     @property
     def __name__(self) -> str:
@@ -247,7 +246,6 @@ class Matrix(Type):
     _wp_scalar_type_ = property(lambda self: self.dtype)
     _shape_ = property(lambda self: self.shape)
     _length_ = property(lambda self: self.length)
-    _wp_scalar_type_ = property(lambda self: self.dtype)
 
     @property
     def __name__(self) -> str:
@@ -387,8 +385,31 @@ class Value(np.ndarray):
         return str(a.tolist())
 
 
+    def _type_name(self) -> str:
+        """Warp's name of the value's type (vec3f, mat22d ...) for messages."""
+        shape, dt = np.shape(self), to_type(self.dtype)
+        t = Vector(shape[0], dt) if len(shape) == 1 else \
+            Matrix(shape[0], shape[1], dt) if len(shape) == 2 else None
+        return getattr(t, "__name__", type(self).__name__)
+
+    def _no_attribute(self, name):
+        return AttributeError(f"'{self._type_name()}' object has no attribute '{name}'")
+
+    def __getattr__(self, name):
+        raise self._no_attribute(name)
+
+    def __setattr__(self, name, value):
+        # a swizzle or a component past the end is no attribute (Warp); other names may be set
+        if name and set(name) <= set("xyzw") and (
+                len(name) > 1 or self.ndim != 1 or "xyzw".index(name) >= len(self)):
+            raise self._no_attribute(name)
+        object.__setattr__(self, name, value)
+
+
 def _component(k):
     def get(self):
+        if self.ndim != 1 or k >= len(self):
+            raise self._no_attribute("xyzw"[k])
         return self[k]
 
     def put(self, value):
@@ -418,6 +439,8 @@ def vector(length: int, dtype=float32) -> Vector:
 
 
 def matrix(shape, dtype=float32) -> Matrix:
+    """The matrix type of that (rows, cols) shape and dtype; an ``Any`` extent makes a
+    generic pattern."""
     if any(n is typing.Any or n is ANY for n in shape):
         return ANY  # generic, like vector(Any, ...)
     rows, cols = shape
@@ -596,3 +619,57 @@ def types_equal(a, b) -> bool:
         return to_type(a) == to_type(b)
     except TypeError:
         return a == b
+
+
+# ---- what help() and the documentation say about each type object --------------------------
+
+_KIND_WORDS = {"f": "floating-point", "i": "signed integer", "u": "unsigned integer",
+               "b": "boolean"}
+
+
+def describe_type(t: Type) -> str:
+    """A type object's own docstring: ``kl.vec3.__doc__`` says what vec3 is."""
+    if isinstance(t, Scalar):
+        if t.kind == "b":
+            what = "bool: the boolean scalar type (stored as one byte)"
+        else:
+            what = f"{t.name}: the {t.bits}-bit {_KIND_WORDS[t.kind]} scalar type"
+        if t.name == "bfloat16":
+            what += " (named for Warp code that mentions it; no arithmetic yet)"
+        return (f"{what}. An annotation and a cast in kernels; in Python, {t.name}(x) gives "
+                f"a NumPy scalar. Warp: wp.{t.name}.")
+    if isinstance(t, Quaternion):
+        return (f"{t!r}: a quaternion (x, y, z, w) of {t.dtype}; * is the Hamilton product. "
+                f"Warp: wp.{t!r}.")
+    if isinstance(t, Transformation):
+        return (f"{t!r}: a rigid transform of {t.dtype} (translation vec3, rotation quat); * "
+                f"composes. Warp: wp.{t!r}.")
+    warp = f" Warp: wp.{t!r}." if repr(t).isidentifier() else ""
+    if isinstance(t, Vector):
+        return (f"{t!r}: a vector of {t.length} {t.dtype}, built from {t.length} scalars or "
+                f"one; in Python a NumPy array of shape ({t.length},).{warp}")
+    if isinstance(t, Matrix):
+        return (f"{t!r}: a {t.rows}x{t.cols} matrix of {t.dtype}, built from {t.rows * t.cols}"
+                f" scalars or {t.rows} row vectors; in Python a NumPy array of shape "
+                f"({t.rows}, {t.cols}).{warp}")
+    return type(t).__dict__.get("_class_doc") or ""
+
+
+class _DocPerInstance:
+    """A class's ``__doc__`` that describes each instance: the class keeps its own docstring,
+    while ``kl.vec3.__doc__`` (an instance) is ``describe_type(kl.vec3)``."""
+
+    def __init__(self, class_doc, describe):
+        self.class_doc = class_doc
+        self.describe = describe
+
+    def __get__(self, obj, owner=None):
+        return self.class_doc if obj is None else self.describe(obj)
+
+
+Scalar.__doc__ = "A scalar type: float16/32/64, the signed and unsigned integers, bool."
+Vector.__doc__ = "A vector type: a length and a scalar dtype (vec3 is Vector(3, float32))."
+Matrix.__doc__ = "A matrix type: rows, columns and a scalar dtype (mat33 is 3x3 float32)."
+for _cls in (Scalar, Vector, Matrix, Quaternion, Transformation):
+    _cls.__doc__ = _DocPerInstance(_cls.__doc__, describe_type)
+del _cls

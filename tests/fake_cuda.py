@@ -220,6 +220,15 @@ static kl_dim3 blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0};
 static kl_dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
 inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 inline double __longlong_as_double(long long i) { double f; memcpy(&f, &i, 8); return f; }
+// PTX's cvt.f32.f16, cvt.rn.f16.f32 and cvt.rn.f16.f64 (the header's half conversions): the
+// compiler's IEEE half, whose conversions round to nearest even, once
+inline float kl_cvt_f32_f16(unsigned short h) { _Float16 x; memcpy(&x, &h, 2); return x; }
+inline unsigned short kl_cvt_f16_f32(float f) {
+    _Float16 x = (_Float16)f; unsigned short h; memcpy(&h, &x, 2); return h;
+}
+inline unsigned short kl_cvt_f16_f64(double d) {
+    _Float16 x = (_Float16)d; unsigned short h; memcpy(&h, &x, 2); return h;
+}
 template <typename T> T atomicCAS(T* p, T cmp, T v) { T o = *p; if (o == cmp) *p = v; return o; }
 template <typename T> T atomicAdd(T* p, T v) { T o = *p; *p = o + v; return o; }
 template <typename T> T atomicSub(T* p, T v) { T o = *p; *p = o - v; return o; }
@@ -250,7 +259,7 @@ class HostEmulated:
         source = kernel_source + (
             f'namespace kl {{ extern "C" void kl_host_launch(char* block) {{ '
             f"{entry_name(func)}({unpack}); }} }}\n")
-        key = hashlib.sha256(source.encode()).hexdigest()[:16]
+        key = hashlib.sha256((HOST_SHIM + HEADER + source).encode()).hexdigest()[:16]
         (folder / HEADER_NAME).write_text(HEADER)
         (folder / "shim.h").write_text(HOST_SHIM)
         lib = folder / f"{func.name}_{key}.so"

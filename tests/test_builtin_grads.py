@@ -27,6 +27,8 @@ EPS, RTOL, ATOL = 1e-6, 1e-5, 1e-7
 # Internal helpers that no public name reaches; a kernel can still call them by record name.
 inner = BuiltinFunction("inner")
 vsum = BuiltinFunction("sum")
+route_eq, route_min, route_max = (BuiltinFunction(n) for n in ("route_eq", "route_min",
+                                                               "route_max"))
 
 
 # --- kernel factories -------------------------------------------------------------------------
@@ -203,6 +205,12 @@ def insert_matrix_row(m: kl.array(dtype=M), r: kl.array(dtype=V), out: kl.array(
 
 
 # --- reference helpers ------------------------------------------------------------------------
+
+@kl.kernel
+def route_eq_same(a: kl.array(dtype=S), c: kl.array(dtype=S), out: kl.array(dtype=S)):
+    i = kl.tid()
+    out[i] = route_eq(a[i], a[i], c[i])
+
 
 def _smoothstep(e0, e1, x):
     t = np.clip((x - e0) / (e1 - e0), 0.0, 1.0)
@@ -384,6 +392,13 @@ GRAD_CASES = {
                     [(M23, U)], kl.types.matrix((3, 2), S), np.transpose)],
     "determinant": [G(f"{t}", call1(kl.determinant, t, S), [(t, U)], S, np.linalg.det)
                     for t in (M2, M, M4)],
+    # the adjoint's routers (atomic_min/max, min/max): linear in what they route, which the
+    # tangent of an adjoint (Hessian-vector products) differentiates
+    "route_eq": [G("equal", route_eq_same, [(S, U), (S, U)], S, lambda a, c: c)],
+    "route_min": [G("scalar", call3(route_min, S, S, S, S), [(S, U), (S, U), (S, U)], S,
+                    lambda a, b, c: c if a < b else 0.0)],
+    "route_max": [G("scalar", call3(route_max, S, S, S, S), [(S, U), (S, U), (S, U)], S,
+                    lambda a, b, c: c if a > b else 0.0)],
 }
 
 DIFFERENTIABLE = [name for name, b in REGISTRY.items() if b.differentiable and b.grad]

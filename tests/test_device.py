@@ -59,3 +59,13 @@ def test_synchronize_and_init_are_harmless_on_cpu():
     assert D.init() is None
     assert D.synchronize() is None
     assert D.synchronize_device("cpu") is None
+
+
+def test_scoped_stream_of_none_changes_nothing_and_a_stream_is_refused():
+    import kernlab as kl
+    a = kl.zeros(3)
+    with kl.ScopedStream(None):
+        a.fill_(2.0)
+    assert a.numpy().tolist() == [2.0, 2.0, 2.0]
+    with pytest.raises(ValueError, match="no CUDA streams"):
+        kl.ScopedStream(object())

@@ -20,10 +20,6 @@ def make(t):
     return through_half
 
 
-CPU_ONLY = pytest.mark.cpu_only("the CUDA backend has no half type yet")
-
-
-@CPU_ONLY
 @pytest.mark.parametrize("t", OTHERS, ids=lambda t: t.__name__)
 def test_every_type_converts_to_and_from_float16(backend, t):
     np_t = kl.dtype_to_numpy(t)
@@ -38,7 +34,6 @@ def test_every_type_converts_to_and_from_float16(backend, t):
     np.testing.assert_array_equal(back.numpy(), want.astype(np_t))
 
 
-@CPU_ONLY
 def test_float64_quaternion_cast_to_float16_has_the_right_gradient(backend):
     qt = kl.types.quaternion(dtype=kl.float64)
 

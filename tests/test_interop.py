@@ -456,3 +456,12 @@ def test_torch_function_does_not_record_on_a_kernlab_tape(torch):
     with kl.Tape() as tape:
         kl.to_torch_function(integrate, outputs=["out"])(v, m, GRAVITY, 0.01)
     assert tape.launches == []
+
+
+def test_device_names_to_and_from_torch(torch):
+    assert kl.device_to_torch("cpu") == "cpu"
+    assert kl.device_to_torch(kl.get_device("cpu")) == str(torch.device("cpu"))
+    assert kl.device_from_torch(torch.device("cpu")) == "cpu"
+    assert kl.device_from_torch("cpu").is_cpu
+    with pytest.raises(ValueError, match="meta"):
+        kl.device_from_torch("meta")

@@ -225,6 +225,43 @@ def test_chained_comparison(backend):
 
 
 @kl.kernel
+def compare_mixed(f: kl.array(dtype=float), i: kl.array(dtype=int),
+                  u: kl.array(dtype=kl.uint32), d: kl.array(dtype=kl.float64),
+                  w: kl.array(dtype=kl.int64), b: kl.array(dtype=kl.int8),
+                  h: kl.array(dtype=kl.uint16), out: kl.array(dtype=kl.bool, ndim=2)):
+    t = kl.tid()
+    out[t, 0] = f[t] < i[t]
+    out[t, 1] = i[t] < u[t]
+    out[t, 2] = w[t] < u[t]
+    out[t, 3] = f[t] == d[t]
+    out[t, 4] = i[t] >= f[t]
+    out[t, 5] = b[t] < h[t]
+
+
+def test_comparisons_of_mixed_scalar_types_follow_cpp_conversions(backend):
+    # Warp compares with C++ operators: the int goes to float32 (16777217 rounds to
+    # 16777216), int32 meets uint32 as uint32 (-1 is 4294967295), int64 with uint32 as
+    # int64, float32 with float64 as float64, int8 with uint16 as int32.
+    f = np.array([16777216.0, 0.5, -2.0], np.float32)
+    i = np.array([16777217, -1, -3], np.int32)
+    u = np.array([1, 1, 4294967295], np.uint32)
+    d = np.array([16777216.0, 0.5, -2.0000001], np.float64)
+    w = np.array([-1, 5, 7], np.int64)
+    b = np.array([-1, 3, 4], np.int8)
+    h = np.array([0, 2, 65535], np.uint16)
+    out = kl.zeros((3, 6), dtype=kl.bool)
+    run(compare_mixed, 3, f32(f), i32(i), kl.array(u), kl.array(d), kl.array(w),
+        kl.array(b), kl.array(h), out)
+    expected = np.stack([f < i.astype(np.float32), i.astype(np.uint32) < u,
+                         w < u.astype(np.int64), f.astype(np.float64) == d,
+                         i.astype(np.float32) >= f, b.astype(np.int32) < h.astype(np.int32)],
+                        axis=1)
+    assert expected[:, 0].tolist() == [False, False, False]  # the C++ rules, spelled out
+    assert expected[:, 1].tolist() == [False, False, True]
+    np.testing.assert_array_equal(out.numpy(), expected)
+
+
+@kl.kernel
 def guarded_and(a: kl.array(dtype=float), out: kl.array(dtype=int)):
     i = kl.tid()
     n = a.shape[0]

@@ -561,7 +561,6 @@ def mixed_kernel(ms: kl.array[Mixed], out: kl.array[kl.float64]):
     ms[i].q = m.q * kl.int64(2)
 
 
-@pytest.mark.cpu_only("float16 kernels run on the CPU only for now")
 def test_mixed_field_sizes_keep_their_alignment(backend):
     d = np.zeros(3, dtype=Mixed.numpy_dtype())
     assert np.dtype(Mixed.numpy_dtype()).fields["d"][1] % 8 == 0

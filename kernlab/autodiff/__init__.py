@@ -1,4 +1,6 @@
-"""Reverse-mode automatic differentiation as an IR-to-IR transform."""
+"""Automatic differentiation as IR-to-IR transforms: reverse mode (adjoint kernels) and
+forward mode (tangent kernels)."""
+from .forward import tangent_mode
 from .reverse import reverse_mode
 
-__all__ = ["reverse_mode"]
+__all__ = ["reverse_mode", "tangent_mode"]

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import config
 from ..errors import not_finite_error, out_of_bounds_error
+from ..ir import printf as printf_format
 from ..ir.nodes import Block, Function, Op
 from ..types import Type
 
@@ -183,8 +184,8 @@ class Interpreter:
     def op_PRINT(self, ins, env):
         vals = [env[a] for a in ins.args]
         if ins.attrs.get("printf"):
-            print(ins.attrs["fmt"] % tuple(v.item() if np.ndim(v) == 0 else tuple(v)
-                                           for v in vals), end="")
+            pieces = printf_format.parse(ins.attrs["fmt"], [a.type for a in ins.args])
+            print(printf_format.python_render(pieces, vals, _show), end="")
         else:
             print(ins.attrs["fmt"].format(*vals))
 
@@ -193,3 +194,13 @@ class Interpreter:
 
     def op_POP(self, ins, env):
         env[ins.result] = self.stack.pop()
+
+
+def _show(value) -> str:
+    """A value as the compiled backends' print shows it (%g floats, [a, b] vectors)."""
+    a = np.asarray(value)
+    if a.ndim:
+        return "[" + ", ".join(_show(v) for v in a.reshape(-1)) + "]"
+    if a.dtype == np.bool_:
+        return str(bool(a))
+    return "%g" % float(a) if a.dtype.kind == "f" else str(int(a))

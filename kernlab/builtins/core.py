@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from ..types import Matrix, Type, Vector, bool_
+from ..types import Matrix, Type, Vector, bool_, int32
 from .registry import REGISTRY, builtin, sig
 
 
@@ -43,6 +43,12 @@ def _mul_ret_mv(b):
 
 def _np_mul(a, b):
     if np.ndim(a) == 2 and np.ndim(b) >= 1:
+        if a.dtype == np.float16:  # each product and each partial sum rounded to half, over
+            cols = b if b.ndim == 2 else b[:, None]  # k in order, as compiled (and in Warp);
+            acc = a[:, :1] * cols[:1]                # NumPy's half matmul rounds only once
+            for k in range(1, a.shape[1]):
+                acc = acc + a[:, k:k + 1] * cols[k:k + 1]
+            return acc if b.ndim == 2 else acc[:, 0]
         return (a @ b).astype(a.dtype)
     return a * b
 
@@ -193,6 +199,31 @@ def _vector_equality(name, every):
     old.numpy, old.llvm, old.cuda = numpy, llvm, f"kl_{name}({{0}}, {{1}})"
 
 
+def comparison_type(a, b):
+    """The type in which ``a < b`` (any comparison) of two different scalar types is
+    compared. Warp writes comparisons as C++ operators, so its operands meet by C++'s usual
+    arithmetic conversions, and kernlab follows them: a float and an integer compare as that
+    float (int -> float32 rounds large integers, as in C++); two floats as the wider one;
+    integers are first promoted to at least int32 (bool, int8 ... uint16), then a signed and
+    an unsigned type of at least its rank compare as the unsigned one (``-1 < uint32(1)``
+    is False, as in Warp), and int64 with uint32 as int64. None where Warp has no such
+    comparison (float16 with another type: its half struct makes the C++ ambiguous)."""
+    if a == b:
+        return a
+    if not (getattr(a, "is_scalar", False) and getattr(b, "is_scalar", False)) \
+            or "float16" in (a.name, b.name) or "bfloat16" in (a.name, b.name):
+        return None
+    if a.is_float or b.is_float:
+        return max((t for t in (a, b) if t.is_float), key=lambda t: t.bits)
+    a, b = (int32 if t.kind == "b" or t.bits < 32 else t for t in (a, b))
+    if a == b:
+        return a
+    if a.kind == b.kind:
+        return max(a, b, key=lambda t: t.bits)
+    signed, unsigned = (a, b) if a.kind == "i" else (b, a)
+    return unsigned if unsigned.bits >= signed.bits else signed
+
+
 _cmp("eq", lambda a, b: a == b, "==")
 _cmp("ne", lambda a, b: a != b, "!=")
 _cmp("lt", lambda a, b: a < b, "<")
@@ -281,7 +312,8 @@ class _ConstructSig:
         if target is None or not (target.is_vector or target.is_matrix):
             return None
         n = target.length
-        if all(t.is_scalar and t.kind != "b" for t in types) and len(types) in (0, 1, n):
+        if all(t.is_scalar and (t.kind != "b") == (target.dtype.kind != "b") for t in types) \
+                and len(types) in (0, 1, n):
             return target
         if target.is_matrix and len(types) == target.rows and all(
                 t == Vector(target.cols, target.dtype) for t in types):

@@ -128,7 +128,9 @@ def _first_llvm(op):
 for _name, _less, _op in (("route_min", True, "<"), ("route_max", False, ">")):
     builtin(_name, [sig("N", "N", "N", ret="T"), sig("V", "V", "V", ret="V")],
             _first_ref(_less), llvm=_first_llvm(_op), cuda=f"kl_{_name}({{0}}, {{1}}, {{2}})",
-            differentiable=False)
+            # linear in what it routes (the tangent of an adjoint, for HVPs, needs that)
+            grad=lambda g, a, b, adj, r, ct, name=_name: (None, None, g.call(name, [a, b, ct])),
+            linear_in=(2,))
 
 
 # adj where a == b or both are NaN (element-wise), else 0: the adjoint of atomic_min/max
@@ -144,7 +146,10 @@ builtin("route_eq", [sig("N", "N", "N", ret="T"), sig("V", "V", "V", ret="V"),
         .astype(np.result_type(adj))[()],
         llvm=lambda cx, a, b, adj: cx.b.select(_same_llvm(cx, a, b), adj,
                                                ir.Constant(adj.type, None)),
-        cuda="kl_route_eq({0}, {1}, {2})", differentiable=False)
+        cuda="kl_route_eq({0}, {1}, {2})",
+        # linear in what it routes (the tangent of an adjoint, for HVPs, needs that)
+        grad=lambda g, a, b, adj, r, ct: (None, None, g.route_eq(a, b, ct)),
+        linear_in=(2,))
 
 
 def _route(g, a, b, adj, op):

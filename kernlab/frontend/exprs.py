@@ -16,13 +16,16 @@ import numpy as np
 
 from .. import lang
 from ..builtins.scalars import atomic_type_error
+from ..builtins.core import comparison_type
 from ..errors import (KernelAttributeError, KernelNameError, KernelSyntaxError, KernelTypeError,
                       KernelUnsupportedTypeError)
 from ..ir.nodes import Op, Site, Value
+from ..ir import printf as printf_format
 from ..types import (Matrix, Transformation, Type, Vector, bool_, float32, int32, int64,
                      to_type)
 from . import structs
 from .source import is_missing, resolve_global
+from .suggest import hint_for_attribute, hint_for_name
 
 
 @dataclass
@@ -74,8 +77,28 @@ def _fold_div(a, b):
     return a / b
 
 
+def _fold_pow(a, b):
+    """``**`` on two constants as the kernel's pow computes it (C's rules): a negative base
+    to a fractional power is NaN, not a complex number; overflow is inf; an integer power
+    too large for int64 is an error rather than a huge Python int."""
+    if isinstance(a, int) and isinstance(b, int):
+        if b >= 0 and abs(a) > 1 and b * (abs(a).bit_length() - 1) > 64:
+            raise OverflowError(f"{a} ** {b} does not fit in a 64-bit integer")
+        return operator.pow(a, b)
+    a, b = float(a), float(b)
+    odd = b.is_integer() and abs(b) < 2**53 and int(b) % 2 == 1
+    try:
+        return math.pow(a, b)
+    except OverflowError:
+        return -math.inf if (a < 0 and odd) else math.inf
+    except ValueError:  # 0 to a negative power, or a negative base to a fractional one
+        if a == 0:
+            return math.copysign(math.inf, a) if odd else math.inf
+        return math.nan
+
+
 FOLD = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-        ast.Div: _fold_div, ast.Pow: operator.pow}
+        ast.Div: _fold_div, ast.Pow: _fold_pow}
 CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt",
           ast.GtE: "ge"}
 PY_BUILTINS = {builtins.min: "min", builtins.max: "max", builtins.abs: "abs",
@@ -168,7 +191,8 @@ class ExprMixin:
             return found
         obj = resolve_global(self.pyfunc, node.id, self.extra_globals)
         if is_missing(obj):
-            raise KernelNameError(f"name '{node.id}' is not defined", self.b.loc)
+            hint = hint_for_name(node.id, self.pyfunc, self.scope.names, self.extra_globals)
+            raise KernelNameError(f"name '{node.id}' is not defined{hint}", self.b.loc)
         return self.from_python(obj, node.id)
 
     def from_python(self, obj, name: str):
@@ -193,8 +217,10 @@ class ExprMixin:
             try:
                 return self.from_python(getattr(base.obj, node.attr), node.attr)
             except AttributeError:
-                raise KernelAttributeError(f"'{ast.unparse(node.value)}' has no attribute "
-                                      f"'{node.attr}'", self.b.loc) from None
+                text = ast.unparse(node.value)
+                hint = hint_for_attribute(text, base.obj, node.attr)
+                raise KernelAttributeError(f"'{text}' has no attribute '{node.attr}'{hint}",
+                                           self.b.loc) from None
         if isinstance(base, Value) and base.type.is_array and node.attr == "shape":
             return ShapeOf(base)
         if isinstance(base, Value) and node.attr in ("p", "q") \
@@ -285,6 +311,9 @@ class ExprMixin:
             except ZeroDivisionError:
                 raise KernelTypeError("division by zero in a constant expression",
                                       self.b.loc) from None
+            except OverflowError as exc:
+                raise KernelTypeError(f"constant expression too large: {exc}",
+                                      self.b.loc) from None
         if name == "pow":
             lhs = self.value(lhs, float32 if isinstance(rhs, Lit) else None)
             if isinstance(rhs, Lit):
@@ -336,6 +365,9 @@ class ExprMixin:
                 left = right
                 continue
             a, c = self.values([left, right])
+            common = comparison_type(a.type, c.type) if a.type != c.type else None
+            if common is not None:  # int32 < float32 ... as Warp's C++ compares them
+                a, c = self.b.cast(a, common), self.b.cast(c, common)
             cmp = self.b.call(name, [a, c])
             result = cmp if result is None else self.b.and_(result, cmp)
             left = c
@@ -489,14 +521,38 @@ class ExprMixin:
             if len(args) > 32:
                 raise KernelTypeError("the maximum number of variadic arguments that can be "
                                       "passed to `printf` is 32", self.b.loc)
+            for a in args:
+                if isinstance(a, PyObj) and isinstance(a.obj, str):
+                    raise KernelTypeError(f"printf values must be kernel values; write the "
+                                          f"text {a.obj!r} into the format instead", self.b.loc)
+            vals = [self.value(a) for a in args]
+            _check_printable(vals, "printf", self.b.loc)
+            try:
+                printf_format.parse(fmt, [v.type for v in vals])
+            except printf_format.PrintfFormatError as err:
+                raise KernelTypeError(str(err), self.b.loc) from None
+            self.b.emit(Op.PRINT, vals, fmt=fmt, printf=True)
+            return None
         else:
             fmt = None
         vals = [self.value(a) for a in args if not isinstance(a, PyObj)]
         labels = [a.obj for a in args if isinstance(a, PyObj) and isinstance(a.obj, str)]
+        _check_printable(vals, "print", self.b.loc)
         if fmt is None:
             fmt = " ".join(labels + ["{}"] * len(vals))
         self.b.emit(Op.PRINT, vals, fmt=fmt, printf=formatted)
         return None
+
+
+def _check_printable(vals, what: str, loc) -> None:
+    """print and printf show scalars, vectors and matrices."""
+    for v in vals:
+        t = v.type
+        if not (t.is_scalar or t.is_vector or t.is_matrix):
+            kind = "an array" if t.is_array else f"a {t}"
+            hint = "; print an element such as a[i]" if t.is_array else ""
+            raise KernelTypeError(f"{what} cannot show {kind} ('{v.name or 'value'}'): it "
+                                  f"shows scalars, vectors and matrices{hint}", loc)
 
 
 def _components(b, v: Value) -> list:

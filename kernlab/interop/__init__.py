@@ -9,6 +9,8 @@
 Nothing here imports torch until a torch function is called: it is an optional extra.
 """
 from .dlpack import from_dlpack
-from .torch import KernelFunction, from_torch, to_torch, to_torch_function
+from .torch import (KernelFunction, device_from_torch, device_to_torch, from_torch, to_torch,
+                    to_torch_function)
 
-__all__ = ["KernelFunction", "from_dlpack", "from_torch", "to_torch", "to_torch_function"]
+__all__ = ["KernelFunction", "device_from_torch", "device_to_torch", "from_dlpack",
+           "from_torch", "to_torch", "to_torch_function"]

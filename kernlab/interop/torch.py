@@ -91,6 +91,26 @@ def _tensor_over(torch, a: array):
     return torch.from_dlpack(a)
 
 
+def device_to_torch(device=None) -> str:
+    """The PyTorch device name of a kernlab device: "cpu" or "cuda:N" (as Warp's)."""
+    from ..runtime.device import get_device
+    return get_device(device).name
+
+
+def device_from_torch(torch_device):
+    """The kernlab device of a PyTorch device (a torch.device or its name); "cuda" is the
+    current CUDA device, as in PyTorch."""
+    from ..runtime.device import get_device
+    torch = _torch()
+    dev = torch.device(torch_device)
+    if dev.type == "cpu":
+        return get_device("cpu")
+    if dev.type == "cuda":
+        index = dev.index if dev.index is not None else torch.cuda.current_device()
+        return get_device(f"cuda:{index}")
+    raise ValueError(f"kernlab has no device for PyTorch's {dev.type!r} device")
+
+
 # --- Kernels as autograd Functions ---------------------------------------------------------
 
 def to_torch_function(kernel: Kernel, outputs, *, dim=None) -> "KernelFunction":

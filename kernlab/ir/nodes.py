@@ -39,8 +39,8 @@ class Op(enum.Enum):
     CUSTOM = "custom"        # a call of a func with a custom gradient, inlined:
                              # attrs: func, grad, out (Var holding the result); args: operands;
                              # regions: body (the func inlined on the operands' Vars)
-    PUSH = "push"            # adjoint only: args: values to save on the per-thread stack
-    POP = "pop"              # adjoint only: -> the value on top of the per-thread stack
+    PUSH = "push"            # adjoint (and its tangent) only: args: values to save on the per-thread stack
+    POP = "pop"              # adjoint (and its tangent) only: -> the value on top of the per-thread stack
 
 
 # LOAD, STORE and ATOMIC may carry attrs["nullable"]: the array may be absent (a gradient
@@ -138,6 +138,7 @@ class Function:
     sites: list[Site] = field(default_factory=list)
     ndim: int = 1            # how many tid dimensions the kernel reads (1..3)
     is_adjoint: bool = False
+    is_tangent: bool = False  # a tangent kernel (forward mode; of an adjoint for HVPs)
     reverse_start: int | None = None  # adjoint only: index in body where the reverse begins
 
     @property

@@ -50,6 +50,8 @@ def print_function(func: Function) -> str:
 def _print(func: Function) -> str:
     params = ", ".join(f"{_v(p.value)}:{p.type}" for p in func.params)
     kind = "adjoint kernel" if func.is_adjoint else "kernel"
+    if getattr(func, "is_tangent", False):
+        kind = "tangent of adjoint kernel" if func.is_adjoint else "tangent kernel"
     lines = [f"{kind} {func.name}({params}) {{   # {_where(func.loc)}"]
     if func.vars:
         lines.append("  locals " + ", ".join(f"{_names.var(v)}:{v.type}" for v in func.vars))

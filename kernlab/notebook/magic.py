@@ -48,11 +48,12 @@ def load_ipython_extension(ipython):
 class CellKernel(Kernel):
     """A kernel defined in a ``%%kernel`` cell; ``--backend`` pins how it runs on the CPU."""
 
-    def compiled(self, backend: str, adjoint: bool = False, retain: frozenset = frozenset()):
+    def compiled(self, backend: str, adjoint: bool = False, retain: frozenset = frozenset(),
+                 tangent: str | None = None):
         pinned = self.options.get("backend")
         if pinned and backend in ("llvm", "interp"):
             backend = pinned
-        return super().compiled(backend, adjoint, retain)
+        return super().compiled(backend, adjoint, retain, tangent=tangent)
 
 
 @magics_class

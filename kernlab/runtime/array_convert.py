@@ -125,7 +125,9 @@ def _source(data):
     if isinstance(data, array):
         return data.numpy(), data.dtype
     if isinstance(data, np.ndarray):
-        return data, None
+        # a subclass (np.memmap, np.matrix) is seen as a plain ndarray over the same memory,
+        # which keeps its writeable flag
+        return (data if type(data) is np.ndarray else data.view(np.ndarray)), None
     if not isinstance(data, (list, tuple)) and hasattr(data, "__array_interface__"):
         return np.asarray(data), None
     if not hasattr(data, "__len__") and not isinstance(data, (int, float, np.generic)):
@@ -241,8 +243,9 @@ class _Interface:
     """An object whose __array_interface__ describes memory at an address (NumPy wraps it
     without copying)."""
 
-    def __init__(self, ptr: int, shape: tuple, strides: tuple, np_dtype):
-        self.__array_interface__ = {"data": (int(ptr), False), "shape": shape,
+    def __init__(self, ptr: int, shape: tuple, strides: tuple, np_dtype,
+                 readonly: bool = False):
+        self.__array_interface__ = {"data": (int(ptr), bool(readonly)), "shape": shape,
                                     "strides": strides, "typestr": np.dtype(np_dtype).str,
                                     "version": 3}
 

@@ -17,6 +17,7 @@ from ..errors import ArrayError
 from ..types import float32, matrix, to_type, vector
 from . import array_convert as convert
 from . import storage
+from . import capture as _capture
 from .array import _allocate_storage, _record, array
 from .device import get_device
 from .indexed import indexedarray
@@ -44,6 +45,8 @@ def empty(shape=None, dtype=float32, device=None, requires_grad=False, pinned=Fa
 
 def zeros(shape=None, dtype=float32, device=None, requires_grad=False, pinned=False,
           retain_grad=False, **kw) -> array:
+    """An array of zeros: ``kl.zeros(n)``, ``kl.zeros((n, m), dtype=kl.vec3,
+    requires_grad=True)``; shape is an int or a tuple of up to 4 ints."""
     out = empty(shape, dtype, device, requires_grad, pinned, retain_grad, **kw)
     out._storage()[...] = 0
     return out
@@ -51,6 +54,7 @@ def zeros(shape=None, dtype=float32, device=None, requires_grad=False, pinned=Fa
 
 def ones(shape=None, dtype=float32, device=None, requires_grad=False, pinned=False,
          retain_grad=False, **kw) -> array:
+    """An array of ones (every component of a vector or matrix dtype is 1)."""
     out = empty(shape, dtype, device, requires_grad, pinned, retain_grad, **kw)
     out._write_all(1)
     return out
@@ -81,21 +85,26 @@ def _like(src: array, device, requires_grad, retain_grad, dtype, shape) -> dict:
 
 def zeros_like(src: array, device=None, requires_grad=None, pinned=None, retain_grad=False,
                *, dtype=None, shape=None) -> array:
+    """Zeros shaped like src: dtype, shape, device and requires_grad from src unless given."""
     return zeros(**_like(src, device, requires_grad, retain_grad, dtype, shape))
 
 
 def ones_like(src: array, device=None, requires_grad=None, pinned=None, retain_grad=False,
               *, dtype=None, shape=None) -> array:
+    """Ones shaped like src: dtype, shape, device and requires_grad from src unless given."""
     return ones(**_like(src, device, requires_grad, retain_grad, dtype, shape))
 
 
 def empty_like(src: array, device=None, requires_grad=None, pinned=None, retain_grad=False,
                *, dtype=None, shape=None) -> array:
+    """An unspecified array shaped like src (dtype, shape, device, requires_grad from src
+    unless given)."""
     return empty(**_like(src, device, requires_grad, retain_grad, dtype, shape))
 
 
 def full_like(src: array, value, device=None, requires_grad=None, pinned=None,
               retain_grad=False, *, dtype=None, shape=None) -> array:
+    """An array shaped like src with every element set to value."""
     return full(value=value, **_like(src, device, requires_grad, retain_grad, dtype, shape))
 
 
@@ -183,6 +192,8 @@ def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0,
     as fits in dest. Between non-contiguous arrays the shapes must match, and offsets or a
     count need 1-D arrays (Warp's rule). Differentiable on a tape. ``stream`` is accepted
     for Warp's signature; kernlab's copies finish before returning."""
+    if _capture.defer("copy", lambda: copy(dest, src, dest_offset, src_offset, count)):
+        return
     dest_offset, src_offset, count = _check_copy_args(dest, src, dest_offset, src_offset,
                                                       count)
     if src_offset > src.size or dest_offset > dest.size:

@@ -22,7 +22,8 @@ def restride(data, offset: int, shape: tuple, strides: tuple, np_dtype):
     strides (the element's axes included): a NumPy array or a DeviceArray."""
     if type(data) is np.ndarray:
         base = data.ctypes.data if data.size else 0
-        iface = _Interface(base + offset, shape, strides, np_dtype)
+        iface = _Interface(base + offset, shape, strides, np_dtype,
+                           readonly=not data.flags.writeable)
         iface.keep = data  # NumPy keeps the interface object, which keeps the memory
         if math.prod(shape) == 0:  # NumPy wants a real address even for no elements
             return np.lib.stride_tricks.as_strided(np.empty(1, np_dtype), shape, strides)
@@ -67,24 +68,7 @@ def getitem(a, key):
     if len(index) > a.ndim:
         raise IndexError(f"{len(index)} indices for an array of {a.ndim} dimensions")
     a._storage()
-    offset, shape, strides = 0, [], []
-    for axis, k in enumerate(index):
-        n, s = a.shape[axis], a.strides[axis]
-        if isinstance(k, slice):
-            if k.step == 0:
-                raise ValueError("slice step cannot be zero")
-            start, stop, step = k.indices(n)
-            length = len(range(start, stop, step))
-            offset += start * s if length else 0
-            shape.append(length)
-            strides.append(s * step)
-        else:
-            i = int(k)
-            if not -n <= i < n:
-                raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
-            offset += (i % n) * s
-    shape += a.shape[len(index):]
-    strides += a.strides[len(index):]
+    offset, shape, strides = storage.view_layout(a.shape, a.strides, index)
     if not shape:  # every axis indexed: the element itself
         value = a._storage()[tuple(int(k) for k in index)]
         return value.get()[()] if type(value) is storage.DeviceArray else value

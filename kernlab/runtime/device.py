@@ -154,6 +154,26 @@ class ScopedDevice:
         _default.pop()
 
 
+class ScopedStream:
+    """``with kl.ScopedStream(None):`` — Warp's stream scope. kernlab runs each device's work
+    in order on one stream and has no stream objects, so the one stream it accepts is None
+    (Warp's "no stream change", what Warp code passes for CPU work); the block then runs
+    as it would without the scope. Any other value is an error, not silently ignored."""
+
+    def __init__(self, stream, sync_enter: bool = True, sync_exit: bool = False):
+        if stream is not None:
+            raise ValueError(f"kl.ScopedStream: kernlab has no CUDA streams (each device's "
+                             f"work runs in order on one), so only None can be given, not "
+                             f"{stream!r}")
+        self.stream = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
 def synchronize() -> None:
     """Wait for all outstanding work on every device. CPU launches finish before they
     return; on GPUs kernlab has used, this synchronises their contexts."""

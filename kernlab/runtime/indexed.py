@@ -120,6 +120,8 @@ class _FixedNdim:
     def __init__(self, ndim: int):
         self.ndim = ndim
         self.__name__ = self.__qualname__ = f"indexedarray{ndim}d"
+        self.__doc__ = (f"indexedarray{ndim}d(data, indices): a {ndim}-D view of data through "
+                        f"index arrays; indexedarray{ndim}d[T] is an annotation.")
 
     def __call__(self, data=None, indices=None, dtype=None):
         out = indexedarray(data, indices, dtype=dtype, ndim=self.ndim)

@@ -13,6 +13,7 @@ from .. import config
 from ..errors import LaunchError, LaunchValueError
 from ..ir.nodes import Op
 from ..kernel import Kernel
+from . import capture as _capture
 from . import tape as _tape
 from .array import array
 from .device import get_device
@@ -212,7 +213,18 @@ class Launch:
             for k, p in enumerate(self.kernel.params):
                 if p.type.is_array and args[n + k] is None and args[k] is not None:
                     args[n + k] = args[k].grad
-        _run(self.kernel, self.dim, args, self.device, self.adjoint)
+        kernel, dim, device, adjoint = self.kernel, self.dim, self.device, self.adjoint
+        grids = getattr(kernel.ir, "hash_grid_hidden", None)
+
+        def run():
+            if grids:  # a grid rebuilt since this launch was made: its current arrays
+                from ..hashgrid import refresh_grid_args
+                refresh_grid_args(kernel, args)
+            _run(kernel, dim, args, device, adjoint)
+
+        if _capture.defer(f"launch {kernel.key}", run):
+            return  # recorded into the open graph capture (kl.ScopedCapture)
+        run()
 
     def set_dim(self, dim):
         self.dim = _dims(dim)
@@ -258,10 +270,21 @@ class Launch:
 
 def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None,
            device=None, stream=None, adjoint=False, record_tape=True, record_cmd=False,
-           max_blocks=0, block_dim=256, **_ignored):
-    """Run kernel over dim threads with inputs then outputs as its arguments (see API.md).
-    adjoint=True runs its adjoint with adj_inputs/adj_outputs; record_cmd=True returns a
-    kl.Launch instead of running."""
+           max_blocks=0, block_dim=256, tangent=False, tan_inputs=None, tan_outputs=None,
+           **_ignored):
+    """Run ``kernel`` on ``dim`` threads; ``inputs`` then ``outputs`` are its arguments.
+
+    ``dim`` is an int or a tuple of up to 3 ints (``kl.tid()`` gives the index; dim 0 runs
+    nothing). Arrays must live on one device, which the launch runs on unless ``device``
+    names it. Scalars, vectors and matrices take Python numbers, tuples, NumPy arrays or
+    kernlab values. Inside a ``kl.Tape`` the launch is recorded (``record_tape=False`` opts
+    out). ``adjoint=True`` runs the kernel's adjoint with ``adj_inputs``/``adj_outputs``
+    (None or 0 for an array means its own ``.grad``, as in Warp). ``tangent=True`` runs
+    its tangent kernel (forward mode) from ``tan_inputs`` into ``tan_outputs``.
+    ``record_cmd=True`` returns a :class:`kl.Launch` to run later instead of running. ``stream``,
+    ``max_blocks`` and ``block_dim`` are accepted for Warp code; kernlab picks its own.
+    A wrong argument is a LaunchError naming the kernel and the parameter.
+    """
     if not isinstance(kernel, Kernel):
         raise LaunchError(f"kl.launch needs a @kl.kernel, got {kernel!r}")
     if dim is None:
@@ -289,6 +312,17 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
                 for check, p, v in zip(plan, kernel.params, primal)]
     else:
         args = [check(v, dev) for check, v in zip(plan, primal)]
+    tape = _tape.active_tape() if record_tape and not adjoint and not record_cmd \
+        and not _capture.is_capturing() else None
+    if tape is not None:  # copies what the launch overwrites and an adjoint needs
+        tape.prepare_launch(kernel, args)
+    if tangent:
+        _tangent_launch(kernel, dims, args, dev, tan_inputs, tan_outputs, n_in,
+                        adjoint or record_cmd or structs is not None)
+        tape = _tape.active_tape() if record_tape else None
+        if tape is not None:  # it ran the forward too: a tape records that
+            tape.record_launch(Launch(kernel, dev, params=args, dim=dims), n_inputs=n_in)
+        return None
     if adjoint:
         params = kernel.params
         adj = _adjoint_args(kernel, params, args, adj_inputs, adj_outputs, n_in)
@@ -301,13 +335,23 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
         return cmd
     cmd.null_arrays = True  # kl.launch(k, n, inputs=[None, ...]): a null array, as in Warp
     cmd.launch()
-    if record_tape and not adjoint:
+    if record_tape and not adjoint and not _capture.is_capturing():
         tape = _tape.active_tape()
         if tape is not None:  # recorded after it ran: versions include its own writes
             tape.record_launch(cmd, n_inputs=n_in)
             if structs is not None:
                 structs.record_gradients(tape)
     return None
+
+
+def _tangent_launch(kernel, dims, args, dev, tan_inputs, tan_outputs, n_in, unsupported):
+    from .tangent import run_variant, tangent_args
+    if unsupported:
+        raise LaunchError(f"kl.launch({kernel.key}, tangent=True): a tangent launch runs now, "
+                          "on plain (non-struct) arguments; it cannot be an adjoint launch or "
+                          "a recorded command (for second derivatives use Tape.hvp)")
+    tans = tangent_args(kernel, kernel.params, args, tan_inputs, tan_outputs, n_in, dev)
+    run_variant(kernel, dims, args + tans, dev, False, "tangent")
 
 
 def _plan(kernel: Kernel) -> list:
@@ -396,6 +440,8 @@ def _run(kernel: Kernel, dims, args, device, adjoint):
     backend = config.cpu_backend if device.is_cpu else "cuda"
     runner = kernel.compiled(backend, adjoint, retain)
     written = written_params(func)
+    if device.is_cpu:
+        _refuse_readonly(kernel, func, args, written)
     try:
         if device.is_cpu:
             runner.launch(dims, args)
@@ -405,6 +451,21 @@ def _run(kernel: Kernel, dims, args, device, adjoint):
         for k in written:
             if args[k] is not None:
                 args[k]._bump_version()
+
+
+def _refuse_readonly(kernel, func, args, written) -> None:
+    """A kernel that stores into an array over read-only memory (a read-only memory map,
+    bytes, a NumPy array with writeable=False) is refused before it runs: the write would
+    crash the process or change data its owner declared immutable."""
+    for k in written:
+        a = args[k]
+        data = getattr(a, "_data", None)
+        if type(data) is np.ndarray and not data.flags.writeable:
+            raise LaunchError(
+                f"kernel '{kernel.key}' writes parameter '{func.params[k].name}', but the "
+                "array passed for it is read-only (made from read-only memory: a memory map "
+                "opened with mode='r', bytes, or a NumPy array with writeable=False); pass a "
+                "writable copy (kl.array(data) copies)", kernel=kernel.key)
 
 
 def written_params(func) -> list[int]:

@@ -58,6 +58,29 @@ def _free(ptr: int, ordinal: int) -> None:
                       stacklevel=2)
 
 
+def view_layout(shape, strides, index) -> tuple[int, list, list]:
+    """Where ``a[index]`` lies in ``a``'s memory (integers and slices, one per leading axis;
+    byte strides): (byte offset, shape, strides). Host views and device arrays share it."""
+    offset, out_shape, out_strides = 0, [], []
+    for axis, k in enumerate(index):
+        n, s = shape[axis], strides[axis]
+        if isinstance(k, slice):
+            if k.step == 0:
+                raise ValueError("slice step cannot be zero")
+            start, stop, step = k.indices(n)
+            length = len(range(start, stop, step))
+            offset += start * s if length else 0
+            out_shape.append(length)
+            out_strides.append(s * step)
+        else:
+            i = int(k)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+            offset += (i % n) * s
+    return offset, out_shape + list(shape[len(index):]), \
+        out_strides + list(strides[len(index):])
+
+
 class DeviceArray:
     """A strided view of a DeviceBuffer, shaped like a NumPy array (byte strides)."""
 
@@ -135,26 +158,12 @@ class DeviceArray:
         index = key if isinstance(key, tuple) else (key,)
         if len(index) > self.ndim:
             raise IndexError(f"{len(index)} indices for a storage of {self.ndim} axes")
-        offset, shape, strides = self.offset, [], []
-        for axis, k in enumerate(index):
-            n, s = self.shape[axis], self.strides[axis]
+        for k in index:
             if not isinstance(k, (int, np.integer, slice)):
                 raise TypeError(f"GPU arrays take integer and slice indices, not {k!r}; "
                                 "a.numpy() gives a host copy to index in other ways")
-            if isinstance(k, slice):
-                start, stop, step = k.indices(n)
-                length = len(range(start, stop, step))
-                if length:
-                    offset += start * s
-                shape.append(length)
-                strides.append(s * step)
-            else:
-                i = int(k)
-                if not -n <= i < n:
-                    raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
-                offset += (i % n) * s
-        shape += self.shape[len(index):]
-        strides += self.strides[len(index):]
+        offset, shape, strides = view_layout(self.shape, self.strides, index)
+        offset += self.offset
         return DeviceArray(self.buffer, offset, tuple(shape), tuple(strides), self.dtype)
 
     def with_leading_axis(self) -> "DeviceArray":

@@ -214,10 +214,6 @@ def memset_d32(ptr: int, word: int, count: int, ordinal: int = 0):
 
 # ---- the packed parameter block -------------------------------------------------------------
 
-_SCALARS = {"float32": ctypes.c_float, "float64": ctypes.c_double, "int32": ctypes.c_int32,
-            "int64": ctypes.c_int64, "uint32": ctypes.c_uint32, "bool": ctypes.c_bool}
-
-
 class ArrayArg(ctypes.Structure):
     """``array_t<T>``: data pointer, shape[4], byte strides[4]."""
 
@@ -242,9 +238,8 @@ class StatusWord(ctypes.Structure):
 def _param_ctype(t):
     if isinstance(t, ArrayType):
         return ArrayArg
-    if t.is_scalar:
-        return _SCALARS[t.name]
-    return _SCALARS[t.scalar.name] * t.length
+    # the scalar's ctypes type as stored (float16: its 16 bits; bool: one byte)
+    return t.scalar._type_ if t.is_scalar else t.scalar._type_ * t.length
 
 
 def parameter_block(func: Function):
@@ -352,10 +347,9 @@ def pack_parameters(func: Function, block_type, dims, args, array_pointer, statu
                 pad = [0] * (4 - a.ndim)
                 value = ArrayArg(ptr or 0, (ctypes.c_int64 * 4)(*a.shape, *pad),
                                  (ctypes.c_int64 * 4)(*strides, *pad))
-        elif t.is_scalar:
-            value = _param_ctype(t)(a.item() if hasattr(a, "item") else a)
-        else:
-            value = _param_ctype(t)(*np.asarray(a, t.scalar.np).reshape(-1).tolist())
+        else:  # the value's bytes as NumPy stores the type (a half as its bits)
+            value = _param_ctype(t).from_buffer_copy(
+                np.ascontiguousarray(np.asarray(a, t.scalar.np)).tobytes())
         setattr(block, f"p{k}", value)
     block.status = status
     block.dims = DimsArg(math.prod(dims), (ctypes.c_int64 * 4)(*dims, *[1] * (4 - len(dims))),

@@ -15,6 +15,64 @@ typedef unsigned char uint8;
 typedef short int16;
 typedef unsigned short uint16;
 
+// ---- float16: IEEE half storage, float32 arithmetic -------------------------------------
+// Every rule of kernlab's half type lives here. A float16 holds the 16 bits of an IEEE half.
+// Each operation converts its operands to float32 (exactly), computes there and rounds the
+// result to the nearest half, ties to even: one rounding per operation, as in Warp and on
+// kernlab's CPU backends. float32 and float64 convert to half rounded once (a double is not
+// rounded to float first); integers and bool go through float32, which is exact for every
+// integer a half can hold. A half converts to float32 (and so to anything) exactly.
+// The three conversions are PTX instructions, so no CUDA header is needed; a build of this
+// header for the host (tests/fake_cuda.py) defines kl_cvt_* itself before including it.
+#if defined(__CUDA_ARCH__)
+__device__ inline float kl_cvt_f32_f16(unsigned short h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+__device__ inline unsigned short kl_cvt_f16_f32(float f) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+__device__ inline unsigned short kl_cvt_f16_f64(double d) {
+    unsigned short h;
+    asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d));
+    return h;
+}
+#endif
+
+struct float16 {
+    uint16 bits;
+
+    float16() = default;   // trivial, so vec<N, float16> stays a plain value; float16() is 0
+    __device__ float16(float32 x) : bits(kl_cvt_f16_f32(x)) {}
+    __device__ float16(float64 x) : bits(kl_cvt_f16_f64(x)) {}
+#define KL_HALF_FROM(U) __device__ float16(U x) : bits(kl_cvt_f16_f32(float32(x))) {}
+    KL_HALF_FROM(bool) KL_HALF_FROM(int8) KL_HALF_FROM(uint8) KL_HALF_FROM(int16)
+    KL_HALF_FROM(uint16) KL_HALF_FROM(int32) KL_HALF_FROM(uint32) KL_HALF_FROM(int64)
+    KL_HALF_FROM(uint64)
+#undef KL_HALF_FROM
+    __device__ operator float32() const { return kl_cvt_f32_f16(bits); }
+    __device__ static float16 from_bits(uint16 b) { float16 h; h.bits = b; return h; }
+
+    __device__ float16& operator+=(float16 o) { return *this = float32(*this) + float32(o); }
+    __device__ float16& operator-=(float16 o) { return *this = float32(*this) - float32(o); }
+    __device__ float16& operator*=(float16 o) { return *this = float32(*this) * float32(o); }
+    __device__ float16& operator/=(float16 o) { return *this = float32(*this) / float32(o); }
+};
+__device__ inline float16 operator+(float16 a, float16 b) { return float32(a) + float32(b); }
+__device__ inline float16 operator-(float16 a, float16 b) { return float32(a) - float32(b); }
+__device__ inline float16 operator*(float16 a, float16 b) { return float32(a) * float32(b); }
+__device__ inline float16 operator/(float16 a, float16 b) { return float32(a) / float32(b); }
+__device__ inline float16 operator-(float16 a) { return float16::from_bits(a.bits ^ 0x8000u); }
+__device__ inline bool operator==(float16 a, float16 b) { return float32(a) == float32(b); }
+__device__ inline bool operator!=(float16 a, float16 b) { return float32(a) != float32(b); }
+__device__ inline bool operator<(float16 a, float16 b) { return float32(a) < float32(b); }
+__device__ inline bool operator<=(float16 a, float16 b) { return float32(a) <= float32(b); }
+__device__ inline bool operator>(float16 a, float16 b) { return float32(a) > float32(b); }
+__device__ inline bool operator>=(float16 a, float16 b) { return float32(a) >= float32(b); }
+
 template <bool B, typename T = void> struct enable_if_t_ {};
 template <typename T> struct enable_if_t_<true, T> { typedef T type; };
 template <bool B> using when = typename enable_if_t_<B, int>::type;
@@ -25,14 +83,18 @@ template <> __device__ inline float kl_inf<float>() { return __int_as_float(0x7f
 template <> __device__ inline double kl_inf<double>() {
     return __longlong_as_double(0x7ff0000000000000LL);
 }
+template <> __device__ inline float16 kl_inf<float16>() { return float16::from_bits(0x7c00); }
 template <typename T> __device__ inline T kl_nan();
+template <> __device__ inline float16 kl_nan<float16>() { return float16::from_bits(0x7e00); }
 template <> __device__ inline float kl_nan<float>() { return __int_as_float(0x7fc00000); }
 template <> __device__ inline double kl_nan<double>() {
     return __longlong_as_double(0x7ff8000000000000LL);
 }
 
-// ---- scalar math: float and double overloads -----------------------------------------------
+// ---- scalar math: half, float and double overloads -----------------------------------------
+// (half: the float function of the exact float value, rounded to half)
 #define KL_FLOAT_UNARY(name, f32)                                           \
+    __device__ inline float16 name(float16 x) { return ::f32(float32(x)); } \
     __device__ inline float32 name(float32 x) { return ::f32(x); }         \
     __device__ inline float64 name(float64 x) { return ::name(x); }
 KL_FLOAT_UNARY(sin, sinf)
@@ -53,7 +115,17 @@ KL_FLOAT_UNARY(floor, floorf)
 KL_FLOAT_UNARY(ceil, ceilf)
 KL_FLOAT_UNARY(round, roundf)   // half away from zero
 KL_FLOAT_UNARY(trunc, truncf)
+KL_FLOAT_UNARY(erf, erff)
+KL_FLOAT_UNARY(erfc, erfcf)
 #undef KL_FLOAT_UNARY
+
+__device__ inline float16 atan2(float16 y, float16 x) { return ::atan2f(float32(y), float32(x)); }
+__device__ inline float16 pow(float16 x, float16 y) { return ::powf(float32(x), float32(y)); }
+__device__ inline float16 copysign(float16 x, float16 y) {
+    return float16::from_bits((x.bits & 0x7fffu) | (y.bits & 0x8000u));
+}
+__device__ inline bool isfinite(float16 x) { return (x.bits & 0x7c00u) != 0x7c00u; }
+__device__ inline float16 abs(float16 x) { return float16::from_bits(x.bits & 0x7fffu); }
 
 __device__ inline float32 atan2(float32 y, float32 x) { return ::atan2f(y, x); }
 __device__ inline float64 atan2(float64 y, float64 x) { return ::atan2(y, x); }
@@ -228,6 +300,7 @@ __device__ inline int32 kl_div(int32 a, int32 b) { return kl_int_div(a, b); }
 __device__ inline int64 kl_div(int64 a, int64 b) { return kl_int_div(a, b); }
 __device__ inline uint32 kl_div(uint32 a, uint32 b) { return b == 0 ? 0u : a / b; }
 
+__device__ inline float16 kl_mod(float16 a, float16 b) { return fmodf(float32(a), float32(b)); }
 __device__ inline float32 kl_mod(float32 a, float32 b) { return fmodf(a, b); }
 __device__ inline float64 kl_mod(float64 a, float64 b) { return ::fmod(a, b); }
 template <typename T> __device__ inline T kl_int_mod(T a, T b) {
@@ -239,6 +312,7 @@ __device__ inline uint32 kl_mod(uint32 a, uint32 b) { return b == 0 ? 0u : a % b
 
 // // floors (Warp 1.19, like Python): floor(a / b) for floats; signed integers round the
 // truncated quotient down when it is inexact and the signs differ.
+__device__ inline float16 kl_floordiv(float16 a, float16 b) { return floor(a / b); }
 __device__ inline float32 kl_floordiv(float32 a, float32 b) { return floor(a / b); }
 __device__ inline float64 kl_floordiv(float64 a, float64 b) { return floor(a / b); }
 template <typename T> __device__ inline T kl_int_floordiv(T a, T b) {
@@ -248,9 +322,24 @@ template <typename T> __device__ inline T kl_int_floordiv(T a, T b) {
 __device__ inline int32 kl_floordiv(int32 a, int32 b) { return kl_int_floordiv(a, b); }
 __device__ inline int64 kl_floordiv(int64 a, int64 b) { return kl_int_floordiv(a, b); }
 __device__ inline uint32 kl_floordiv(uint32 a, uint32 b) { return kl_div(a, b); }
+// the other integer widths: the same rules (without these, / of int8 would be C's, which
+// traps on a zero divisor, and uint64 would match no overload)
+#define KL_SIGNED_DIVISION(T)                                                      \
+    __device__ inline T kl_div(T a, T b) { return kl_int_div(a, b); }              \
+    __device__ inline T kl_mod(T a, T b) { return kl_int_mod(a, b); }              \
+    __device__ inline T kl_floordiv(T a, T b) { return kl_int_floordiv(a, b); }
+#define KL_UNSIGNED_DIVISION(T)                                                    \
+    __device__ inline T kl_div(T a, T b) { return b == 0 ? T(0) : T(a / b); }      \
+    __device__ inline T kl_mod(T a, T b) { return b == 0 ? T(0) : T(a % b); }      \
+    __device__ inline T kl_floordiv(T a, T b) { return kl_div(a, b); }
+KL_SIGNED_DIVISION(int8) KL_SIGNED_DIVISION(int16)
+KL_UNSIGNED_DIVISION(uint8) KL_UNSIGNED_DIVISION(uint16) KL_UNSIGNED_DIVISION(uint64)
+#undef KL_SIGNED_DIVISION
+#undef KL_UNSIGNED_DIVISION
 
 // ---- casts ------------------------------------------------------------------------------
-// Float to integer saturates (infinities too) and NaN gives 0, like LLVM's fptosi.sat.
+// Float to integer saturates (infinities too) and NaN gives 0, like LLVM's fptosi.sat; a
+// half goes through its exact float32 value.
 template <typename To, typename From> struct kl_caster {
     __device__ static To run(From x) { return To(x); }
 };
@@ -272,7 +361,20 @@ KL_FLOAT_TO_INT(uint32, float32, 0u, 4294967295u)
 KL_FLOAT_TO_INT(uint32, float64, 0u, 4294967295u)
 KL_FLOAT_TO_INT(int64, float32, -9223372036854775807LL - 1, 9223372036854775807LL)
 KL_FLOAT_TO_INT(int64, float64, -9223372036854775807LL - 1, 9223372036854775807LL)
+KL_FLOAT_TO_INT(uint64, float32, 0ull, 18446744073709551615ull)
+KL_FLOAT_TO_INT(uint64, float64, 0ull, 18446744073709551615ull)
+KL_FLOAT_TO_INT(int8, float32, int8(-128), int8(127))
+KL_FLOAT_TO_INT(int8, float64, int8(-128), int8(127))
+KL_FLOAT_TO_INT(uint8, float32, uint8(0), uint8(255))
+KL_FLOAT_TO_INT(uint8, float64, uint8(0), uint8(255))
+KL_FLOAT_TO_INT(int16, float32, int16(-32768), int16(32767))
+KL_FLOAT_TO_INT(int16, float64, int16(-32768), int16(32767))
+KL_FLOAT_TO_INT(uint16, float32, uint16(0), uint16(65535))
+KL_FLOAT_TO_INT(uint16, float64, uint16(0), uint16(65535))
 #undef KL_FLOAT_TO_INT
+template <typename To> struct kl_caster<To, float16> {
+    __device__ static To run(float16 x) { return kl_caster<To, float32>::run(float32(x)); }
+};
 template <int N, typename U, typename V> struct kl_caster<vec<N, U>, vec<N, V>> {
     __device__ static vec<N, U> run(const vec<N, V>& x) {
         vec<N, U> out;
@@ -352,7 +454,7 @@ __device__ inline mat<R, C, T> operator*(const mat<R, K, T>& a, const mat<K, C, 
 }
 
 // sign(0) is 1, as in Warp.
-template <typename T> __device__ inline T kl_sign(T x) { return x < 0 ? T(-1) : T(1); }
+template <typename T> __device__ inline T kl_sign(T x) { return x < T(0) ? T(-1) : T(1); }
 
 // min / max follow C's fmin / fmax (a NaN operand is missing), as Warp; clamp(x, lo, hi) is
 // min(max(lo, x), hi). Element-wise on vectors; min(v) / max(v) reduce one.
@@ -649,6 +751,7 @@ template <typename To, typename From> __device__ inline To kl_reshape(From x) {
 
 // verify_fp: whether a stored value is finite in every component, and the flat (row-major)
 // element index of the store that is reported when it is not.
+__device__ inline bool kl_all_finite(float16 x) { return isfinite(x); }
 __device__ inline bool kl_all_finite(float32 x) { return isfinite(x); }
 __device__ inline bool kl_all_finite(float64 x) { return isfinite(x); }
 template <typename X> __device__ inline bool kl_all_finite(X x) {
@@ -728,6 +831,14 @@ struct kl_pick_min {
 struct kl_pick_max {
     template <typename T> __device__ T operator()(T cur, T v) const { return v > cur ? v : cur; }
 };
+struct kl_pick_sum {
+    template <typename T> __device__ T operator()(T cur, T v) const { return cur + v; }
+};
+// float16: a compare-and-swap loop on the element's 16 bits (sm_70 and later), so the sum is
+// rounded to half as every other float16 addition is.
+__device__ inline float16 kl_atomic_add(float16* p, float16 v) {
+    return kl_atomic_cas_loop<float16, uint16>(p, v, kl_pick_sum());
+}
 __device__ inline float32 kl_atomic_min(float32* p, float32 v) {
     return kl_atomic_cas_loop<float32, uint32>(p, v, kl_pick_min());
 }

@@ -22,7 +22,7 @@ import re
 
 import numpy as np
 
-from ...errors import KernelError, KernelUnsupportedTypeError
+from ...errors import KernelError
 from ...ir.nodes import Block, Function, Instr, Op, Value
 from ...types import ArrayType, Matrix, Type, Vector, float32, float64
 from .header import HEADER_NAME, STATUS_NOT_FINITE
@@ -36,11 +36,11 @@ decltype default delete do double else enum explicit export extern false float f
 goto if inline int long mutable namespace new noexcept not nullptr operator or private
 protected public register return short signed sizeof static struct switch template this
 throw true try typedef typename union unsigned using virtual void volatile while xor
-float32 float64 int32 int64 uint32 uint64 vec mat array_t status dims flat stack kl printf
-malloc free memcpy min max abs clamp lerp smoothstep dot cross length length_sq normalize
-outer transpose determinant sin cos tan asin acos atan atan2 sinh cosh tanh exp log log2
-log10 sqrt pow floor ceil round trunc copysign isfinite when blockIdx blockDim threadIdx
-gridDim kl_first kl_stride vec2 vec3 vec4 vec2d vec3d vec4d mat22 mat33 mat44 mat22d mat33d mat44d
+float16 float32 float64 int8 uint8 int16 uint16 int32 int64 uint32 uint64 vec mat array_t
+status dims flat stack kl printf malloc free memcpy min max abs clamp lerp smoothstep dot cross
+length length_sq normalize outer transpose determinant sin cos tan asin acos atan atan2 sinh
+cosh tanh exp log log2 log10 sqrt pow floor ceil round trunc erf erfc copysign isfinite when
+blockIdx blockDim threadIdx gridDim kl_first kl_stride vec2 vec3 vec4 vec2d vec3d vec4d mat22 mat33 mat44 mat22d mat33d mat44d
 """.split())
 
 
@@ -53,7 +53,10 @@ def render_cuda(func: Function, bounds_check: bool = True, verify_fp: bool = Fal
 
 def entry_name(func: Function) -> str:
     """The kernel's symbol in the PTX: ``<name>_fwd`` or ``<name>_adj``."""
-    return f"{_identifier(func.name)}_{'adj' if func.is_adjoint else 'fwd'}"
+    kind = "adj" if func.is_adjoint else "fwd"
+    if getattr(func, "is_tangent", False):
+        kind = "adjtan" if func.is_adjoint else "tan"
+    return f"{_identifier(func.name)}_{kind}"
 
 
 # ---- types and literals ------------------------------------------------------------------
@@ -70,11 +73,7 @@ def ctype(t: Type) -> str:
     if isinstance(t, ArrayType):
         return f"array_t<{ctype(t.dtype)}>"
     if t.is_scalar:
-        if t.kind == "f" and t.bits == 16:
-            raise KernelUnsupportedTypeError(
-                f"{t} kernels run on the CPU only for now (the CUDA backend has no half type "
-                "yet)", stage="rendering CUDA C")
-        return "bool" if t.kind == "b" else t.name
+        return "bool" if t.kind == "b" else t.name  # float16: the header's half type
     short = repr(t)
     if short in HEADER_TYPEDEFS:
         return short  # vec3, mat33d, ...
@@ -284,6 +283,8 @@ class _Renderer:
             params.append(f"{ctype(p.type)} {pname}")
         params += ["kl_status* status", "kl_dims dims"]
         kind = "adjoint" if func.is_adjoint else "forward"
+        if getattr(func, "is_tangent", False):
+            kind = "tangent of the adjoint" if func.is_adjoint else "tangent"
         where = f"{os.path.basename(func.loc.file)}:{func.loc.line}"
         checks = "on" if self.checks else "off"
         if self.verify_fp:

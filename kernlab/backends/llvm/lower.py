@@ -28,6 +28,7 @@ from collections import Counter
 from llvmlite import ir
 
 from ...errors import KernelError
+from ...ir import printf as printf_format
 from ...ir.printer import file_label
 from ...ir.nodes import Block, Function, Instr, Op, Value
 from ...types import ArrayType, Scalar, Type
@@ -430,18 +431,31 @@ class _BodyLowering:
 
     def op_print(self, ins):
         b = self.b
-        values, specs = [], []
+        shown, specs = [], []  # each value as print shows it: its C arguments and format
         for v in ins.args:
             x = self.get(v)
             parts = [x] if v.type.is_scalar else \
                 [b.extract_element(x, I32(c)) for c in range(v.type.length)]
             conv = [self._printf_arg(p, v.type.scalar) for p in parts]
-            values += [c for c, _ in conv]
+            shown.append([c for c, _ in conv])
             spec = ", ".join(s for _, s in conv)
             specs.append(spec if v.type.is_scalar else f"[{spec}]")
         if ins.attrs.get("printf"):
-            fmt = ins.attrs["fmt"]
+            # the format was checked against the value types by the front end; each value
+            # is passed as exactly the C type its conversion reads
+            values, fmt = [], []
+            for p in printf_format.parse(ins.attrs["fmt"], [v.type for v in ins.args]):
+                if isinstance(p, str):
+                    fmt.append(printf_format.c_escape_percent(p))
+                elif p.kind == "show":
+                    fmt.append(specs[p.index])
+                    values += shown[p.index]
+                else:
+                    fmt.append(p.c_spec())
+                    values.append(self._printf_value(ins.args[p.index], p.kind))
+            fmt = "".join(fmt)
         else:
+            values = [c for cs in shown for c in cs]
             pieces = ins.attrs["fmt"].replace("%", "%%").split("{}")
             fmt = pieces[0] + "".join(s + p for s, p in zip(specs, pieces[1:])) + "\n"
         printf = self.e._extern("printf", I32, [PTR], var_arg=True)
@@ -460,6 +474,18 @@ class _BodyLowering:
             x = (b.zext if s.kind == "u" else b.sext)(x, I32)
         long = "ll" if s.bits == 64 else ""
         return x, f"%{long}{'u' if s.kind == 'u' else 'd'}"
+
+    def _printf_value(self, v, kind: str):
+        """Value ``v`` converted to the C type a printf conversion of ``kind`` reads."""
+        b, s, x = self.b, v.type.scalar, self.get(v)
+        if kind == "double":
+            return self.cx.float_convert(x, ir.DoubleType())
+        if kind == "char":
+            return b.trunc(x, I32) if s.bits > 32 else x if s.bits == 32 else \
+                (b.zext if s.kind == "u" else b.sext)(x, I32)
+        if s.kind == "b" or s.kind == "u":
+            return b.zext(x, I64) if x.type.width < 64 else x
+        return b.sext(x, I64) if x.type.width < 64 else x
 
     def _cstring(self, text: str):
         strings = self.e.strings

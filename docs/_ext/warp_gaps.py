@@ -1,0 +1,103 @@
+"""What NVIDIA Warp 1.19 has and kernlab does not, by family (the "Missing" part of
+docs/warp.rst).
+
+Each entry is a list of name patterns (``fnmatch``: ``tile_*``), the family and a note.
+tests/test_docs.py keeps the table honest both ways: no pattern may match a name kernlab
+now has (implementing a feature means moving it out of this table), and, where warp-lang
+is installed, every public name of ``warp`` and every Warp kernel builtin is either in
+kernlab or matched here, so a gap cannot go unlisted.
+"""
+from __future__ import annotations
+
+import fnmatch
+
+MISSING = [
+    (["launch_tiled", "tile", "tile_*", "untile", "block_dim"],
+     "Tile programming",
+     "cooperative tiles (launch_tiled, tile_load, tile_matmul, ...) and block_dim"),
+    (["Mesh", "Mesh*", "mesh_*", "Bvh", "Bvh*", "bvh_*", "HashGrid", "HashGrid*",
+      "hash_grid_*", "Volume", "volume_*", "Texture", "Texture*", "texture_sample",
+      "closest_point_edge_edge", "intersect_tri_tri", "MemoryKind"],
+     "Geometry queries",
+     "meshes, BVHs, hash grids, sparse volumes and textures"),
+    (["noise", "pnoise", "curlnoise"], "Noise", "Perlin and curl noise"),
+    (["randn", "poisson", "sample_cdf", "sample_triangle", "sample_unit_cube",
+      "sample_unit_disk", "sample_unit_hemisphere", "sample_unit_hemisphere_surface",
+      "sample_unit_ring", "sample_unit_sphere", "sample_unit_square"],
+     "Random distributions",
+     "normal and Poisson variates and most sampling helpers (rand_init, randf, randi, "
+     "randu and sample_unit_sphere_surface exist)"),
+    (["inverse", "inverse_approx", "div_approx", "diag", "get_diag", "skew", "svd2", "svd3",
+      "qr3", "eig3", "ddot", "dense_*"],
+     "Linear algebra",
+     "matrix inverse, diag/skew helpers, small decompositions (SVD, QR, eigen) and the "
+     "dense_* solvers"),
+    (["quat_between_vectors", "quat_from_euler", "quat_to_euler", "quat_to_rpy",
+      "quat_twist", "quat_twist_angle", "quat_twist_angle_signed", "transform_expand",
+      "transform_twist", "transform_wrench", "velocity_at_point"],
+     "Quaternion and transform helpers",
+     "Euler-angle conversions, twist decompositions, wrenches"),
+    (["lower_bound", "bit_count", "unot", "breakpoint", "address", "address_of",
+      "array_store", "load", "store", "view", "indexref", "extract", "assign",
+      "assign_copy", "assign_inplace", "*_inplace", "pos", "index", "iter_next", "slice",
+      "tuple", "quaternion", "ref", "cast"],
+     "Other kernel builtins",
+     "lower_bound, bit_count, unot, breakpoint, wp.cast (kernlab casts with float32(x) "
+     "and friends) and the builtins behind Warp's own code generation (load/store/address, "
+     "the *_inplace operators): kernlab's kernels write operators as Python does"),
+    (["float", "int", "len", "range", "reversed"],
+     "Python builtins as Warp builtins",
+     "Warp registers these as builtins; kernlab's kernels use Python's own (they work the "
+     "same, they are just not kl.* names)"),
+    (["Stream", "Event", "synchronize_stream", "synchronize_event", "record_event",
+      "wait_event", "wait_stream", "get_stream", "set_stream", "get_event_elapsed_time",
+      "event_from_ipc_handle", "from_ipc_handle", "CaptureMode", "capture_if",
+      "capture_while", "capture_save", "capture_load", "capture_load_from_bytes",
+      "capture_debug_dot_print", "is_conditional_graph_supported"],
+     "Streams, events, graph extras",
+     "kernlab runs each device's work on one stream (kl.ScopedStream(None) is accepted); "
+     "kl.ScopedCapture / capture_begin / capture_end / capture_launch record and replay a "
+     "kl.Graph, without conditional nodes or saving"),
+    (["Allocator", "CudaManagedAllocator", "ScopedAllocator", "get_device_allocator",
+      "set_device_allocator", "set_cuda_allocator", "ScopedMempool", "ScopedMempoolAccess",
+      "*mempool*", "ScopedPeerAccess", "*peer_access*", "can_access",
+      "ScopedMemoryTracker", "print_memory_report"],
+     "Memory pools, allocators and peer access", ""),
+    (["TimingResult", "timing_begin", "timing_end", "timing_print",
+      "ScopedCudaProfiler", "cuda_profiler_start", "cuda_profiler_stop", "TIMING_*", "Logger",
+      "ScopedLogger", "ScopedLogLevel", "LOG_*", "get_logger", "set_logger",
+      "print_diagnostics"],
+     "Timing, profiling and logging",
+     "kl.ScopedTimer exists; kl.config.verbose reports compiles and cache hits"),
+    (["Device", "DeviceLike", "get_devices", "get_cuda_device", "get_cuda_devices",
+      "get_cuda_device_count", "get_preferred_device", "is_cpu_available",
+      "is_device_available", "map_cuda_device", "unmap_cuda_device",
+      "get_cuda_driver_version", "get_cuda_toolkit_version", "get_cuda_supported_archs",
+      "get_cuda_max_cluster_dim", "get_cuda_kernel_properties",
+      "get_suggested_block_size", "is_cubql_available"],
+     "Device objects and queries",
+     "devices are strings (\"cpu\", \"cuda:0\"); kl.get_device, kl.is_cuda_available exist"),
+    (["*jax*", "*paddle*", "dtype_from_torch", "dtype_to_torch", "stream_from_torch", "stream_to_torch", "to_dlpack", "from_ptr",
+      "GLTextureResource", "RegisteredGLBuffer"],
+     "Interop beyond NumPy, PyTorch and DLPack import",
+     "JAX, Paddle, OpenGL and raw pointers; kl.from_torch/to_torch/from_dlpack exist"),
+    (["fabricarray", "fabricarrayarray", "indexedfabricarray", "indexedfabricarrayarray",
+      "fixedarray"],
+     "Array kinds", "fabric arrays and fixed-size arrays (array and indexedarray exist)"),
+    (["set_module_options", "get_module_options", "ModuleBuildOptions",
+      "compile_aot_module", "load_aot_module", "clear_kernel_cache", "clear_lto_cache",
+      "build_experimental", "get_cpu_kernel_cache_key", "map", "utils", "Function",
+      "Float", "Int", "Scalar", "WarpCodegenIndexError", "WarpDeterminismError",
+      "JaxCallableGraphMode", "JaxModulePreloadMode", "handle"],
+     "Module system and internals",
+     "module options, ahead-of-time modules, wp.map, wp.utils, typing helpers; kernlab "
+     "compiles each kernel on its own and caches it (kl.config.cache_dir)"),
+]
+
+
+def family_of(name: str) -> str | None:
+    """The family of a Warp name kernlab lacks, or None when no pattern matches it."""
+    for patterns, family, _note in MISSING:
+        if any(fnmatch.fnmatchcase(name, p) for p in patterns):
+            return family
+    return None

@@ -1,0 +1,4 @@
+"""``python -m kernlab``: the ``kernlab`` console command (see kernlab/cli.py)."""
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,268 @@
+"""What the documentation and ``help(kl.sin)`` say about each builtin.
+
+Signatures and whether a builtin is differentiable are read from the registry (the records
+in this package and the expansions), so the reference cannot disagree with the compiler.
+What a builtin *does* is the one line per name in ``SUMMARIES``; the kernel-language forms
+the frontend handles itself (``tid``, the atomics, ``print`` ...) are described in
+``SPECIAL_FORMS``. ``docs/_ext/kernlab_reference.py`` renders all of it as the builtin
+reference, and tests/test_docs.py checks that every builtin has its line and its entry.
+
+Every builtin kernlab exports has the same name in NVIDIA Warp (``kl.sin`` is ``wp.sin``);
+tests/test_docs.py checks that against an installed warp-lang.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .expand import EXPANSIONS
+from .registry import REGISTRY
+
+SUMMARIES = {
+    # scalar math (math.py, special.py)
+    "sin": "sine (radians)", "cos": "cosine (radians)", "tan": "tangent (radians)",
+    "asin": "arcsine", "acos": "arccosine", "atan": "arctangent",
+    "atan2": "atan2(y, x): the angle of the point (x, y), in (-pi, pi]",
+    "sinh": "hyperbolic sine", "cosh": "hyperbolic cosine", "tanh": "hyperbolic tangent",
+    "exp": "e to the power x", "log": "natural logarithm", "log2": "base-2 logarithm",
+    "log10": "base-10 logarithm", "sqrt": "square root", "cbrt": "cube root",
+    "pow": "pow(x, y): x to the power y",
+    "floor": "the largest integer value not above x",
+    "ceil": "the smallest integer value not below x",
+    "round": "nearest integer value, halves away from zero (as C and Warp)",
+    "rint": "nearest integer value, halves to even",
+    "trunc": "the integer part of x (rounds toward zero)",
+    "frac": "x - trunc(x); its derivative is 1 (Warp's is 0)",
+    "degrees": "radians to degrees", "radians": "degrees to radians",
+    "copysign": "copysign(x, y): |x| with the sign of y",
+    "lerp": "lerp(a, b, t): a + (b - a) * t, also on vectors and matrices",
+    "smoothstep": "smoothstep(a, b, x): the cubic Hermite step from 0 at a to 1 at b",
+    "erf": "the error function", "erfc": "the complementary error function, 1 - erf(x)",
+    "erfinv": "the inverse of erf", "erfcinv": "the inverse of erfc",
+    # scalars and comparisons (scalars.py)
+    "abs": "absolute value (componentwise on vectors)",
+    "sign": "-1 where x < 0, else 1 (componentwise on vectors)",
+    "step": "1 where x < 0, else 0 (Warp's convention)",
+    "nonzero": "1 where x != 0, else 0",
+    "min": "the smaller of two values (componentwise on vectors); min(v): the smallest "
+           "component",
+    "max": "the larger of two values (componentwise on vectors); max(v): the largest component",
+    "clamp": "clamp(x, lo, hi): x limited to [lo, hi]",
+    "isfinite": "true when x is neither NaN nor infinite (every component of a vector)",
+    "isnan": "true when x is NaN (any component of a vector)",
+    "isinf": "true when x is infinite (any component of a vector)",
+    "argmin": "the index of the smallest component of a vector",
+    "argmax": "the index of the largest component of a vector",
+    "bit_and": "bitwise and (the & operator)", "bit_or": "bitwise or (the | operator)",
+    "bit_xor": "bitwise xor (the ^ operator)", "invert": "bitwise not (the ~ operator)",
+    "lshift": "shift left (the << operator)", "rshift": "shift right (the >> operator)",
+    "cw_mul": "componentwise product of two vectors or matrices",
+    "cw_div": "componentwise quotient of two vectors or matrices",
+    "vsign": "(internal) componentwise sign of a vector, for the adjoint of abs",
+    "route_min": "(internal) routes the gradient of min to the argument that was chosen",
+    "route_max": "(internal) routes the gradient of max to the argument that was chosen",
+    "route_eq": "(internal) routes a gradient to the argument equal to the result",
+    "or_": "(internal) logical or: the `or` operator on bools",
+    "and_": "(internal) logical and: the `and` operator on bools",
+    # arithmetic and the operators behind Python syntax (core.py)
+    "add": "a + b (scalars, vectors, matrices)", "sub": "a - b", "neg": "-a",
+    "mul": "a * b: scalar, componentwise-by-scalar, matrix-vector, matrix-matrix; "
+           "the Hamilton product of quaternions; the composition of transforms",
+    "div": "a / b; integer division truncates toward zero and a zero divisor gives 0",
+    "floordiv": "a // b: division rounded down, as in Python",
+    "mod": "a % b with the sign of a (C's fmod); d(a mod b)/db = -trunc(a / b)",
+    "where": "where(cond, value_if_true, value_if_false)",
+    "select": "select(cond, value_if_false, value_if_true): Warp's older argument order",
+    "eq": "(operator) a == b", "ne": "(operator) a != b", "lt": "(operator) a < b",
+    "le": "(operator) a <= b", "gt": "(operator) a > b", "ge": "(operator) a >= b",
+    "not_": "(operator) not a",
+    "cast": "(internal) a conversion: float32(x), int(x), vec3d(v) ...",
+    "construct": "(internal) a vector or matrix built from scalars or rows: vec3(x, y, z)",
+    "index": "(operator) v[i], m[i], m[i, j]: a component, row or element",
+    "insert": "(operator) v[i] = s, m[i, j] = s: a copy with one component replaced",
+    "inner": "(internal) the sum of componentwise products, behind dot",
+    "sum": "(internal) the sum of all components",
+    "reshape": "(internal) the same components in another shape",
+    # vectors and matrices (linalg.py)
+    "dot": "the dot product of two vectors", "cross": "the cross product of two 3-vectors",
+    "length": "the Euclidean length of a vector",
+    "length_sq": "the squared Euclidean length of a vector",
+    "normalize": "the vector divided by its length (zero stays zero); a unit quaternion",
+    "outer": "the outer product of two vectors: a matrix",
+    "transpose": "the transpose of a matrix", "determinant": "the determinant of a matrix",
+    "trace": "the sum of a square matrix's diagonal",
+    "cofactor": "(internal) the cofactor matrix, for the adjoint of determinant",
+    # quaternions, transforms, spatial vectors (spatial.py)
+    "quat_identity": "the identity rotation (0, 0, 0, 1)",
+    "quat_from_axis_angle": "the rotation by an angle (radians) about a unit axis",
+    "quat_to_axis_angle": "the axis and angle of a rotation",
+    "quat_rpy": "the rotation from roll, pitch and yaw angles",
+    "quat_inverse": "the inverse (conjugate) of a unit quaternion",
+    "quat_rotate": "a vector rotated by a quaternion",
+    "quat_rotate_inv": "a vector rotated by the inverse of a quaternion",
+    "quat_slerp": "spherical linear interpolation between two rotations",
+    "quat_to_matrix": "the 3x3 rotation matrix of a quaternion",
+    "quat_from_matrix": "the quaternion of a rotation matrix (3x3 or the rotation of a 4x4)",
+    "transformation": "a rigid transform from a translation and a rotation",
+    "transform_identity": "the identity transform",
+    "transform_get_translation": "the translation part of a transform",
+    "transform_get_rotation": "the rotation part of a transform",
+    "transform_set_translation": "replaces the translation of a transform in place",
+    "transform_set_rotation": "replaces the rotation of a transform in place",
+    "transform_set_translation_copy": "a transform with its translation replaced",
+    "transform_set_rotation_copy": "a transform with its rotation replaced",
+    "transform_multiply": "the composition of two transforms",
+    "transform_inverse": "the inverse of a transform",
+    "transform_point": "a point mapped by a transform (rotation and translation)",
+    "transform_vector": "a direction mapped by a transform (rotation only)",
+    "transform_to_matrix": "the 4x4 matrix of a transform",
+    "transform_from_matrix": "the transform of a 4x4 rigid matrix",
+    "transform_compose": "the 4x4 matrix from a translation, a rotation and a scale",
+    "transform_decompose": "a 4x4 matrix split into translation, rotation and scale",
+    "spatial_vector": "a 6-vector from an angular and a linear 3-vector",
+    "spatial_top": "the first three components of a spatial vector",
+    "spatial_bottom": "the last three components of a spatial vector",
+    "spatial_dot": "the dot product of two spatial vectors",
+    "spatial_cross": "the spatial (motion) cross product",
+    "spatial_cross_dual": "the dual (force) spatial cross product",
+    "spatial_adjoint": "the 6x6 spatial adjoint matrix from a rotation and a skew matrix",
+    "matrix_from_rows": "a matrix whose rows are the given vectors",
+    "matrix_from_cols": "a matrix whose columns are the given vectors",
+    # random numbers (random.py)
+    "rand_init": "rand_init(seed[, offset]): a random-number state (uint32)",
+    "randu": "the next random uint32 (advances the state)",
+    "randi": "the next random int32 (advances the state)",
+    "randf": "the next random float in [0, 1), or in [lo, hi) (advances the state)",
+    "sample_unit_sphere_surface": "a uniformly distributed point on the unit sphere "
+                                  "(advances the state)",
+}
+
+
+@dataclass(frozen=True)
+class SpecialForm:
+    signature: str
+    summary: str
+    differentiable: str
+
+
+SPECIAL_FORMS = {
+    "tid": SpecialForm("tid() -> int | (int, int) | (int, int, int)",
+                       "this thread's index: i = tid(), or i, j = tid() for a 2-D launch",
+                       "no (an index)"),
+    **{f"atomic_{op}": SpecialForm(
+        f"atomic_{op}(array, index..., value) -> old value", what, grad)
+       for op, what, grad in [
+           ("add", "adds value to the element; a[i] += v is the same", "yes, in value"),
+           ("sub", "subtracts value from the element; a[i] -= v is the same",
+            "yes, in value"),
+           ("min", "stores the smaller of the element and value",
+            "yes, to the winning value; the returned old value is refused"),
+           ("max", "stores the larger of the element and value",
+            "yes, to the winning value; the returned old value is refused"),
+           ("and", "bitwise and into an integer element", "no (integers)"),
+           ("or", "bitwise or into an integer element", "no (integers)"),
+           ("xor", "bitwise xor into an integer element", "no (integers)"),
+           ("exch", "stores value, returning the old element", "no")]},
+    "atomic_cas": SpecialForm("atomic_cas(array, index..., compare, value) -> old value",
+                              "stores value if the element equals compare", "no"),
+    "print": SpecialForm("print(*values)", "debug output from a kernel", "no (no value)"),
+    "printf": SpecialForm("printf(fmt, *values)", "C-style formatted debug output",
+                          "no (no value)"),
+    "expect_eq": SpecialForm("expect_eq(a, b)", "prints a message if a != b; the kernel "
+                             "goes on", "no (no value)"),
+    "expect_neq": SpecialForm("expect_neq(a, b)", "prints a message if a == b; the kernel "
+                              "goes on", "no (no value)"),
+    "expect_near": SpecialForm("expect_near(a, b, tolerance=1e-6)", "prints a message if a "
+                               "component differs by more than tolerance", "no (no value)"),
+    "identity": SpecialForm("identity(n, dtype=float) -> matrix", "the n x n identity "
+                            "matrix", "no (a constant)"),
+    "grad": SpecialForm("grad(f)(x, ...) -> value | tuple", "the partial derivatives of a "
+                        "func or builtin at x, inside a kernel", "yes"),
+    "static": SpecialForm("static(expr) -> constant", "expr evaluated in Python when the "
+                          "kernel compiles", "no (a constant)"),
+    "adjoint": SpecialForm("adjoint[x] += value", "in a @func_grad body: adds to the "
+                           "gradient of the parameter x", "(defines a gradient)"),
+    "constant": SpecialForm("constant(value) -> value", "a module-level constant a kernel "
+                            "may read", "no (a constant)"),
+}
+
+# The file of the registry that defines a builtin, as the reference's section title.
+CATEGORIES = {
+    "math": "Scalar math", "special": "Scalar math", "numpy": "Scalar math",
+    "scalars": "Scalars, comparisons and bits", "core": "Arithmetic and operators",
+    "linalg": "Vectors and matrices", "spatial": "Quaternions, transforms, spatial vectors",
+    "random": "Random numbers",
+}
+ORDER = ["Scalar math", "Scalars, comparisons and bits", "Arithmetic and operators",
+         "Vectors and matrices", "Quaternions, transforms, spatial vectors",
+         "Random numbers", "Kernel-language forms"]
+
+# What the registry's signature letters mean, as the reference prints them.
+LETTERS = {"F": "float", "I": "int", "N": "number", "X": "scalar", "B": "bool", "i": "int",
+           "V": "vector", "M": "matrix", "FV": "floatvec", "FM": "floatmat", "T": "scalar"}
+_FLOAT_KINDS = ("float", "quat", "transform", "vector", "matrix", "vec", "mat")
+
+
+@dataclass(frozen=True)
+class BuiltinDoc:
+    name: str
+    summary: str
+    signatures: tuple
+    differentiable: str
+    category: str
+    public: bool
+    warp: str
+
+
+def public_names() -> list[str]:
+    """The builtins and kernel-language forms ``import kernlab`` exports, in order."""
+    from ..lang import FUNCTIONS
+    return list(FUNCTIONS) + [n for n in SPECIAL_FORMS if n not in FUNCTIONS]
+
+
+def all_names() -> list[str]:
+    """Every name the reference documents: the public ones, then every other registry
+    record (operators and internal primitives) and expansion."""
+    names = public_names()
+    return names + sorted((set(REGISTRY) | set(EXPANSIONS)) - set(names))
+
+
+def _readable(sig: str) -> str:
+    sig = re.sub(r"\b(FV|FM|F|I|N|X|B|V|M|i|T)\b", lambda m: LETTERS[m.group(1)], sig)
+    return sig.replace("-> …", "-> (by argument types)")
+
+
+def describe(name: str) -> BuiltinDoc:
+    """Everything the reference says about builtin ``name``."""
+    from ..lang import FUNCTIONS
+    public = name in FUNCTIONS or name in SPECIAL_FORMS
+    warp = f"wp.{name}" if public else "—"
+    if name in SPECIAL_FORMS and name not in FUNCTIONS:
+        form = SPECIAL_FORMS[name]
+        return BuiltinDoc(name, form.summary, (form.signature,), form.differentiable,
+                          "Kernel-language forms", True, warp)
+    record = REGISTRY.get(name)
+    expansions = EXPANSIONS.get(name, [])
+    sigs = [str(ex) for ex in expansions]
+    if record is not None:
+        sigs = [_readable(s) for s in record.candidates().split(" | ")] + sigs
+        differentiable = "yes" if record.differentiable else "no"
+        module = record.numpy.__module__
+    else:
+        floats = any(k.startswith(_FLOAT_KINDS) for ex in expansions for k in ex.params)
+        differentiable = "yes (through its expansion)" if floats else "no (integers)"
+        module = expansions[0].expand.__module__ if expansions else ""
+    category = CATEGORIES.get(module.rsplit(".", 1)[-1], "Scalar math")
+    return BuiltinDoc(name, SUMMARIES.get(name, ""), tuple(sigs), differentiable, category,
+                      public, warp)
+
+
+def docstring(name: str) -> str:
+    """``help(kl.sin)``'s text: what it does, its signatures, its gradient, Warp's name."""
+    d = describe(name)
+    lines = [f"{d.name}: {d.summary}.", "", "Signatures:"]
+    lines += [f"    {s}" for s in d.signatures]
+    lines += ["", f"Differentiable: {d.differentiable}. Warp: {d.warp}.",
+              "Inside a kernel it compiles to the builtin; called from Python it runs the "
+              "NumPy reference."]
+    return "\n".join(lines)
