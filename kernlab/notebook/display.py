@@ -289,7 +289,8 @@ class RichRepr:
         metadata. No widget view: a saved notebook must never show a missing model
         (``mime.view_bundle``; the extension's ``view.ts`` puts the live widget on top)."""
         from .mime import view_bundle
-        return view_bundle(self)
+        data, metadata = view_bundle(self)
+        return (data, metadata) if metadata else data  # IPython takes either form
 
 
 class TapeGraph(RichRepr):
