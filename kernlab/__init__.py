@@ -58,6 +58,8 @@ from .interop import (device_from_torch, device_to_torch, from_dlpack, from_torc
 
 globals().update(_NAMED)  # vec2i, vec3ub, mat33h ... (every named vector/matrix type)
 globals().update(_FUNCTIONS)  # kl.sin, kl.dot, ... (also callable on NumPy values)
+from .hashgrid import (HashGrid, hash_grid_point_id, hash_grid_query,  # noqa: E402
+                       hash_grid_query_next)
 
 from .runtime import cache as _cache  # noqa: E402,F401 — before the preload thread needs it
 from .backends import preload_cpu_backend as _preload  # noqa: E402

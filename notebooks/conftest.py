@@ -45,3 +45,12 @@ def pytest_configure(config):
     # checkout, installed or not, as the tests do.
     paths = [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tutorials run in the full suite, not in the fast tier (``-m "not slow"``)."""
+    import pytest
+    for item in items:
+        if HERE in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.slow)
+

@@ -40,6 +40,27 @@ def pytest_configure(config):
                             "makes sense on the CPU backends; skipped on CUDA with the reason")
 
 
+# The fast tier, ``python -m pytest -m "not slow"``, leaves out what takes minutes on 2 cores
+# and is covered in another way by the tests it keeps: the emulated-GPU variants (each
+# compiles its kernel's CUDA C++ with g++; the interpreter and LLVM variants of the same
+# tests stay), NVRTC compiles of the whole kernel and builtin corpus, the Warp test files,
+# the tutorial notebooks (notebooks/conftest.py), the browser and extension-build tests.
+# CI and README's `python -m pytest` run everything.
+SLOW_FILES = {"test_warp_conformance.py", "test_extension_browser.py"}
+SLOW_TESTS = {"test_kernel_compiles_to_ptx_forward_and_adjoint",
+              "test_every_overload_of_a_builtin_compiles_forward_and_adjoint",
+              "test_extension_unit_tests_pass"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        backend = getattr(item, "callspec", None) and item.callspec.params.get("backend")
+        name = getattr(item, "originalname", None) or item.name
+        if backend == "cuda-emulated" or item.path.name in SLOW_FILES \
+                or name in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def backend(request, monkeypatch, tmp_path_factory):
     """The backend a test runs on: "interp", "llvm", "cuda" or "cuda-emulated"."""

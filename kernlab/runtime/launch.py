@@ -214,10 +214,17 @@ class Launch:
                 if p.type.is_array and args[n + k] is None and args[k] is not None:
                     args[n + k] = args[k].grad
         kernel, dim, device, adjoint = self.kernel, self.dim, self.device, self.adjoint
-        if _capture.defer(f"launch {kernel.key}", lambda: _run(kernel, dim, args, device,
-                                                                adjoint)):
+        grids = getattr(kernel.ir, "hash_grid_hidden", None)
+
+        def run():
+            if grids:  # a grid rebuilt since this launch was made: its current arrays
+                from ..hashgrid import refresh_grid_args
+                refresh_grid_args(kernel, args)
+            _run(kernel, dim, args, device, adjoint)
+
+        if _capture.defer(f"launch {kernel.key}", run):
             return  # recorded into the open graph capture (kl.ScopedCapture)
-        _run(kernel, dim, args, device, adjoint)
+        run()
 
     def set_dim(self, dim):
         self.dim = _dims(dim)
@@ -306,8 +313,12 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
     else:
         args = [check(v, dev) for check, v in zip(plan, primal)]
     if tangent:
-        return _tangent_launch(kernel, dims, args, dev, tan_inputs, tan_outputs, n_in,
-                               adjoint or record_cmd or structs is not None)
+        _tangent_launch(kernel, dims, args, dev, tan_inputs, tan_outputs, n_in,
+                        adjoint or record_cmd or structs is not None)
+        tape = _tape.active_tape() if record_tape else None
+        if tape is not None:  # it ran the forward too: a tape records that
+            tape.record_launch(Launch(kernel, dev, params=args, dim=dims), n_inputs=n_in)
+        return None
     if adjoint:
         params = kernel.params
         adj = _adjoint_args(kernel, params, args, adj_inputs, adj_outputs, n_in)

@@ -12,14 +12,18 @@ Semantics follow Warp 1.19:
   all (seeded outputs included); ``reset()`` forgets the recording and zeroes.
 * ``record_func(backward, arrays)`` adds a Python callback to the backward pass;
   ``record_scope_begin/end`` group records for ``visualize()`` (GraphViz DOT).
-* Only one tape records at a time: entering a second is a RuntimeError.
+* Only one tape records at a time in a thread (or asyncio task): entering a second is a
+  RuntimeError. Tapes on different threads record only their own thread's launches.
 
 Unlike Warp, an array that a recorded kernel reads and that is modified afterwards (before
 backward) is an error, not a silently wrong gradient: each array carries a version counter
-and each record remembers it.
+and each record remembers it. Writes kernlab cannot count (through ``a.numpy()``,
+``np.asarray(a)``, DLPack or torch views, or the NumPy array an array shares) are caught by a
+checksum of exported memory (see exports.py).
 """
 from __future__ import annotations
 
+import contextvars
 import math
 import sys
 import types
@@ -32,10 +36,12 @@ from .. import config
 from ..errors import GradientError
 from ..ir.nodes import Op
 from . import array as array_mod
-from . import storage
+from . import exports, storage
 from .array import array
 
-_ACTIVE: list = []
+# The recording tape is per thread and per asyncio task (a context variable): a tape records
+# the launches of the code that entered it, never those another thread makes meanwhile.
+_ACTIVE_TAPE: contextvars.ContextVar = contextvars.ContextVar("kernlab_tape", default=None)
 _BACKWARD_HOOKS: list = []  # called with the tape after each backward (notebook views)
 
 
@@ -45,7 +51,7 @@ def _notify_backward(tape):
 
 
 def active_tape():
-    return _ACTIVE[-1] if _ACTIVE else None
+    return _ACTIVE_TAPE.get()
 
 
 @dataclass(eq=False)
@@ -53,6 +59,23 @@ class RecordedLaunch:
     launch: object            # the kl.Launch that ran
     versions: dict            # id(array) -> (array, param name, version after the launch)
     aliased: tuple | None = None  # (read param, written param) bound to overlapping memory
+    sums: dict = field(default_factory=dict)  # id(array) -> _Snapshot (see exports.py)
+
+
+class _Snapshot:
+    """The checksum of a recorded read of exported memory: taken at record time if the
+    memory is exported then, else when it first is (exports.watch calls this)."""
+    __slots__ = ("array", "version", "sum", "__weakref__")
+
+    def __init__(self, a, version):
+        self.array, self.version, self.sum = a, version, None
+
+    def __call__(self):
+        if self.sum is None and self.array._version == self.version:
+            self.sum = exports.checksum(self.array._data)
+
+    def changed(self) -> bool:
+        return self.sum is not None and exports.checksum(self.array._data) != self.sum
 
 
 @dataclass(eq=False)
@@ -147,16 +170,22 @@ class Tape:
     # ---- recording ---------------------------------------------------------------------
 
     def __enter__(self):
-        if _ACTIVE:
+        if _ACTIVE_TAPE.get() is not None:
             raise RuntimeError("kernlab: a tape is already recording; tapes do not nest")
-        _ACTIVE.append(self)
-        array_mod._TAPE_HOOK[0] = self._record_array_op
+        self._tokens = (_ACTIVE_TAPE.set(self),
+                        array_mod._TAPE_HOOK.set_token(self._record_array_op))
         return self
 
     def __exit__(self, *exc):
-        if self in _ACTIVE:
-            _ACTIVE.remove(self)
-        array_mod._TAPE_HOOK[0] = None
+        tokens = getattr(self, "_tokens", None)
+        if tokens is not None and _ACTIVE_TAPE.get() is self:
+            self._tokens = None
+            try:
+                _ACTIVE_TAPE.reset(tokens[0])
+                array_mod._TAPE_HOOK.reset_token(tokens[1])
+            except ValueError:  # exited in another context than it was entered in
+                _ACTIVE_TAPE.set(None)
+                array_mod._TAPE_HOOK[0] = None
         return False
 
     @property
@@ -180,13 +209,21 @@ class Tape:
         from .launch import written_params
         func = cmd.kernel.ir
         read = {ins.args[0] for ins in func.body.walk() if ins.op is Op.LOAD}
-        versions = {}
+        versions, sums = {}, {}
         for p, a in zip(func.params, cmd.params):
             self._track(a)
             if isinstance(a, array) and p.value in read:
                 versions[id(a)] = (a, p.name, a._version)
+                if id(a) not in sums and a._data is not None:
+                    # writes through NumPy views and other exports bump no version: such
+                    # memory gets a checksum, now or when it is first exported
+                    snap = sums[id(a)] = _Snapshot(a, a._version)
+                    if exports.is_exported(a._data):
+                        snap()
+                    else:
+                        exports.watch(a._data, snap)
         self._info[id(cmd)] = RecordedLaunch(cmd, versions, _aliased(
-            func, cmd.params, read, written_params(func)))
+            func, cmd.params, read, written_params(func)), sums)
         self.launches.append(cmd)
         if config.verify_autograd_array_access:
             code = getattr(cmd.kernel.pyfunc, "__code__", None)
@@ -243,8 +280,11 @@ class Tape:
         """Seed loss (gradient 1) or the arrays in grads, then run the records backwards."""
         if loss is not None:
             if not isinstance(loss, array) or loss.size != 1 or loss.dtype.shape:
-                raise RuntimeError("kernlab: Tape.backward(loss) needs a one-element array of "
-                                   "a scalar type (use grads={...} for other outputs)")
+                what = f"an array of shape {loss.shape} of {loss.dtype}" \
+                    if isinstance(loss, array) else f"a {type(loss).__name__}"
+                raise GradientError("Tape.backward(loss) needs a one-element array of a "
+                                    f"scalar type, got {what} (use grads={{...}} to seed "
+                                    "other outputs)")
             if loss.grad is None:
                 raise RuntimeError("kernlab: the loss array needs requires_grad=True before "
                                    "Tape.backward()")
@@ -394,11 +434,11 @@ def _zero_like(param):
 
 def _write_quietly(dest: array, src):
     """dest[...] = src without recording on an active tape (seeding is not an op)."""
-    hook, array_mod._TAPE_HOOK[0] = array_mod._TAPE_HOOK[0], None
+    token = array_mod._TAPE_HOOK.set_token(None)
     try:
         dest.assign(src)
     finally:
-        array_mod._TAPE_HOOK[0] = hook
+        array_mod._TAPE_HOOK.reset_token(token)
 
 
 def _aliased(func, args, read, written) -> tuple | None:
@@ -420,11 +460,15 @@ def _check_replayable(record: RecordedLaunch):
             f"kernel '{cmd.kernel.key}' was launched with the same array as '{src}', which it "
             f"reads, and '{dst}', which it writes; its gradient would be wrong. Pass a "
             "separate output array.", kernel=cmd.kernel.key)
-    for a, name, version in record.versions.values():
-        if a._version != version:
+    for key, (a, name, version) in record.versions.items():
+        snap = record.sums.get(key)
+        if a._version != version or (snap is not None and snap.changed()):
+            how = "" if a._version != version else (
+                " (through a NumPy view, a.numpy(), np.asarray(a) or another export of its "
+                "memory)")
             raise GradientError(
-                f"array '{name}' was modified after kernel '{cmd.kernel.key}' read it and "
-                "before tape.backward(); its gradient would be wrong. Write into a new "
+                f"array '{name}' was modified{how} after kernel '{cmd.kernel.key}' read it "
+                "and before tape.backward(); its gradient would be wrong. Write into a new "
                 "array instead of updating it in place.", kernel=cmd.kernel.key)
 
 

@@ -20,6 +20,9 @@ from .device import synchronize
 
 
 class ScopedTimer:
+    """``with kl.ScopedTimer("step"):`` times the block; ``timer.elapsed`` is in ms and
+    ``"step took ... ms"`` is printed unless ``print=False`` (see the module docstring)."""
+
     enabled = True   # ScopedTimer.enabled = False turns every timer off
     _local = threading.local()
 
