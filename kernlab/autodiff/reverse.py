@@ -34,6 +34,7 @@ from ..ir.nodes import Block, Function, Instr, Op, Param, Value, Var
 from ..ir.verify import verify
 from ..types import int32
 from .checks import check_differentiable, own_element_arrays
+from .inplace import localize
 
 STRUCTURED = (Op.IF, Op.FOR, Op.WHILE)
 
@@ -41,7 +42,11 @@ STRUCTURED = (Op.IF, Op.FOR, Op.WHILE)
 def reverse_mode(func: Function, retain: frozenset = frozenset()) -> Function:
     """The adjoint of func. An array store consumes the element's gradient (reads it, then
     zeroes it: the overwritten value gets none), as Warp 1.19 does, except for the array
-    parameters whose indices are in ``retain`` (arrays made with retain_grad=True)."""
+    parameters whose indices are in ``retain`` (arrays made with retain_grad=True). Arrays
+    the kernel reads and then overwrites nonlinearly, each thread its own element, are read
+    once on entry (autodiff/inplace.py): the adjoint takes their values before the launch,
+    which a kl.Tape keeps."""
+    func = localize(func)
     check_differentiable(func)
     adj_params = [Param(f"adj_{p.name}", p.type, Value(p.type, f"adj_{p.name}"))
                   for p in func.params]

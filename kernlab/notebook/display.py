@@ -167,7 +167,10 @@ def highlight(text: str, language: str = "text", hl_lines=(), linenostart: int =
                                       f"font-family: {MONOSPACE}; color: {FONT_COLOR}; "
                                       f"background: transparent; border: none")
         body = pyg_highlight(text, lexer, fmt)
+    # a one-column grid whose column may shrink to nothing: the box takes the width it is
+    # given and its long lines scroll inside it, never widening a pane or an output
     return (f'<div style="max-height: {max_height}; overflow: auto; font-size: 12px; '
+            f'display: grid; grid-template-columns: minmax(0, 1fr); '
             f'border: {BORDER}; padding: 2px 4px; color: {FONT_COLOR}; '
             f'background: var(--jp-cell-editor-background, transparent)">{body}</div>')
 

@@ -141,11 +141,13 @@ class InspectView(RichRepr, widgets.VBox):
 
 
 def side_by_side(bodies) -> str:
-    """Forward and adjoint listings in two columns, each scrolling on its own."""
+    """Forward and adjoint listings in two equal columns, each scrolling on its own (a grid
+    of minmax(0, 1fr) columns: long lines never widen the columns past their share)."""
     cols = "".join(
-        f"<div style='flex: 1 1 0; min-width: 0'><div><b>{title}</b></div>{body}</div>"
+        f"<div style='min-width: 0'><div><b>{title}</b></div>{body}</div>"
         for title, body in zip(("forward", "adjoint"), bodies))
-    return f"<div style='display: flex; gap: 8px; align-items: flex-start'>{cols}</div>"
+    return (f"<div style='display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); "
+            f"gap: 8px; align-items: start'>{cols}</div>")
 
 
 def _line_text(origin) -> str:
