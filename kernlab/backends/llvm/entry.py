@@ -21,21 +21,41 @@ def has_fast_path(func: Function) -> bool:
     return any(i.op in (Op.LOAD, Op.STORE, Op.ATOMIC) for i in func.body.walk())
 
 
+def optional_arrays(func: Function) -> list:
+    """Indices of the array parameters that may be absent (an adjoint's gradient nobody
+    asked for): every access to them is nullable. A fast entry is specialised to which of
+    them are there, so its loops hold no test for them (a test per access keeps LLVM from
+    vectorising except with masked loads and stores, slow on many CPUs and very slow on an
+    absent array, whose masked-off lanes still point at unmapped memory)."""
+    nullable, plain = set(), set()
+    for ins in func.body.walk():
+        if ins.op in (Op.LOAD, Op.STORE, Op.ATOMIC):
+            (nullable if ins.attrs.get("nullable") else plain).add(ins.args[0])
+    return [k for k, p in enumerate(func.params) if p.value in nullable - plain]
+
+
 def lower_to_llvm(func: Function, bounds_check: bool, offsets: dict, symbol: str,
-                  verify_fp: bool = False, part: str = "general"):
+                  verify_fp: bool = False, part: str = "general", absent=frozenset()):
     """The LLVM module (llvmlite.ir) holding ``symbol``, one entry function of the kernel:
-    ``part`` "fast" (contiguous arrays, thread-id indices in range, else it only sets
+    ``part`` "fast" (contiguous arrays, thread-id indices in range, the optional arrays
+    ``absent`` (parameter indices) absent and the others there, else it only sets
     STATUS_GENERAL) or "general". ``offsets`` gives the byte offset of each field of the
     argument block. With verify_fp, every float store reports a NaN or Inf it writes."""
     if part not in PARTS or (part == "fast" and not has_fast_path(func)):
         raise ValueError(f"kernel '{func.name}' has no {part!r} entry")
-    return _EntryBuilder(func, bounds_check, offsets, symbol, verify_fp, part == "fast").build()
+    fast = part == "fast"
+    presence = {func.params[k].value: k not in absent for k in optional_arrays(func)} \
+        if fast else {}
+    return _EntryBuilder(func, bounds_check, offsets, symbol, verify_fp, fast,
+                         presence).build()
 
 
 class _EntryBuilder:
-    def __init__(self, func, bounds_check, offsets, symbol, verify_fp=False, fast=False):
+    def __init__(self, func, bounds_check, offsets, symbol, verify_fp=False, fast=False,
+                 presence=None):
         self.func, self.checks, self.offsets = func, bounds_check, offsets
         self.verify_fp, self.fast = verify_fp, fast
+        self.presence = presence or {}  # optional array param value -> there (fast entry)
         self.module = ir.Module(name=func.name)
         fnty = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
         self.fn = ir.Function(self.module, fnty, symbol)
@@ -118,8 +138,9 @@ class _EntryBuilder:
     def _fast_path_ok(self, arrays):
         """Every array's innermost stride is its element size, and every index that is a
         thread id stays inside its axis for the whole launch (the same answer for every
-        slice of the launch, so either all of them run fast or none does anything). An
-        optional array (an adjoint's) may instead be absent: its accesses test for it."""
+        slice of the launch, so either all of them run fast or none does anything). The
+        optional arrays (an adjoint's) are there or absent as this entry was specialised
+        for; an array accessed both ways may be absent, and its accesses test for it."""
         b = self.b
         optional = {i.args[0] for i in self.func.body.walk() if i.attrs.get("nullable")}
         absent = {}
@@ -130,13 +151,21 @@ class _EntryBuilder:
             return b.or_(absent[view.param], cond)
         ok = ir.Constant(I1, 1)
         for a in arrays:
-            if self.func.params[a.param].value in optional:
+            value = self.func.params[a.param].value
+            if value in self.presence:
+                null = b.icmp_unsigned("==", a.ptr, ir.Constant(PTR, None))
+                ok = b.and_(ok, b.not_(null) if self.presence[value] else null)
+                if not self.presence[value]:
+                    continue
+            elif value in optional:
                 absent[a.param] = b.icmp_unsigned("==", a.ptr, ir.Constant(PTR, None))
             ok = b.and_(ok, holds(a, b.icmp_signed("==", a.strides[-1],
                                                    I64(a.type.dtype.nbytes))))
         total = b.mul(b.mul(b.mul(self.dims[0], self.dims[1]), self.dims[2]), self.dims[3],
                       name="threads")
         for arr, axis, dim in sorted(self._hoistable(), key=lambda x: (x[0].id, x[1], x[2])):
+            if self.presence.get(arr) is False:
+                continue  # its accesses are left out
             view = self.params[arr]
             extent = total if self.func.ndim == 1 else self.dims[dim]
             ok = b.and_(ok, holds(view, b.icmp_unsigned("<=", extent, view.shape[axis])))

@@ -38,7 +38,7 @@ from ...ir.nodes import Function
 from ...ir.printer import print_function
 from ...runtime import cache
 from ...types import ArrayType
-from .entry import PARTS, has_fast_path, lower_to_llvm
+from .entry import PARTS, has_fast_path, lower_to_llvm, optional_arrays
 from .lower import (INTERRUPT_SYMBOL, STATUS_GENERAL, STATUS_NOT_FINITE, LoweringError,
                     is_interruptible)
 
@@ -237,7 +237,8 @@ def build_module(func: Function, bounds_check: bool, symbol: str, verify_fp: boo
     unswitching multiplies the code of adjoints with optional arrays.)"""
     tm = _host()[0]
     layout = ArgLayout(func)
-    module = lower_to_llvm(func, bounds_check, layout.offsets, symbol, verify_fp, part)
+    module = lower_to_llvm(func, bounds_check, layout.offsets, symbol, verify_fp,
+                           *_split_part(part))
     module.triple = tm.triple
     module.data_layout = str(tm.target_data)
     text = str(module)
@@ -258,6 +259,19 @@ def build_module(func: Function, bounds_check: bool, symbol: str, verify_fp: boo
 
 def _parts(func: Function) -> tuple:
     return PARTS if has_fast_path(func) else ("general",)
+
+
+def fast_part(absent) -> str:
+    """The part name of the fast entry for launches in which the optional arrays ``absent``
+    (parameter indices) are absent and the others there: "fast" when none is absent."""
+    return "fast" if not absent else "fast-absent:" + ",".join(map(str, sorted(absent)))
+
+
+def _split_part(part: str) -> tuple:
+    """(entry.PARTS name, absent optional arrays) of a part name."""
+    if part.startswith("fast-absent:"):
+        return "fast", frozenset(int(k) for k in part.split(":", 1)[1].split(","))
+    return part, frozenset()
 
 
 def llvm_source(func: Function, bounds_check: bool, verify_fp: bool = False,
@@ -281,7 +295,7 @@ def llvm_source(func: Function, bounds_check: bool, verify_fp: bool = False,
                        f"{_host()[2]}\n{text}")
         else:
             module = lower_to_llvm(func, bounds_check, ArgLayout(func).offsets, symbol,
-                                   verify_fp, part)
+                                   verify_fp, *_split_part(part))
             out.append(f"; {kind} '{func.name}' {checks}: {what}, as lowered (before "
                        f"optimisation)\n{module}")
     return "\n".join(out)
@@ -296,7 +310,9 @@ def compile_kernel(func: Function, bounds_check: bool, verify_fp: bool = False) 
     first = _variant(func, bounds_check, verify_fp, key, parts[0])
     general = None if len(parts) == 1 else \
         functools.partial(_variant, func, bounds_check, verify_fp, key, "general")
-    return Runner(func, first, general)
+    fast = None if len(parts) == 1 else \
+        lambda absent: _variant(func, bounds_check, verify_fp, key, fast_part(absent))
+    return Runner(func, first, general, fast)
 
 
 def entry_keys(func: Function, bounds_check: bool, verify_fp: bool = False) -> dict:
@@ -442,14 +458,23 @@ def _wait_all(futures):
 class Runner:
     """Runs one compiled kernel variant: ``runner.launch(dims, args)``."""
 
-    def __init__(self, func: Function, entry: CompiledEntry, general=None):
+    def __init__(self, func: Function, entry: CompiledEntry, general=None, fast=None):
         self.func = func
         self.entry = entry
         self.layout = entry.layout
         self._fn = entry.cfunc
         self._load_general = general  # loads the general entry, when entry is the fast one
         self._general_fn = None
+        self._load_fast = fast  # absent optional arrays -> the fast entry for them
         self._plan = [_param_plan(p.type) for p in func.params]
+        # where each optional array's data pointer sits in the packed values: the fast
+        # entry is picked by which of them are absent (entry.optional_arrays)
+        first, at = [], 0
+        for p in func.params:
+            first.append(at)
+            at += 1 + 2 * p.type.ndim if p.type.is_array else getattr(p.type, "length", 1)
+        self._optional = [(k, first[k]) for k in optional_arrays(func)] if fast else []
+        self._fast_fns = {frozenset(): self._fn}
         self._ndim = func.ndim
         self._grids: dict = {}  # launch dims -> the three dims the kernel reads
         self._block = ctypes.c_char * self.layout.size  # a zeroed one per launch
@@ -481,7 +506,13 @@ class Runner:
         least = PARALLEL_THRESHOLD_LOOPS if self.interruptible else PARALLEL_THRESHOLD
         parts = 1 if total < least or threads <= 1 else min(threads, total // (least // 4))
         bounds = [total * k // parts for k in range(parts + 1)]
-        self._run(self._fn, buf, bounds)
+        fn = self._fn
+        if self._optional:
+            absent = frozenset(k for k, at in self._optional if not values[at])
+            fn = self._fast_fns.get(absent)
+            if fn is None:
+                fn = self._fast_fns[absent] = self._load_fast(absent).cfunc
+        self._run(fn, buf, bounds)
         if buf[layout.status_offset] != b"\0":  # the flag's low byte: some status is set
             flag = layout.status.unpack_from(buf, layout.status_offset)[0]
             if flag == STATUS_GENERAL:  # the fast entry declined and did nothing

@@ -194,8 +194,13 @@ class _BodyLowering:
         b, arr = self.b, self.get(ins.args[0])
         ndim = arr.type.ndim
         idx_values = ins.args[1:1 + ndim]
-        idx = [self._index64(v) for v in idx_values]
         nullable = ins.attrs.get("nullable", False)
+        there = self.e.presence.get(ins.args[0]) if self.fast else None
+        if there is False:  # an entry for launches without this array: the access is left out
+            return zero
+        if there:
+            nullable = False
+        idx = [self._index64(v) for v in idx_values]
         checked = []
         if self.e.checks:
             checked = [d for d, v in enumerate(idx_values)
