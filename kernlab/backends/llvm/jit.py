@@ -38,7 +38,8 @@ from ...ir.nodes import Function
 from ...ir.printer import print_function
 from ...runtime import cache
 from ...types import ArrayType
-from .entry import PARTS, has_fast_path, lower_to_llvm, optional_arrays
+from .entry import (PARTS, PRIVATE_BYTES, has_fast_path, lower_to_llvm, optional_arrays,
+                    private_candidates)
 from .lower import (INTERRUPT_SYMBOL, STATUS_GENERAL, STATUS_NOT_FINITE, LoweringError,
                     is_interruptible)
 
@@ -261,17 +262,25 @@ def _parts(func: Function) -> tuple:
     return PARTS if has_fast_path(func) else ("general",)
 
 
-def fast_part(absent) -> str:
+def fast_part(absent=(), private=()) -> str:
     """The part name of the fast entry for launches in which the optional arrays ``absent``
-    (parameter indices) are absent and the others there: "fast" when none is absent."""
-    return "fast" if not absent else "fast-absent:" + ",".join(map(str, sorted(absent)))
+    (parameter indices) are absent and the others there, and the arrays ``private`` are
+    privatised (entry.private_candidates): "fast" when there are none of either."""
+    name = "fast"
+    for what, ks in (("absent", absent), ("private", private)):
+        if ks:
+            name += f"-{what}:" + ",".join(map(str, sorted(ks)))
+    return name
 
 
 def _split_part(part: str) -> tuple:
-    """(entry.PARTS name, absent optional arrays) of a part name."""
-    if part.startswith("fast-absent:"):
-        return "fast", frozenset(int(k) for k in part.split(":", 1)[1].split(","))
-    return part, frozenset()
+    """(entry.PARTS name, absent optional arrays, privatised arrays) of a part name."""
+    base, *rest = part.split("-")
+    found = {"absent": frozenset(), "private": frozenset()}
+    for item in rest:
+        what, ks = item.split(":")
+        found[what] = frozenset(int(k) for k in ks.split(","))
+    return base, found["absent"], found["private"]
 
 
 def llvm_source(func: Function, bounds_check: bool, verify_fp: bool = False,
@@ -311,8 +320,10 @@ def compile_kernel(func: Function, bounds_check: bool, verify_fp: bool = False) 
     general = None if len(parts) == 1 else \
         functools.partial(_variant, func, bounds_check, verify_fp, key, "general")
     fast = None if len(parts) == 1 else \
-        lambda absent: _variant(func, bounds_check, verify_fp, key, fast_part(absent))
-    return Runner(func, first, general, fast)
+        lambda absent, private: _variant(func, bounds_check, verify_fp, key,
+                                         fast_part(absent, private))
+    private = private_candidates(func, verify_fp) if fast else []
+    return Runner(func, first, general, fast, private)
 
 
 def entry_keys(func: Function, bounds_check: bool, verify_fp: bool = False) -> dict:
@@ -458,14 +469,15 @@ def _wait_all(futures):
 class Runner:
     """Runs one compiled kernel variant: ``runner.launch(dims, args)``."""
 
-    def __init__(self, func: Function, entry: CompiledEntry, general=None, fast=None):
+    def __init__(self, func: Function, entry: CompiledEntry, general=None, fast=None,
+                 private=()):
         self.func = func
         self.entry = entry
         self.layout = entry.layout
         self._fn = entry.cfunc
         self._load_general = general  # loads the general entry, when entry is the fast one
         self._general_fn = None
-        self._load_fast = fast  # absent optional arrays -> the fast entry for them
+        self._load_fast = fast  # (absent, privatised arrays) -> the fast entry for them
         self._plan = [_param_plan(p.type) for p in func.params]
         # where each optional array's data pointer sits in the packed values: the fast
         # entry is picked by which of them are absent (entry.optional_arrays)
@@ -474,7 +486,13 @@ class Runner:
             first.append(at)
             at += 1 + 2 * p.type.ndim if p.type.is_array else getattr(p.type, "length", 1)
         self._optional = [(k, first[k]) for k in optional_arrays(func)] if fast else []
-        self._fast_fns = {frozenset(): self._fn}
+        # the arrays whose atomics may be privatised: (index, where its values start, ndim,
+        # the most elements that can be)
+        self._private = [(k, first[k], func.params[k].type.ndim,
+                          PRIVATE_BYTES // func.params[k].type.dtype.nbytes) for k in private]
+        self._spans = [(first[k], p.type.ndim, p.type.dtype.nbytes)
+                       for k, p in enumerate(func.params) if p.type.is_array]
+        self._fast_fns = {(frozenset(), frozenset()): self._fn}
         self._ndim = func.ndim
         self._grids: dict = {}  # launch dims -> the three dims the kernel reads
         self._block = ctypes.c_char * self.layout.size  # a zeroed one per launch
@@ -507,11 +525,12 @@ class Runner:
         parts = 1 if total < least or threads <= 1 else min(threads, total // (least // 4))
         bounds = [total * k // parts for k in range(parts + 1)]
         fn = self._fn
-        if self._optional:
-            absent = frozenset(k for k, at in self._optional if not values[at])
-            fn = self._fast_fns.get(absent)
+        if self._optional or self._private:
+            which = (frozenset(k for k, at in self._optional if not values[at]),
+                     self._privatised(values))
+            fn = self._fast_fns.get(which)
             if fn is None:
-                fn = self._fast_fns[absent] = self._load_fast(absent).cfunc
+                fn = self._fast_fns[which] = self._load_fast(*which).cfunc
         self._run(fn, buf, bounds)
         if buf[layout.status_offset] != b"\0":  # the flag's low byte: some status is set
             flag = layout.status.unpack_from(buf, layout.status_offset)[0]
@@ -522,6 +541,19 @@ class Runner:
                 self._run(self._general_fn, buf, bounds)
             if buf[layout.status_offset] != b"\0":
                 self._raise_failure(buf, args)
+
+    def _privatised(self, values) -> frozenset:
+        """The privatisable arrays of this launch: there, small, and sharing no memory with
+        another array argument (a thread reading it would miss its own private updates)."""
+        out = []
+        for k, at, nd, most in self._private:
+            if values[at] and math.prod(values[at + 1:at + 1 + nd]) <= most:
+                lo, hi = _span(values, at, nd, self.func.params[k].type.dtype.nbytes)
+                if not any(lo < hi2 and lo2 < hi for lo2, hi2 in
+                           (_span(values, at2, nd2, size2) for at2, nd2, size2 in self._spans
+                            if at2 != at and values[at2])):
+                    out.append(k)
+        return frozenset(out)
 
     def _run(self, fn, buf, bounds):
         if self.interruptible:
@@ -577,6 +609,15 @@ def _describe(data, nd: int) -> tuple:
     _described[key] = (weakref.ref(data, lambda _, key=key: _described.pop(key, None)), nd,
                        values)
     return values
+
+
+def _span(values, at, nd, itemsize) -> tuple:
+    """[lo, hi) bytes spanned by the array whose packed values start at ``at``."""
+    ptr, shape, strides = values[at], values[at + 1:at + 1 + nd], values[at + 1 + nd:at + 1 + 2 * nd]
+    if not all(shape):
+        return ptr, ptr
+    reach = [(s - 1) * d for s, d in zip(shape, strides)]
+    return ptr + sum(r for r in reach if r < 0), ptr + sum(r for r in reach if r > 0) + itemsize
 
 
 def _grid(dims, ndim) -> list:
