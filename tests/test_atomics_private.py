@@ -214,3 +214,23 @@ def test_which_arrays_are_privatised(backend):
     values_twice = [acc, acc, kl.zeros(1)]
     kl.launch(add_and_read, 1, inputs=values_twice)
     assert set(add_and_read.compiled("llvm")._fast_fns) == {(frozenset(), frozenset())}
+
+
+@kl.kernel
+def total_2d(x: kl.array(dtype=float, ndim=2), out: kl.array(dtype=float),
+             top: kl.array(dtype=int)):
+    i, j = kl.tid()
+    kl.atomic_add(out, 0, x[i, j])
+    kl.atomic_max(top, j % 3, i * 1000 + j)
+
+
+def test_two_dimensional_launch(backend):
+    shape = (20, 41) if backend == "interp" else (300, 701)  # split over the workers
+    x = _rng(9).standard_normal(shape).astype(np.float32)
+    out, top = kl.zeros(1), kl.array(np.full(3, -5, np.int32))
+    kl.launch(total_2d, x.shape, inputs=[kl.array(x), out, top])
+    exact = np.sum(x.astype(np.float64))
+    assert abs(out.numpy()[0] - exact) <= x.size * np.finfo(np.float32).eps * np.abs(x).sum()
+    j = np.arange(shape[1])
+    assert top.numpy().tolist() == [(shape[0] - 1) * 1000 + j[j % 3 == r].max()
+                                    for r in range(3)]
