@@ -12,7 +12,7 @@ import weakref
 from typing import Callable, ParamSpec, TypeVar
 
 from . import config
-from .errors import KernelError
+from .errors import KernelError, too_deeply_nested
 from .ir.nodes import Function
 from .ir.printer import print_function
 
@@ -220,17 +220,20 @@ class Kernel:
                 func = self.tangent_variant(adjoint, retain, effects=tangent != "sweep")
             else:
                 func = self.adjoint_variant(retain, shared) if adjoint else self.ir
-            if backend == "interp":
-                from .backends.interp import Interpreter
-                runner = Interpreter(func)
-            elif backend == "llvm":
-                from .backends.llvm import compile_kernel
-                runner = compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
-            elif backend == "cuda":
-                from .backends.cuda import compile_kernel
-                runner = compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
-            else:
-                raise ValueError(f"unknown backend {backend!r}")
+            try:
+                if backend == "interp":
+                    from .backends.interp import Interpreter
+                    runner = Interpreter(func)
+                elif backend == "llvm":
+                    from .backends.llvm import compile_kernel
+                    runner = compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
+                elif backend == "cuda":
+                    from .backends.cuda import compile_kernel
+                    runner = compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
+                else:
+                    raise ValueError(f"unknown backend {backend!r}")
+            except RecursionError:
+                raise too_deeply_nested(func.loc, self.key) from None
             self._compiled[key] = runner
         return runner
 
@@ -251,12 +254,17 @@ class Kernel:
 
 def _user_facing(stage, *args):
     """Run a compiler stage; a KernelError surfaces without the compiler's internal frames
-    (the message already shows the user's line)."""
+    (the message already shows the user's line). A kernel too deeply nested for the
+    compiler's recursion is a KernelError too, at the kernel's line."""
     try:
         return stage(*args)
     except KernelError as err:
         err.__traceback__ = None
         error = err
+    except RecursionError:
+        fn = next((a for a in args if isinstance(a, Function)), None)
+        name = fn.name if fn is not None else getattr(args[0], "__name__", None)
+        error = too_deeply_nested(fn.loc if fn is not None else None, name)
     raise error
 
 

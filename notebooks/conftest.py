@@ -11,7 +11,8 @@ exercises' check cells (tagged ``exercise-check``) never fail: as shipped they p
 "✗ Not yet" for the exercise's start, and that output is compared like any other (README.md).
 
 To refresh the saved outputs after changing a notebook or kernlab, from the repository root
-(add ``PYTHONPATH=.`` in front when kernlab is not installed):
+(``PYTHONPATH=$PWD`` in front makes the notebooks' kernel import this checkout; a relative
+path would be read from notebooks/, where the kernel runs):
 
     jupyter nbconvert --to notebook --execute --inplace \
         --ExecutePreprocessor.store_widget_state=False \

@@ -43,8 +43,9 @@ def exercises(nb):
     return [(c, cells[i + 1]) for i, c in enumerate(cells) if "exercise" in tags(c)]
 
 
-def test_there_are_nine_tutorials_and_the_readme_lists_them():
-    assert [p.name[:2] for p in NOTEBOOKS] == [f"{k:02}" for k in range(1, 10)]
+def test_the_tutorials_are_numbered_in_order_and_the_readme_lists_them():
+    assert len(NOTEBOOKS) >= 9
+    assert [p.name[:2] for p in NOTEBOOKS] == [f"{k:02}" for k in range(1, len(NOTEBOOKS) + 1)]
     readme = (ROOT / "notebooks" / "README.md").read_text()
     for path in NOTEBOOKS:
         assert f"]({path.name})" in readme, f"notebooks/README.md does not link {path.name}"

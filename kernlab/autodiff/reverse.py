@@ -34,6 +34,7 @@ from ..ir.nodes import Block, Function, Instr, Op, Param, Value, Var
 from ..ir.verify import verify
 from ..types import int32
 from .checks import check_differentiable
+from .inplace import localize
 from .ownership import owned_arrays
 
 STRUCTURED = (Op.IF, Op.FOR, Op.WHILE)
@@ -43,12 +44,16 @@ def reverse_mode(func: Function, retain: frozenset = frozenset(),
                  shared: bool = False) -> Function:
     """The adjoint of func. An array store consumes the element's gradient (reads it, then
     zeroes it: the overwritten value gets none), as Warp 1.19 does, except for the array
-    parameters whose indices are in ``retain`` (arrays made with retain_grad=True).
+    parameters whose indices are in ``retain`` (arrays made with retain_grad=True). Arrays
+    the kernel reads and then overwrites nonlinearly, each thread its own element, are read
+    once on entry (autodiff/inplace.py): the adjoint takes their values before the launch,
+    which a kl.Tape keeps.
 
     A load's adjoint is added into the gradient with a plain load and store where each
     thread owns the element (autodiff/ownership.py; ``out.owned`` lists those arrays),
     atomically elsewhere; with ``shared`` atomically everywhere (for launches whose
     gradient arrays share memory, which the ownership proof cannot see)."""
+    func = localize(func)
     check_differentiable(func)
     adj_params = [Param(f"adj_{p.name}", p.type, Value(p.type, f"adj_{p.name}"))
                   for p in func.params]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
+from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError, too_deeply_nested
 from ..ir.builder import Builder
 from ..ir.nodes import Block, Function, Op, Param, Site, Value, Var
 from ..ir.verify import verify
@@ -175,6 +175,10 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, ViewMixin, Cont
                 raise KernelSyntaxError(f"{_stmt_name(node)} is not supported in kernels",
                                         self.b.loc)
             visit(node)
+        except RecursionError:  # the innermost statement of the kernel itself (not of a
+            if len(self.stack) > 1:  # func it calls) names the user's line
+                raise
+            raise too_deeply_nested(self.b.loc, self.func.name) from None
         finally:
             self.b.loc = saved
 

@@ -35,14 +35,15 @@ class InspectView(RichRepr, widgets.VBox):
         self._source = kernel_source(kernel)
         self.line_select = widgets.Dropdown(options=self._line_options(), value=NO_LINE,
                                             description="user line",
-                                            layout={"width": "40em"})
-        self.source_view = widgets.HTML(layout={"width": "34%"})
-        self.panes = {t: widgets.HTML() for t in self.targets}
+                                            layout={"width": "40em", "max_width": "100%"})
+        # the source above the tabs: forward and adjoint side by side need the width
+        self.source_view = widgets.HTML(layout={"width": "auto"})
+        self.panes = {t: widgets.HTML(layout={"width": "auto"}) for t in self.targets}
         self.tabs = widgets.Tab(children=[self.panes[t] for t in self.targets],
                                 titles=[TARGET_TITLES[t] for t in self.targets],
-                                layout={"width": "66%"})
+                                layout={"width": "auto"})
         self.line_select.observe(lambda _: self._render(), names="value")
-        super().__init__([self.line_select, widgets.HBox([self.source_view, self.tabs])])
+        super().__init__([self.line_select, self.source_view, self.tabs])
         self._render()
 
     # ---- state -------------------------------------------------------------------------
@@ -140,11 +141,13 @@ class InspectView(RichRepr, widgets.VBox):
 
 
 def side_by_side(bodies) -> str:
-    """Forward and adjoint listings in two columns, each scrolling on its own."""
+    """Forward and adjoint listings in two equal columns, each scrolling on its own (a grid
+    of minmax(0, 1fr) columns: long lines never widen the columns past their share)."""
     cols = "".join(
-        f"<div style='flex: 1 1 0; min-width: 0'><div><b>{title}</b></div>{body}</div>"
+        f"<div style='min-width: 0'><div><b>{title}</b></div>{body}</div>"
         for title, body in zip(("forward", "adjoint"), bodies))
-    return f"<div style='display: flex; gap: 8px; align-items: flex-start'>{cols}</div>"
+    return (f"<div style='display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); "
+            f"gap: 8px; align-items: start'>{cols}</div>")
 
 
 def _line_text(origin) -> str:

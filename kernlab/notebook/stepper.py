@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from .display import RichRepr, escape, fmt, highlight, html_table, kernel_source
+from .display import FILL, RichRepr, escape, fmt, highlight, html_table, kernel_source
 from .trace import trace_thread
 
 
@@ -28,10 +28,10 @@ class StepView(RichRepr, widgets.VBox):
         self.reset_button = widgets.Button(description="Reset", layout={"width": "7em"})
         self.slider = widgets.IntSlider(value=0, min=0, max=max(0, len(self.steps) - 1),
                                         description="step", continuous_update=True,
-                                        layout={"width": "28em"})
+                                        layout={"width": "28em", "min_width": "0"})
         self.header = widgets.HTML()
-        self.source_view = widgets.HTML(layout={"width": "55%"})
-        self.values_view = widgets.HTML(layout={"width": "45%"})
+        self.source_view = widgets.HTML(layout=dict(FILL, flex="3 1 0%"))
+        self.values_view = widgets.HTML(layout=dict(FILL, flex="2 1 0%"))
         self.arrays_view = widgets.HTML()
         self.prev_button.on_click(lambda _: self.prev())
         self.next_button.on_click(lambda _: self.next())

@@ -210,6 +210,8 @@ class Launch:
                 raise LaunchError(f"kernel '{self.kernel.key}': parameter '{p.name}' has no "
                                   "array; set it with set_param_by_name or set_param_at_index")
         if self.adjoint:  # an array's adjoint left as None: its own gradient
+            from ..autodiff.inplace import refuse_manual_adjoint
+            refuse_manual_adjoint(self.kernel.ir, self.kernel.key, args)
             for k, p in enumerate(self.kernel.params):
                 if p.type.is_array and args[n + k] is None and args[k] is not None:
                     args[n + k] = args[k].grad
@@ -312,6 +314,10 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
                 for check, p, v in zip(plan, kernel.params, primal)]
     else:
         args = [check(v, dev) for check, v in zip(plan, primal)]
+    tape = _tape.active_tape() if record_tape and not adjoint and not record_cmd \
+        and not _capture.is_capturing() else None
+    if tape is not None:  # copies what the launch overwrites and an adjoint needs
+        tape.prepare_launch(kernel, args)
     if tangent:
         _tangent_launch(kernel, dims, args, dev, tan_inputs, tan_outputs, n_in,
                         adjoint or record_cmd or structs is not None)
@@ -320,6 +326,8 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
             tape.record_launch(Launch(kernel, dev, params=args, dim=dims), n_inputs=n_in)
         return None
     if adjoint:
+        from ..autodiff.inplace import refuse_manual_adjoint
+        refuse_manual_adjoint(kernel.ir, kernel.key, args)
         params = kernel.params
         adj = _adjoint_args(kernel, params, args, adj_inputs, adj_outputs, n_in)
         args = args + [convert_arg(kernel.key, p, v, dev, allow_none=True)
@@ -428,6 +436,7 @@ def _adjoint_args(kernel, params, args, adj_inputs, adj_outputs, n_in):
 
 
 def _run(kernel: Kernel, dims, args, device, adjoint):
+    from ..autodiff.inplace import mark_overwritten
     if math.prod(dims) == 0:
         return
     retain = frozenset(k for k, a in enumerate(args[:len(kernel.params)])
@@ -450,6 +459,8 @@ def _run(kernel: Kernel, dims, args, device, adjoint):
         for k in written:
             if args[k] is not None:
                 args[k]._bump_version()
+        if not adjoint:
+            mark_overwritten(kernel.ir, kernel.key, args)
 
 
 def _gradients_overlap(func, args) -> bool:
