@@ -359,7 +359,9 @@ def llvm_source(func: Function, bounds_check: bool, verify_fp: bool = False,
     out = []
     for part in _parts(func):
         symbol = _symbol(func, _part_key(key, part))
-        what = {"fast": "fast entry (contiguous arrays, thread-id indices in range)",
+        what = {"fast": "fast entry (contiguous arrays, thread-id and constant indices in "
+                        "range" + (", every gradient array present)" if optional_arrays(func)
+                                   else ")"),
                 "general": "general entry (any strides, every access checked)"}[part]
         if optimized:
             text = str(build_module(func, bounds_check, symbol, verify_fp, part)[0])
