@@ -146,3 +146,19 @@ def test_constant_remainders_fold_as_the_kernel_computes_them(backend):
     # C's remainder (math.fmod for floats): the sign of the dividend, folded or not
     assert out.numpy().tolist() == [-0.0, math.fmod(-7.5, 2.0), math.fmod(-7.5, 2.0)]
     assert iout.numpy().tolist() == [-1, -1]
+
+
+@kl.kernel
+def constant_floor_divisions(out: kl.array(dtype=float), iout: kl.array(dtype=int), a: float,
+                             n: int):
+    out[0] = 7.5 // 2  # the long fuzzer's find: floordiv(float32, int32) had no overload
+    out[1] = a // 2.0
+    iout[0] = -7 // 2
+    iout[1] = n // 2
+
+
+def test_constant_floor_divisions_fold_as_the_kernel_computes_them(backend):
+    out, iout = kl.zeros(2, dtype=float), kl.zeros(2, dtype=int)
+    kl.launch(constant_floor_divisions, 1, inputs=[out, iout, 7.5, -7])
+    assert out.numpy().tolist() == [math.floor(7.5 / 2), math.floor(7.5 / 2.0)]
+    assert iout.numpy().tolist() == [-4, -4]

@@ -108,8 +108,18 @@ def _fold_mod(a, b):
     return math.fmod(a, b) if b != 0 else math.nan
 
 
+def _fold_floordiv(a, b):
+    """``//`` on two constants as the kernel computes it: floored (as in Python and Warp);
+    an int zero divisor gives 0, a float one what floor(a / 0.0) is."""
+    if isinstance(a, int) and isinstance(b, int):
+        return 0 if b == 0 else a // b
+    q = _fold_div(float(a), float(b))
+    return float(math.floor(q)) if math.isfinite(q) else q
+
+
 FOLD = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-        ast.Div: _fold_div, ast.Pow: _fold_pow, ast.Mod: _fold_mod}
+        ast.Div: _fold_div, ast.Pow: _fold_pow, ast.Mod: _fold_mod,
+        ast.FloorDiv: _fold_floordiv}
 CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt",
           ast.GtE: "ge"}
 PY_BUILTINS = {builtins.min: "min", builtins.max: "max", builtins.abs: "abs",
