@@ -55,6 +55,10 @@ SLOW_TESTS = {"test_kernel_compiles_to_ptx_forward_and_adjoint",
               "test_extension_unit_tests_pass",
               "test_redefining_a_kernel_cell_500_times_grows_rss_by_less_than_50_mb",
               "test_compiling_many_distinct_kernels_stays_bounded"}
+# big launches on the NumPy reference interpreter (their LLVM variants stay in the fast tier)
+SLOW_ON_INTERP = {"test_augmented_add_is_atomic_on_a_launch_large_enough_to_run_in_parallel",
+                  "test_tid_2d_on_a_launch_large_enough_to_run_in_parallel",
+                  "test_out_of_bounds_in_one_thread_of_a_large_launch"}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -64,7 +68,8 @@ def pytest_collection_modifyitems(config, items):
         emulated = any(v in ("cuda-emulated", "emulated") for v in params.values()
                        if isinstance(v, str))
         name = getattr(item, "originalname", None) or item.name
-        if emulated or item.path.name in SLOW_FILES or name in SLOW_TESTS:
+        if emulated or item.path.name in SLOW_FILES or name in SLOW_TESTS \
+                or (name in SLOW_ON_INTERP and params.get("backend") == "interp"):
             item.add_marker(pytest.mark.slow)
 
 
