@@ -87,7 +87,7 @@ class Kernel:
             self.module.kernels[key or pyfunc.__name__] = self
         self._ir: Function | None = None
         self._adjoint: Function | None = None
-        self._adjoint_retain: dict = {}  # retained param indices -> adjoint IR
+        self._adjoint_retain: dict = {}  # (retained param indices, shared) -> adjoint IR
         self._tangents: dict = {}  # (adjoint, retain, effects) -> tangent IR (forward mode)
         self._compiled: dict = {}
         self._launch_plan: list | None = None  # argument checkers (runtime/launch.py)
@@ -143,15 +143,18 @@ class Kernel:
             self._adjoint = _user_facing(reverse_mode, self.ir)
         return self._adjoint
 
-    def adjoint_variant(self, retain: frozenset = frozenset()) -> Function:
+    def adjoint_variant(self, retain: frozenset = frozenset(), shared: bool = False) -> Function:
         """The adjoint IR in which stores into the parameters ``retain`` (indices of arrays
-        made with retain_grad=True) leave their gradients in place."""
-        if not retain:
+        made with retain_grad=True) leave their gradients in place; with ``shared``, every
+        gradient is accumulated atomically (for gradient arrays that share memory)."""
+        if not retain and not shared:
             return self.adjoint_ir
-        func = self._adjoint_retain.get(retain)
+        key = (retain, shared)
+        func = self._adjoint_retain.get(key)
         if func is None:
             from .autodiff import reverse_mode
-            func = self._adjoint_retain[retain] = _user_facing(reverse_mode, self.ir, retain)
+            func = self._adjoint_retain[key] = _user_facing(reverse_mode, self.ir, retain,
+                                                            shared)
         return func
 
     def tangent_variant(self, adjoint: bool = False, retain: frozenset = frozenset(),
@@ -199,20 +202,24 @@ class Kernel:
         return self.options.get("bounds_check", config.bounds_check)
 
     def compiled(self, backend: str, adjoint: bool = False, retain: frozenset = frozenset(),
-                 tangent: str | None = None):
+                 tangent: str | None = None, shared: bool = False):
         """The runnable variant for ``backend`` ("interp", "llvm" or "cuda"), compiled once.
         tangent: None, "tangent" (forward mode) or "sweep" (its tangent sweep without the
-        kernel's side effects); with adjoint=True, the tangent of the adjoint."""
+        kernel's side effects); with adjoint=True, the tangent of the adjoint. shared: the
+        adjoint that accumulates every gradient atomically (see adjoint_variant)."""
         retain = frozenset(retain) if adjoint else frozenset()
+        shared = bool(shared) and adjoint and tangent is None
         key = (backend, adjoint, self.bounds_check(), bool(config.verify_fp), retain)
         if tangent is not None:
             key += (tangent,)
+        if shared:
+            key += ("shared",)
         runner = self._compiled.get(key)
         if runner is None:
             if tangent is not None:
                 func = self.tangent_variant(adjoint, retain, effects=tangent != "sweep")
             else:
-                func = self.adjoint_variant(retain) if adjoint else self.ir
+                func = self.adjoint_variant(retain, shared) if adjoint else self.ir
             try:
                 if backend == "interp":
                     from .backends.interp import Interpreter

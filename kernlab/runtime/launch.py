@@ -442,8 +442,11 @@ def _run(kernel: Kernel, dims, args, device, adjoint):
     retain = frozenset(k for k, a in enumerate(args[:len(kernel.params)])
                        if isinstance(a, array) and a.retain_grad) if adjoint else frozenset()
     func = kernel.adjoint_variant(retain) if adjoint else kernel.ir
+    shared = adjoint and bool(func.owned) and _gradients_overlap(func, args)
+    if shared:  # the per-thread ownership proof does not hold for these arrays
+        func = kernel.adjoint_variant(retain, shared=True)
     backend = config.cpu_backend if device.is_cpu else "cuda"
-    runner = kernel.compiled(backend, adjoint, retain)
+    runner = kernel.compiled(backend, adjoint, retain, shared=shared)
     written = written_params(func)
     if device.is_cpu:
         _refuse_readonly(kernel, func, args, written)
@@ -458,6 +461,32 @@ def _run(kernel: Kernel, dims, args, device, adjoint):
                 args[k]._bump_version()
         if not adjoint:
             mark_overwritten(kernel.ir, kernel.key, args)
+
+
+def _gradients_overlap(func, args) -> bool:
+    """Whether an adjoint launch's gradient arrays share memory where the adjoint's plain
+    (non-atomic) accumulation needs them apart: an array in ``func.owned`` (each thread owns
+    one element of it) overlapping another gradient array, unless both are the same view
+    accessed at the same index (then each element still has one thread). Views of one
+    array have views of one gradient, so ``k(a[1:], a[:-1])`` needs the atomic adjoint."""
+    n = len(func.params) // 2
+    spans = []
+    for k in range(n):
+        a = args[n + k]
+        if not isinstance(a, array) or not a.ptr:
+            continue
+        shape, strides, ptr = a.shape[:a.ndim], a.strides, a.ptr
+        reach = [(s - 1) * d for s, d in zip(shape, strides)]
+        lo = ptr + sum(r for r in reach if r < 0)
+        hi = ptr + sum(r for r in reach if r > 0) + func.params[k].type.dtype.nbytes
+        spans.append((k, lo, hi, (ptr, tuple(shape), tuple(strides))))
+    owned = func.owned
+    for x, (i, lo, hi, view) in enumerate(spans):
+        for j, lo2, hi2, view2 in spans[x + 1:]:
+            if (i in owned or j in owned) and lo < hi2 and lo2 < hi and not (
+                    view == view2 and owned.get(i) is not None and owned.get(i) == owned.get(j)):
+                return True
+    return False
 
 
 def _refuse_readonly(kernel, func, args, written) -> None:

@@ -42,7 +42,8 @@ from ...ir.nodes import Function
 from ...ir.printer import print_function
 from ...runtime import cache
 from ...types import ArrayType
-from .entry import PARTS, has_fast_path, lower_to_llvm
+from .entry import (PARTS, PRIVATE_BYTES, has_fast_path, lower_to_llvm, optional_arrays,
+                    private_candidates)
 from .lower import (INTERRUPT_SYMBOL, STATUS_GENERAL, STATUS_NOT_FINITE, LoweringError,
                     is_interruptible)
 
@@ -286,6 +287,26 @@ def _body_size(func: Function) -> int:
     return size
 
 
+FAST_CODEGEN_MIN_INSTRUCTIONS = 12000  # IR instructions: a body this large gets O0 codegen
+_fast_codegen: list = []
+
+
+def _codegen_machine(func: Function):
+    """The target machine that emits ``func``'s object code: O3 code generation, except for
+    huge bodies (thousands of statements, as a long kernel's adjoint), whose instruction
+    scheduling and register allocation at O3 take time superlinear in the body; their IR is
+    still optimised at O2."""
+    if _body_size(func) < FAST_CODEGEN_MIN_INSTRUCTIONS:
+        return _host()[0]
+    with _lock:
+        if not _fast_codegen:
+            _fast_codegen.append(llvm.Target.from_triple(llvm.get_process_triple())
+                                 .create_target_machine(cpu=_host()[2], features=_host()[3],
+                                                        opt=0, reloc="default",
+                                                        codemodel="jitdefault", jit=True))
+    return _fast_codegen[0]
+
+
 def build_module(func: Function, bounds_check: bool, symbol: str, verify_fp: bool = False,
                  part: str = "general"):
     """Lower, verify and optimise (O2, host CPU) one entry of a kernel variant: an
@@ -293,7 +314,8 @@ def build_module(func: Function, bounds_check: bool, symbol: str, verify_fp: boo
     unswitching multiplies the code of adjoints with optional arrays.)"""
     tm = _host()[0]
     layout = ArgLayout(func)
-    module = lower_to_llvm(func, bounds_check, layout.offsets, symbol, verify_fp, part)
+    module = lower_to_llvm(func, bounds_check, layout.offsets, symbol, verify_fp,
+                           *_split_part(part))
     module.triple = tm.triple
     module.data_layout = str(tm.target_data)
     text = str(module)
@@ -323,6 +345,27 @@ def _parts(func: Function) -> tuple:
     return PARTS if has_fast_path(func) else ("general",)
 
 
+def fast_part(absent=(), private=()) -> str:
+    """The part name of the fast entry for launches in which the optional arrays ``absent``
+    (parameter indices) are absent and the others there, and the arrays ``private`` are
+    privatised (entry.private_candidates): "fast" when there are none of either."""
+    name = "fast"
+    for what, ks in (("absent", absent), ("private", private)):
+        if ks:
+            name += f"-{what}:" + ",".join(map(str, sorted(ks)))
+    return name
+
+
+def _split_part(part: str) -> tuple:
+    """(entry.PARTS name, absent optional arrays, privatised arrays) of a part name."""
+    base, *rest = part.split("-")
+    found = {"absent": frozenset(), "private": frozenset()}
+    for item in rest:
+        what, ks = item.split(":")
+        found[what] = frozenset(int(k) for k in ks.split(","))
+    return base, found["absent"], found["private"]
+
+
 def llvm_source(func: Function, bounds_check: bool, verify_fp: bool = False,
                 optimized: bool = False) -> str:
     """The LLVM IR of a kernel variant as text, one module per entry (fast, general): by
@@ -336,7 +379,9 @@ def llvm_source(func: Function, bounds_check: bool, verify_fp: bool = False,
     out = []
     for part in _parts(func):
         symbol = _symbol(func, _part_key(key, part))
-        what = {"fast": "fast entry (contiguous arrays, thread-id indices in range)",
+        what = {"fast": "fast entry (contiguous arrays, thread-id and constant indices in "
+                        "range" + (", every gradient array present)" if optional_arrays(func)
+                                   else ")"),
                 "general": "general entry (any strides, every access checked)"}[part]
         if optimized:
             text = str(build_module(func, bounds_check, symbol, verify_fp, part)[0])
@@ -344,7 +389,7 @@ def llvm_source(func: Function, bounds_check: bool, verify_fp: bool = False,
                        f"{_host()[2]}\n{text}")
         else:
             module = lower_to_llvm(func, bounds_check, ArgLayout(func).offsets, symbol,
-                                   verify_fp, part)
+                                   verify_fp, *_split_part(part))
             out.append(f"; {kind} '{func.name}' {checks}: {what}, as lowered (before "
                        f"optimisation)\n{module}")
     return "\n".join(out)
@@ -359,7 +404,11 @@ def compile_kernel(func: Function, bounds_check: bool, verify_fp: bool = False) 
     first = _variant(func, bounds_check, verify_fp, key, parts[0])
     general = None if len(parts) == 1 else \
         functools.partial(_variant, func, bounds_check, verify_fp, key, "general")
-    return Runner(func, first, general)
+    fast = None if len(parts) == 1 else \
+        lambda absent, private: _variant(func, bounds_check, verify_fp, key,
+                                         fast_part(absent, private))
+    private = private_candidates(func, verify_fp) if fast else []
+    return Runner(func, first, general, fast, private)
 
 
 def entry_keys(func: Function, bounds_check: bool, verify_fp: bool = False) -> dict:
@@ -395,7 +444,7 @@ def _load_or_compile(func, bounds_check, key, verify_fp=False, part="general") -
         _say(f"loaded kernel '{func.name}' ({part} entry) from the cache ({_ms(t0)})")
         return _entry(func, symbol, address, ArgLayout(func), arena)
     module, layout = build_module(func, bounds_check, symbol, verify_fp, part)
-    obj = _host()[0].emit_object(module)
+    obj = _codegen_machine(func).emit_object(module)
     address, arena = _add_object(obj, symbol)
     if not address:
         raise LoweringError("internal error: the compiled kernel has no entry point",
@@ -519,14 +568,30 @@ def _wait_all(futures):
 class Runner:
     """Runs one compiled kernel variant: ``runner.launch(dims, args)``."""
 
-    def __init__(self, func: Function, entry: CompiledEntry, general=None):
+    def __init__(self, func: Function, entry: CompiledEntry, general=None, fast=None,
+                 private=()):
         self.func = func
         self.entry = entry
         self.layout = entry.layout
         self._fn = entry.cfunc
         self._load_general = general  # loads the general entry, when entry is the fast one
         self._general_fn = None
+        self._load_fast = fast  # (absent, privatised arrays) -> the fast entry for them
         self._plan = [_param_plan(p.type) for p in func.params]
+        # where each optional array's data pointer sits in the packed values: the fast
+        # entry is picked by which of them are absent (entry.optional_arrays)
+        first, at = [], 0
+        for p in func.params:
+            first.append(at)
+            at += 1 + 2 * p.type.ndim if p.type.is_array else getattr(p.type, "length", 1)
+        self._optional = [(k, first[k]) for k in optional_arrays(func)] if fast else []
+        # the arrays whose atomics may be privatised: (index, where its values start, ndim,
+        # the most elements that can be)
+        self._private = [(k, first[k], func.params[k].type.ndim,
+                          PRIVATE_BYTES // func.params[k].type.dtype.nbytes) for k in private]
+        self._spans = [(first[k], p.type.ndim, p.type.dtype.nbytes)
+                       for k, p in enumerate(func.params) if p.type.is_array]
+        self._fast_fns = {(frozenset(), frozenset()): self._fn}
         self._ndim = func.ndim
         self._grids: dict = {}  # launch dims -> the three dims the kernel reads
         self._block = ctypes.c_char * self.layout.size  # a zeroed one per launch
@@ -559,7 +624,14 @@ class Runner:
         least = PARALLEL_THRESHOLD_LOOPS if self.interruptible else PARALLEL_THRESHOLD
         parts = 1 if total < least or threads <= 1 else min(threads, total // (least // 4))
         bounds = [total * k // parts for k in range(parts + 1)]
-        self._run(self._fn, buf, bounds)
+        fn = self._fn
+        if self._optional or self._private:
+            which = (frozenset(k for k, at in self._optional if not values[at]),
+                     self._privatised(values))
+            fn = self._fast_fns.get(which)
+            if fn is None:
+                fn = self._fast_fns[which] = self._load_fast(*which).cfunc
+        self._run(fn, buf, bounds)
         if buf[layout.status_offset] != b"\0":  # the flag's low byte: some status is set
             flag = layout.status.unpack_from(buf, layout.status_offset)[0]
             if flag == STATUS_GENERAL:  # the fast entry declined and did nothing
@@ -570,6 +642,19 @@ class Runner:
                 self._run(self._general_fn, buf, bounds)
             if buf[layout.status_offset] != b"\0":
                 self._raise_failure(buf, args)
+
+    def _privatised(self, values) -> frozenset:
+        """The privatisable arrays of this launch: there, small, and sharing no memory with
+        another array argument (a thread reading it would miss its own private updates)."""
+        out = []
+        for k, at, nd, most in self._private:
+            if values[at] and math.prod(values[at + 1:at + 1 + nd]) <= most:
+                lo, hi = _span(values, at, nd, self.func.params[k].type.dtype.nbytes)
+                if not any(lo < hi2 and lo2 < hi for lo2, hi2 in
+                           (_span(values, at2, nd2, size2) for at2, nd2, size2 in self._spans
+                            if at2 != at and values[at2])):
+                    out.append(k)
+        return frozenset(out)
 
     def _run(self, fn, buf, bounds):
         if self.interruptible:
@@ -661,6 +746,15 @@ def _describe(data, nd: int) -> tuple:
     _described[key] = (weakref.ref(data, lambda _, key=key: _described.pop(key, None)), nd,
                        values)
     return values
+
+
+def _span(values, at, nd, itemsize) -> tuple:
+    """[lo, hi) bytes spanned by the array whose packed values start at ``at``."""
+    ptr, shape, strides = values[at], values[at + 1:at + 1 + nd], values[at + 1 + nd:at + 1 + 2 * nd]
+    if not all(shape):
+        return ptr, ptr
+    reach = [(s - 1) * d for s, d in zip(shape, strides)]
+    return ptr + sum(r for r in reach if r < 0), ptr + sum(r for r in reach if r > 0) + itemsize
 
 
 def _grid(dims, ndim) -> list:
