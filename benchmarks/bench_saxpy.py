@@ -1,8 +1,13 @@
-"""Streaming kernels: saxpy forward, its adjoint, and the cost of bounds checks.
+"""Streaming kernels: saxpy forward, its adjoint and the cost of bounds checks, at several n.
 
-y[i] = a * x[i] + y[i] on n float32 moves 3 * 4 * n bytes (x and y read, y written); the
-bound column is the time NumPy takes to copy half that many bytes (a copy reads and writes
-each byte once), measured in the same run, in turns with the kernels.
+y[i] = a * x[i] + y[i] on n float32 moves 3 * 4 * n bytes (x and y read, y written). The
+bound column is the fastest copy of half that many bytes on all cores (a copy reads and
+writes each byte once), the one-core bound a single ``np.copyto``; both are measured in the
+same rounds as the kernels. kernlab and Numba run once on all cores and once, in a round
+of their own, on one thread; Warp's CPU backend runs a launch on one thread.
+
+Every candidate works on arrays of its own, and after the timing every candidate runs once
+more on fresh arrays and its result is compared with NumPy in float64.
 """
 from __future__ import annotations
 
@@ -10,109 +15,181 @@ import numpy as np
 
 import kernlab as kl
 
-from common import (Row, copy_of, fmt_time, kernels, kl_launch, one_thread, optional, race,
-                    warp, warp_launch)
+from common import (check_note, copies_of, fmt_time, fold_bounds, kernels, kl_launch,
+                    one_thread, optional, race_samples, rel_error, stream_row, warp,
+                    warp_launch)
 
 A = np.float32(0.001)  # small, so repeated in-place updates stay far from overflow
+SINGLE = ("kernlab", "numba")  # what runs again on one thread
 
 
-def _numba_saxpy():
+def _numba():
     numba = optional("numba")
     if numba is None:
-        return None
+        return None, None
 
     @numba.njit(parallel=True, fastmath=False)
     def saxpy(x, y, a):
         for i in numba.prange(x.shape[0]):
             y[i] = a * x[i] + y[i]
-    return saxpy
+
+    @numba.njit(parallel=True, fastmath=False)
+    def saxpy_adjoint(adj_x, adj_y, adj_z, a):
+        """The adjoint of z = a x + y by hand: what kernlab's and Warp's adjoints do
+        (adj_z is consumed; a's adjoint is not returned, a scalar is passed by value)."""
+        for i in numba.prange(adj_z.shape[0]):
+            g = adj_z[i]
+            adj_z[i] = 0.0
+            adj_x[i] += a * g
+            adj_y[i] += g
+    return saxpy, saxpy_adjoint
 
 
-def _forward_rows(x_np, settings, size):
-    """In-place saxpy everywhere, plus kernlab with bounds checks forced on and off.
-
-    Every candidate works on arrays of its own: one that reused its predecessor's arrays
-    would find part of them still in the last-level cache and look faster than it is."""
+def _forward(x_np):
+    """name -> (run, y): one in-place saxpy on the candidate's own arrays, and its y."""
     n = len(x_np)
+    out = {}
     x, y, tmp = x_np.copy(), np.ones_like(x_np), np.empty_like(x_np)
 
     def numpy_saxpy():  # two passes, no temporaries allocated
         np.multiply(x, A, out=tmp)
         np.add(tmp, y, out=y)
-    runs = {"numpy": numpy_saxpy, "bound": copy_of(3 * 4 * n)}
-    nb = _numba_saxpy()
+    out["numpy"] = (numpy_saxpy, lambda: y)
+    nb, _ = _numba()
     if nb is not None:
         nx, ny = x_np.copy(), np.ones_like(x_np)
-        runs["numba"] = lambda: nb(nx, ny, A)
+        out["numba"] = (lambda: nb(nx, ny, A), lambda: ny)
     kw = kernels("warp")
     if kw is not None:
         wp = warp()
-        wargs = [wp.array(x_np, dtype=float, device="cpu"),
-                 wp.ones(n, dtype=float, device="cpu"), A]
-        runs["warp"] = warp_launch(kw.saxpy, n, inputs=wargs)
-
+        wargs = [wp.array(x_np, dtype=float, device="cpu"), wp.ones(n, dtype=float, device="cpu"),
+                 A]
+        out["warp"] = (warp_launch(kw.saxpy, n, inputs=wargs), lambda: wargs[1].numpy())
     kk = kernels("kernlab")
-    runs["kernlab"] = kl_launch(kk.saxpy, n, inputs=_kl_args(x_np))  # default: checks on
-    # fresh kernels from the same Python function, one per setting, each compiled anew
-    checked = kl.kernel(bounds_check=True)(kk.saxpy.pyfunc)
-    unchecked = kl.kernel(bounds_check=False)(kk.saxpy.pyfunc)
-    runs["on"] = kl_launch(checked, n, inputs=_kl_args(x_np))
-    runs["off"] = kl_launch(unchecked, n, inputs=_kl_args(x_np))
-    times = race(runs, settings.repeats, settings.warmup)
-    on, off = times.pop("on"), times.pop("off")
-    single = {k: runs[k] for k in ("kernlab", "numba") if k in runs}
-    with one_thread():  # a separate round: switching thread counts per call costs Numba
-        single = race(single, settings.repeats, settings.warmup)
-    return [
-        Row("saxpy", size, times, "bounds checks on (default); bound: 3 streams"),
-        Row("saxpy, bounds_check=False", size, {**times, "kernlab": off},
-            f"bounds-check overhead {(on - off) / off * 100:+.1f}% "
-            f"({fmt_time(on)} vs {fmt_time(off)})"),
-        Row("saxpy, one thread each", size, {**times, **single},
-            "kernlab and Numba held to 1 thread: the generated code alone"),
-    ]
+    args = [kl.from_numpy(x_np.copy()), kl.ones(n), A]  # default: bounds checks on
+    out["kernlab"] = (kl_launch(kk.saxpy, n, inputs=args), lambda: args[1].numpy())
+    return out
 
 
-def _kl_args(x_np):
-    return [kl.from_numpy(x_np.copy()), kl.ones(len(x_np)), A]
+_unchecked = {}
+
+
+def _unchecked_saxpy():
+    if "k" not in _unchecked:  # a fresh kernel from the same Python function
+        _unchecked["k"] = kl.kernel(bounds_check=False)(kernels("kernlab").saxpy.pyfunc)
+    return _unchecked["k"]
+
+
+def _time(make, x_np, settings, nbytes, one_thread_names=SINGLE, extra=None):
+    """Timings of every candidate (all cores), of kernlab and Numba on one thread, of the
+    copies and of the ``extra`` callables, all in the same rounds."""
+    cands = make(x_np)
+    runs = {k: run for k, (run, _) in cands.items()}
+    runs.update(copies_of(nbytes))
+    runs.update(extra or {})
+    samples = race_samples(runs, settings.repeats, settings.warmup)
+    with one_thread():  # a round of its own: switching thread counts per call costs Numba
+        single = race_samples({k: runs[k] for k in one_thread_names if k in runs},
+                              settings.repeats, settings.warmup)
+    samples.update({f"{k}_1t": v for k, v in single.items()})
+    return fold_bounds(samples)
+
+
+def _check(make, x_np, expected: dict):
+    """Each candidate once on fresh arrays; its error against ``expected[what]``."""
+    errors = {}
+    for name, (run, result) in make(x_np).items():
+        run()
+        kl.synchronize()
+        errors[name] = rel_error(result(), expected)
+    return errors
+
+
+def _forward_rows(x_np, settings, size):
+    n = len(x_np)
+    samples = _time(_forward, x_np, settings, 3 * 4 * n)
+    x64 = x_np.astype(np.float64)
+    errors = _check(_forward, x_np, 1.0 + float(A) * x64)
+    note = "bounds checks on (default); bound: 3 streams; " + check_note(errors, 1e-6)
+
+    def plain(x_np):
+        args = [kl.from_numpy(x_np.copy()), kl.ones(n), A]
+        return {"kernlab": (kl_launch(_unchecked_saxpy(), n, inputs=args),
+                            lambda: args[1].numpy())}
+    checked = race_samples({"on": _forward(x_np)["kernlab"][0],
+                            "off": plain(x_np)["kernlab"][0]}, settings.repeats, settings.warmup)
+    on, off = min(checked["on"]), min(checked["off"])
+    errors = _check(plain, x_np, 1.0 + float(A) * x64)
+    return [stream_row("saxpy", size, samples, note),
+            stream_row("saxpy, bounds_check=False", size,
+                       {"kernlab": checked["off"], "kernlab_on": checked["on"]},
+                       f"bounds-check overhead {(on - off) / off * 100:+.1f}% ({fmt_time(on)} "
+                       f"checked vs {fmt_time(off)} unchecked, same rounds); "
+                       + check_note(errors, 1e-6))]
+
+
+def _adjoint(x_np):
+    """name -> (run, (adj_x, adj_y)): one adjoint of z = a x + y with adj_z = 1. kernlab
+    (and the hand-written NumPy and Numba adjoints) also zero adj_z, the gradient of the
+    overwritten z; Warp leaves it."""
+    n = len(x_np)
+    out = {}
+    ax, ay, az, tmp = (np.zeros(n, np.float32), np.zeros(n, np.float32),
+                       np.ones(n, np.float32), np.empty(n, np.float32))
+
+    def numpy_adjoint():
+        np.multiply(az, A, out=tmp)
+        np.add(ax, tmp, out=ax)
+        np.add(ay, az, out=ay)
+        az.fill(0.0)
+    out["numpy"] = (numpy_adjoint, lambda: (ax, ay))
+    _, nb = _numba()
+    if nb is not None:
+        bx, by, bz = np.zeros(n, np.float32), np.zeros(n, np.float32), np.ones(n, np.float32)
+        out["numba"] = (lambda: nb(bx, by, bz, A), lambda: (bx, by))
+    kw = kernels("warp")
+    if kw is not None:
+        wp = warp()
+        wargs = [wp.array(x_np, dtype=float, device="cpu"), wp.ones(n, dtype=float, device="cpu"),
+                 wp.zeros(n, dtype=float, device="cpu"), A]
+        wadj = [wp.zeros(n, dtype=float, device="cpu"), wp.zeros(n, dtype=float, device="cpu"),
+                wp.ones(n, dtype=float, device="cpu"), 0.0]
+        out["warp"] = (warp_launch(kw.saxpy_out, n, inputs=wargs, adj_inputs=wadj,
+                                   adj_outputs=[], adjoint=True),
+                       lambda: tuple(a.numpy() for a in wadj[:2]))
+    kk = kernels("kernlab")
+    args = [kl.from_numpy(x_np.copy()), kl.ones(n), kl.zeros(n), A]
+    adj = [kl.zeros(n), kl.zeros(n), kl.ones(n), 0.0]
+    out["kernlab"] = (kl_launch(kk.saxpy_out, n, inputs=args, adj_inputs=adj, adj_outputs=[],
+                                adjoint=True), lambda: tuple(a.numpy() for a in adj[:2]))
+    return out
 
 
 def _adjoint_row(x_np, settings, size):
-    """saxpy_out (z = a x + y, out of place) and its adjoint in kernlab and Warp, each
-    launch on arrays of its own."""
+    n = len(x_np)
+    samples = _time(_adjoint, x_np, settings, 5 * 4 * n,  # adj_z read; adj_x, adj_y r+w
+                    extra={"fwd": _forward_out(x_np)})
+    fwd_samples = samples["kernlab_fwd"] = samples.pop("fwd")  # for run.py's goals
+    errors = _check(_adjoint, x_np, np.stack([np.full(n, float(A)), np.ones(n)]))
+    kl_adj = min(samples["kernlab"])
+    note = (f"kl adj/fwd {kl_adj / min(fwd_samples):.2f} (fwd z=a*x+y {fmt_time(min(fwd_samples))}, "
+            "same rounds); NumPy and Numba: the adjoint written by hand; bound: 5 streams "
+            "(kernlab, NumPy and Numba move 6: they zero adj_z, Warp does not); "
+            + check_note(errors, 1e-6))
+    return stream_row("saxpy adjoint", size, samples, note)
+
+
+def _forward_out(x_np):
     n = len(x_np)
     kk = kernels("kernlab")
-
-    def kl_args():
-        return [kl.from_numpy(x_np.copy()), kl.ones(n), kl.zeros(n), A]
-    adj = [kl.zeros(n), kl.zeros(n), kl.ones(n), 0.0]
-    runs = {"kernlab": kl_launch(kk.saxpy_out, n, inputs=kl_args(), adj_inputs=adj,
-                                 adj_outputs=[], adjoint=True),
-            "kl_fwd": kl_launch(kk.saxpy_out, n, inputs=kl_args()),
-            "bound": copy_of(5 * 4 * n)}  # adj_z read; adj_x, adj_y read and written
-    kw = kernels("warp")
-    if kw is not None:
-        wp = warp()
-
-        def warp_args():
-            return [wp.array(x_np, dtype=float, device="cpu"),
-                    wp.ones(n, dtype=float, device="cpu"), wp.zeros(n, dtype=float, device="cpu"),
-                    A]
-        wadj = [wp.zeros(n, dtype=float, device="cpu"), wp.zeros(n, dtype=float, device="cpu"),
-                wp.ones(n, dtype=float, device="cpu"), 0.0]
-        runs["warp"] = warp_launch(kw.saxpy_out, n, inputs=warp_args(), adj_inputs=wadj,
-                                   adj_outputs=[], adjoint=True)
-        runs["warp_fwd"] = warp_launch(kw.saxpy_out, n, inputs=warp_args())
-    times = race(runs, settings.repeats, settings.warmup)
-    fwd, warp_fwd = times.pop("kl_fwd"), times.pop("warp_fwd", None)
-    note = f"kl adj/fwd {times['kernlab'] / fwd:.2f} (fwd z=a*x+y {fmt_time(fwd)})"
-    if warp_fwd:
-        note += f"; Warp adj/fwd {times['warp'] / warp_fwd:.2f}"
-    return Row("saxpy adjoint", size, times, note + "; bound: 5 streams")
+    return kl_launch(kk.saxpy_out, n, inputs=[kl.from_numpy(x_np.copy()), kl.ones(n),
+                                              kl.zeros(n), A])
 
 
-def run(settings) -> list[Row]:
-    n = settings.size(10_000_000, 1_000_000, tiny=64)
-    size = f"n={n:,}"
-    x_np = np.random.default_rng(0).random(n, dtype=np.float32)
-    return _forward_rows(x_np, settings, size) + [_adjoint_row(x_np, settings, size)]
+def run(settings) -> list:
+    rows = []
+    for n in settings.stream_sizes():
+        size = f"n={n:,}"
+        x_np = np.random.default_rng(0).random(n, dtype=np.float32)
+        rows += _forward_rows(x_np, settings, size) + [_adjoint_row(x_np, settings, size)]
+    return rows

@@ -22,6 +22,7 @@ class Settings:
 
     quick: bool = False
     tiny: bool = False  # plumbing check: tiny sizes (fast enough for the interpreter)
+    sizes: tuple = ()  # --sizes: the streaming rows' n (default: sizes() below)
     repeats: int = 30  # best-of-N for array benchmarks
     warmup: int = 2
     launches: int = 2000  # launches averaged for the launch-overhead rows
@@ -30,6 +31,14 @@ class Settings:
 
     def size(self, full: int, quick: int, tiny: int) -> int:
         return tiny if self.tiny else quick if self.quick else full
+
+    def stream_sizes(self) -> tuple:
+        """The n of the streaming rows (saxpy, adjoint, atomics): small, cache-sized and
+        memory-sized launches."""
+        if self.sizes:
+            return self.sizes
+        return (64,) if self.tiny else (10_000, 1_000_000) if self.quick else \
+            (10_000, 1_000_000, 10_000_000)
 
 
 @dataclass
@@ -41,6 +50,7 @@ class Row:
     size: str
     times: dict = field(default_factory=dict)
     note: str = ""
+    samples: dict = field(default_factory=dict)  # column -> every timing (race_samples)
 
 
 def fmt_time(seconds) -> str:
@@ -68,6 +78,52 @@ def race(candidates: dict, repeats: int, warmup: int = 1) -> dict:
             fn()
             best[name] = min(best[name], time.perf_counter() - start)
     return best
+
+
+def race_samples(candidates: dict, repeats: int, warmup: int = 1) -> dict:
+    """Like race, but every timing of each callable (seconds, in the order taken)."""
+    for _ in range(warmup):
+        for fn in candidates.values():
+            fn()
+    out = {name: [] for name in candidates}
+    for _ in range(repeats):
+        for name, fn in candidates.items():
+            start = time.perf_counter()
+            fn()
+            out[name].append(time.perf_counter() - start)
+    return out
+
+
+def summary(samples) -> tuple:
+    """(minimum, median, spread) of timings; spread is the half interquartile range
+    relative to the median."""
+    xs = sorted(samples)
+    q = lambda f: xs[min(len(xs) - 1, int(round(f * (len(xs) - 1))))]  # noqa: E731
+    med = q(0.5)
+    return xs[0], med, (q(0.75) - q(0.25)) / 2 / med if med else 0.0
+
+
+def stream_row(name, size, samples: dict, note: str) -> Row:
+    """A Row from race_samples output: times are the minima, samples kept for the table's
+    median and spread."""
+    return Row(name, size, {k: min(v) for k, v in samples.items()}, note, samples)
+
+
+def rel_error(got, expected) -> float:
+    """Largest absolute difference relative to the largest magnitude of ``expected``."""
+    got, expected = np.asarray(got, np.float64), np.asarray(expected, np.float64)
+    scale = max(1e-30, float(np.max(np.abs(expected))) if expected.size else 1.0)
+    return float(np.max(np.abs(got - expected))) / scale if expected.size else 0.0
+
+
+def check_note(errors: dict, tolerance: float) -> str:
+    """The note's account of the result checks: every candidate's error against the
+    reference, and FAILED when one is beyond ``tolerance``."""
+    worst = max(errors.values()) if errors else 0.0
+    bad = [k for k, e in errors.items() if not e <= tolerance]
+    if bad:
+        return "RESULT CHECK FAILED: " + ", ".join(f"{k} {errors[k]:.1e}" for k in bad)
+    return f"results checked ({', '.join(sorted(errors))}; max rel. err {worst:.0e})"
 
 
 def mean_per_call(candidates: dict, count: int, blocks: int = 5) -> dict:
@@ -130,6 +186,68 @@ def copy_of(nbytes_moved: int):
     src = np.ones(count, np.float32)
     dst = np.zeros(count, np.float32)
     return lambda: np.copyto(dst, src)
+
+
+def cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
+_copy_pool = None
+
+
+def copies_of(nbytes_moved: int) -> dict:
+    """Callables that copy ``nbytes_moved`` / 2 bytes (a copy reads and writes each byte
+    once): "bound_1t" is one ``np.copyto`` (one core); "copy_threads" splits it into one
+    np.copyto per core on a thread pool (NumPy releases the GIL while copying); "copy_numba"
+    (when Numba imports) is a parallel Numba loop. The bandwidth bound of a row is the
+    fastest of the three, the one-core bound the first."""
+    from concurrent.futures import ThreadPoolExecutor
+    global _copy_pool
+    count = max(1, nbytes_moved // 2 // 4)
+    src, dst = np.ones(count, np.float32), np.zeros(count, np.float32)
+    k = cores()
+    if _copy_pool is None:
+        _copy_pool = ThreadPoolExecutor(k, "bound")
+    cuts = [count * j // k for j in range(k + 1)]
+    parts = [(dst[a:b], src[a:b]) for a, b in zip(cuts, cuts[1:])]
+
+    def threaded():
+        for f in [_copy_pool.submit(np.copyto, d, s_) for d, s_ in parts]:
+            f.result()
+    out = {"bound_1t": lambda: np.copyto(dst, src), "copy_threads": threaded}
+    numba = optional("numba")
+    if numba is not None:
+        src2, dst2 = np.ones(count, np.float32), np.zeros(count, np.float32)
+        nb = _numba_copy()
+        out["copy_numba"] = lambda: nb(dst2, src2)
+    return out
+
+
+_nb_copy = None
+
+
+def _numba_copy():
+    global _nb_copy
+    if _nb_copy is None:
+        numba = optional("numba")
+
+        @numba.njit(parallel=True, fastmath=False)
+        def copy(dst, src):
+            for i in numba.prange(src.shape[0]):
+                dst[i] = src[i]
+        _nb_copy = copy
+    return _nb_copy
+
+
+def fold_bounds(samples: dict) -> dict:
+    """Replace the copy candidates of copies_of by "bound": the fastest copy's timings."""
+    copies = {k: samples.pop(k) for k in ("copy_threads", "copy_numba", "bound_1t")
+              if k in samples}
+    if "bound_1t" in copies:
+        samples["bound_1t"] = copies["bound_1t"]
+    if copies:
+        samples["bound"] = min(copies.values(), key=min)
+    return samples
 
 
 def optional(name: str):

@@ -44,3 +44,15 @@ def nbody(pos: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float),
 def tiny(x: wp.array(dtype=float)):
     i = wp.tid()
     x[i] = x[i] + 1.0
+
+
+@wp.kernel
+def sum_into(x: wp.array(dtype=float), total: wp.array(dtype=float)):
+    i = wp.tid()
+    wp.atomic_add(total, 0, x[i])
+
+
+@wp.kernel
+def histogram(bin_of: wp.array(dtype=wp.int32), bins: wp.array(dtype=wp.int32)):
+    i = wp.tid()
+    wp.atomic_add(bins, bin_of[i], 1)

@@ -47,6 +47,9 @@ from .types import (NAMED as _NAMED, bfloat16, dtype_from_numpy, dtype_to_numpy,
                     int8, int16, uint8, uint16, uint64)
 from . import _src  # noqa: E402,F401  (wp._src.types, for code that reaches into Warp's)
 from .constants import *  # noqa: E402,F401,F403  (kl.pi, kl.inf, kl.HALF_PI ...)
+from .mathfuncs import (lower_bound, quat_from_euler, quat_to_euler, quat_to_rpy,  # noqa: E402
+                        quat_twist, quat_twist_angle, quat_twist_angle_signed,
+                        transform_twist, transform_wrench, velocity_at_point)
 from .norms import (norm_huber, norm_l1, norm_l2, norm_pseudo_huber,  # noqa: E402
                     smooth_normalize)
 from . import autograd  # noqa: E402
@@ -55,6 +58,8 @@ from .interop import (device_from_torch, device_to_torch, from_dlpack, from_torc
 
 globals().update(_NAMED)  # vec2i, vec3ub, mat33h ... (every named vector/matrix type)
 globals().update(_FUNCTIONS)  # kl.sin, kl.dot, ... (also callable on NumPy values)
+from .hashgrid import (HashGrid, hash_grid_point_id, hash_grid_query,  # noqa: E402
+                       hash_grid_query_next)
 
 from .runtime import cache as _cache  # noqa: E402,F401 — before the preload thread needs it
 from .backends import preload_cpu_backend as _preload  # noqa: E402

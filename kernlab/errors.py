@@ -158,6 +158,19 @@ class KernelFPError(KernelError, FloatingPointError):
     """A NaN or Inf written by a kernel while kl.config.verify_fp is on."""
 
 
+class KernelLimitError(KernelError):
+    """A kernel beyond what the compiler handles: nesting too deep, a name too long."""
+
+
+def too_deeply_nested(loc, kernel: str | None) -> KernelLimitError:
+    import sys
+    return KernelLimitError(
+        "this code is nested too deeply for the compiler (an expression with very many "
+        "operands or levels, a long chain of @kl.func calls, or deeply nested blocks exceed "
+        f"Python's recursion limit of {sys.getrecursionlimit()}); split it into several "
+        "statements with intermediate variables", loc, kernel=kernel)
+
+
 def out_of_bounds_error(func, site, axis: int, index: int, shape: tuple) -> KernelIndexError:
     """The error for an index outside ``shape`` at ``site`` (a Site of ``func``)."""
     return KernelIndexError(f"index {index} is out of bounds for axis {axis} of {site.kind} "

@@ -12,7 +12,7 @@ import weakref
 from typing import Callable, ParamSpec, TypeVar
 
 from . import config
-from .errors import KernelError
+from .errors import KernelError, too_deeply_nested
 from .ir.nodes import Function
 from .ir.printer import print_function
 
@@ -87,7 +87,7 @@ class Kernel:
             self.module.kernels[key or pyfunc.__name__] = self
         self._ir: Function | None = None
         self._adjoint: Function | None = None
-        self._adjoint_retain: dict = {}  # retained param indices -> adjoint IR
+        self._adjoint_retain: dict = {}  # (retained param indices, shared) -> adjoint IR
         self._tangents: dict = {}  # (adjoint, retain, effects) -> tangent IR (forward mode)
         self._compiled: dict = {}
         self._launch_plan: list | None = None  # argument checkers (runtime/launch.py)
@@ -143,28 +143,32 @@ class Kernel:
             self._adjoint = _user_facing(reverse_mode, self.ir)
         return self._adjoint
 
-    def adjoint_variant(self, retain: frozenset = frozenset()) -> Function:
+    def adjoint_variant(self, retain: frozenset = frozenset(), shared: bool = False) -> Function:
         """The adjoint IR in which stores into the parameters ``retain`` (indices of arrays
-        made with retain_grad=True) leave their gradients in place."""
-        if not retain:
+        made with retain_grad=True) leave their gradients in place; with ``shared``, every
+        gradient is accumulated atomically (for gradient arrays that share memory)."""
+        if not retain and not shared:
             return self.adjoint_ir
-        func = self._adjoint_retain.get(retain)
+        key = (retain, shared)
+        func = self._adjoint_retain.get(key)
         if func is None:
             from .autodiff import reverse_mode
-            func = self._adjoint_retain[retain] = _user_facing(reverse_mode, self.ir, retain)
+            func = self._adjoint_retain[key] = _user_facing(reverse_mode, self.ir, retain,
+                                                            shared)
         return func
 
     def tangent_variant(self, adjoint: bool = False, retain: frozenset = frozenset(),
-                        effects: bool = True) -> Function:
+                        effects: bool = True, shared: bool = False) -> Function:
         """The tangent kernel's IR (forward mode): of the kernel, or with adjoint=True of its
         adjoint (forward over reverse, for Hessian-vector products). effects=False leaves out
         the kernel's own stores, atomics and prints (a tangent sweep after the forward ran).
         """
-        key = (bool(adjoint), frozenset(retain), bool(effects))
+        shared = bool(shared) and bool(adjoint)
+        key = (bool(adjoint), frozenset(retain), bool(effects)) + (("shared",) if shared else ())
         func = self._tangents.get(key)
         if func is None:
             from .autodiff import tangent_mode
-            base = self.adjoint_variant(frozenset(retain)) if adjoint else self.ir
+            base = self.adjoint_variant(frozenset(retain), shared) if adjoint else self.ir
             func = self._tangents[key] = _user_facing(tangent_mode, base, effects)
         return func
 
@@ -199,31 +203,39 @@ class Kernel:
         return self.options.get("bounds_check", config.bounds_check)
 
     def compiled(self, backend: str, adjoint: bool = False, retain: frozenset = frozenset(),
-                 tangent: str | None = None):
+                 tangent: str | None = None, shared: bool = False):
         """The runnable variant for ``backend`` ("interp", "llvm" or "cuda"), compiled once.
         tangent: None, "tangent" (forward mode) or "sweep" (its tangent sweep without the
-        kernel's side effects); with adjoint=True, the tangent of the adjoint."""
+        kernel's side effects); with adjoint=True, the tangent of the adjoint. shared: the
+        adjoint that accumulates every gradient atomically (see adjoint_variant)."""
         retain = frozenset(retain) if adjoint else frozenset()
+        shared = bool(shared) and adjoint
         key = (backend, adjoint, self.bounds_check(), bool(config.verify_fp), retain)
         if tangent is not None:
             key += (tangent,)
+        if shared:
+            key += ("shared",)
         runner = self._compiled.get(key)
         if runner is None:
             if tangent is not None:
-                func = self.tangent_variant(adjoint, retain, effects=tangent != "sweep")
+                func = self.tangent_variant(adjoint, retain, effects=tangent != "sweep",
+                                            shared=shared)
             else:
-                func = self.adjoint_variant(retain) if adjoint else self.ir
-            if backend == "interp":
-                from .backends.interp import Interpreter
-                runner = Interpreter(func)
-            elif backend == "llvm":
-                from .backends.llvm import compile_kernel
-                runner = compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
-            elif backend == "cuda":
-                from .backends.cuda import compile_kernel
-                runner = compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
-            else:
-                raise ValueError(f"unknown backend {backend!r}")
+                func = self.adjoint_variant(retain, shared) if adjoint else self.ir
+            try:
+                if backend == "interp":
+                    from .backends.interp import Interpreter
+                    runner = Interpreter(func)
+                elif backend == "llvm":
+                    from .backends.llvm import compile_kernel
+                    runner = compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
+                elif backend == "cuda":
+                    from .backends.cuda import compile_kernel
+                    runner = compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
+                else:
+                    raise ValueError(f"unknown backend {backend!r}")
+            except RecursionError:
+                raise too_deeply_nested(func.loc, self.key) from None
             self._compiled[key] = runner
         return runner
 
@@ -244,12 +256,17 @@ class Kernel:
 
 def _user_facing(stage, *args):
     """Run a compiler stage; a KernelError surfaces without the compiler's internal frames
-    (the message already shows the user's line)."""
+    (the message already shows the user's line). A kernel too deeply nested for the
+    compiler's recursion is a KernelError too, at the kernel's line."""
     try:
         return stage(*args)
     except KernelError as err:
         err.__traceback__ = None
         error = err
+    except RecursionError:
+        fn = next((a for a in args if isinstance(a, Function)), None)
+        name = fn.name if fn is not None else getattr(args[0], "__name__", None)
+        error = too_deeply_nested(fn.loc if fn is not None else None, name)
     raise error
 
 

@@ -385,8 +385,31 @@ class Value(np.ndarray):
         return str(a.tolist())
 
 
+    def _type_name(self) -> str:
+        """Warp's name of the value's type (vec3f, mat22d ...) for messages."""
+        shape, dt = np.shape(self), to_type(self.dtype)
+        t = Vector(shape[0], dt) if len(shape) == 1 else \
+            Matrix(shape[0], shape[1], dt) if len(shape) == 2 else None
+        return getattr(t, "__name__", type(self).__name__)
+
+    def _no_attribute(self, name):
+        return AttributeError(f"'{self._type_name()}' object has no attribute '{name}'")
+
+    def __getattr__(self, name):
+        raise self._no_attribute(name)
+
+    def __setattr__(self, name, value):
+        # a swizzle or a component past the end is no attribute (Warp); other names may be set
+        if name and set(name) <= set("xyzw") and (
+                len(name) > 1 or self.ndim != 1 or "xyzw".index(name) >= len(self)):
+            raise self._no_attribute(name)
+        object.__setattr__(self, name, value)
+
+
 def _component(k):
     def get(self):
+        if self.ndim != 1 or k >= len(self):
+            raise self._no_attribute("xyzw"[k])
         return self[k]
 
     def put(self, value):

@@ -3,12 +3,16 @@ output saved in the notebook (``--nbval``, set in pyproject.toml's pytest table)
 
 What may differ from run to run is either masked here or marked in the notebook itself:
 compile times and cache state in the ``%%kernel`` summary are masked by the patterns in
-nbval_sanitize.cfg; timings, machine details and listings of the CUDA backend are in cells
-tagged ``nbval-ignore-output`` (cell metadata); images are never compared (nbval's default).
-A cell that must fail, to show an error message, is tagged ``raises-exception``.
+nbval_sanitize.cfg; timings, machine details, listings of the CUDA backend and
+``kl.lab.inspect`` views (which hold the LLVM, CUDA C and PTX listings) are in cells tagged
+``nbval-ignore-output`` (cell metadata); images are never compared (nbval's default).
+A cell that must fail, to show an error message, is tagged ``raises-exception``. The
+exercises' check cells (tagged ``exercise-check``) never fail: as shipped they print
+"✗ Not yet" for the exercise's start, and that output is compared like any other (README.md).
 
 To refresh the saved outputs after changing a notebook or kernlab, from the repository root
-(add ``PYTHONPATH=.`` in front when kernlab is not installed):
+(``PYTHONPATH=$PWD`` in front makes the notebooks' kernel import this checkout; a relative
+path would be read from notebooks/, where the kernel runs):
 
     jupyter nbconvert --to notebook --execute --inplace \
         --ExecutePreprocessor.store_widget_state=False \

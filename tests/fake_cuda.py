@@ -259,7 +259,7 @@ class HostEmulated:
         source = kernel_source + (
             f'namespace kl {{ extern "C" void kl_host_launch(char* block) {{ '
             f"{entry_name(func)}({unpack}); }} }}\n")
-        key = hashlib.sha256(source.encode()).hexdigest()[:16]
+        key = hashlib.sha256((HOST_SHIM + HEADER + source).encode()).hexdigest()[:16]
         (folder / HEADER_NAME).write_text(HEADER)
         (folder / "shim.h").write_text(HOST_SHIM)
         lib = folder / f"{func.name}_{key}.so"

@@ -85,7 +85,7 @@ def test_existing_open_folder_is_made_private(cache_dir):
 def test_store_leaves_no_temporary_files(cache_dir):
     for i in range(3):
         cache.store(KEY, bytes([i]) * 10)
-    assert sorted(os.listdir(cache_dir)) == [KEY + ".klc"]
+    assert sorted(os.listdir(cache_dir)) == [cache.SECRET_NAME, KEY + ".klc"]
 
 
 def test_unwritable_cache_warns_once_and_carries_on(tmp_path, monkeypatch):
@@ -128,7 +128,7 @@ def test_clear_removes_entries_only(cache_dir):
     cache.store(OTHER_KEY, b"b")
     (cache_dir / "notes.txt").write_text("keep me")
     cache.clear()
-    assert os.listdir(cache_dir) == ["notes.txt"]
+    assert sorted(os.listdir(cache_dir)) == [cache.SECRET_NAME, "notes.txt"]  # the key stays
 
 
 def test_key_for_is_sha256_hex_and_separates_parts():

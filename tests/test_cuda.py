@@ -30,7 +30,7 @@ from kernlab.errors import KernelError, KernelIndexError, SourceLoc
 from kernlab.ir.builder import Builder
 from kernlab.ir.nodes import Block, Function, Op, Param, Site, Value
 from fake_cuda import CXX, HostEmulated
-from kernlab.types import (ArrayType, bool_, float32, float64, int32, int64, mat22, mat33,
+from kernlab.types import (ArrayType, bool_, float16, float32, float64, int32, int64, mat22, mat33,
                            mat33d, mat44, matrix, uint32, vec2, vec3, vec3d, vec4, vector)
 
 HAVE_NVRTC = nvrtc.is_available()
@@ -275,7 +275,8 @@ def test_kernel_compiles_to_ptx_forward_and_adjoint(kernel, tmp_path):
 # ---- one kernel calling every builtin overload ---------------------------------------------
 
 TYPES = [float32, float64, int32, int64, uint32, bool_, vec2, vec3, vec4, vec3d, vector(5),
-         vector(3, int32), mat22, mat33, mat44, mat33d, matrix((2, 3)), matrix((3, 2))]
+         vector(3, int32), mat22, mat33, mat44, mat33d, matrix((2, 3)), matrix((3, 2)),
+         float16, vector(3, float16), matrix((2, 2), float16)]
 
 
 def every_builtin_function(names=None, runnable=False) -> tuple[Function, dict]:
@@ -579,8 +580,8 @@ def assert_agree(ref, got, tol64=1e-12):
     for k, (r, g) in enumerate(zip(ref, got)):
         if isinstance(r, kl.array):
             a, b = r.numpy(), g.numpy()
-            if a.dtype.kind == "f":
-                tol = 2e-5 if a.dtype == np.float32 else tol64
+            if a.dtype.kind == "f":  # float16: a half ulp (libm's float results rounded)
+                tol = {2: 1e-3, 4: 2e-5}.get(a.dtype.itemsize, tol64)
                 np.testing.assert_allclose(b, a, rtol=tol, atol=tol, equal_nan=True,
                                            err_msg=f"argument {k}")
             else:

@@ -289,6 +289,17 @@ def test_hvp_on_vectors_through_a_loop(backend, rng):
         np.testing.assert_allclose(hv[i], h @ v[i], rtol=1e-12)
 
 
+def test_a_tangent_launch_on_a_tape_is_recorded_as_its_forward(backend):
+    x0 = np.array([0.3, -0.4])
+    x = kl.array(x0, dtype=F, requires_grad=True)
+    total = kl.zeros(2, dtype=F, requires_grad=True)
+    with kl.Tape() as tape:
+        kl.launch(accumulate, 2, inputs=[x], outputs=[total], tangent=True,
+                  tan_inputs=[kl.array([1.0, 1.0], dtype=F)], tan_outputs=[None])
+    tape.backward(grads={total: kl.array([1.0, 2.0], dtype=F)})
+    np.testing.assert_allclose(x.grad.numpy(), 2 * x0 - 2 * np.exp(x0))
+
+
 # ---- listings and errors -------------------------------------------------------------------
 
 def test_listings():

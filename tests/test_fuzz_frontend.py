@@ -828,6 +828,12 @@ BAD_STATEMENTS = [
     "z = kl.vec3(a)[n]", "z = kl.mat22(a)[n, 0]", "z = kl.vec3(a)\nz[n] = 1.0",
     "z = [a]", "z = a if n else b", "z = not x", "z = x and y", "if x:\n    pass",
     "while n:\n    n -= 1", "z = n // 0", "z = kl.select(a, b)", "z = a.__class__",
+    # issue 17: what crashed the process or leaked an internal exception
+    "kl.printf('%d %s\\n', i)", "kl.printf('%n', i)", "kl.printf('%s %s %s')",
+    "kl.printf('%f', n)", "kl.printf('%d', a)", "kl.printf('%*d', n, n)", "kl.printf('%p', a)",
+    "kl.printf('%d %f\\n', i, a)", "kl.printf('%s', x)", "print(x)", "print(out, a)",
+    "z = (-8.0) ** (1.0 / 3.0)", "z = 0.0 ** -1.0", "z = 9 ** 9 ** 9", "z = 10.0 ** 400.0",
+    "z = " + " + ".join(["a"] * 1500), "v" * 2000 + " = a",
 ]
 
 

@@ -390,3 +390,105 @@ def test_an_overwritten_element_gets_no_gradient(backend, kernel):
         kl.launch(kernel, 2, inputs=[x, out])
     tape.backward(grads={out: kl.ones(2, dtype=kl.float64)})
     np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0])  # d(2x)/dx
+
+
+# ---- in-place programs (autodiff/inplace.py) ------------------------------------------------
+# The same generator, with a state array y that each thread reads and overwrites in place
+# (y[i] only: its own element), nonlinearly; launched for two steps under one tape. The tape
+# keeps y before each launch; the gradients with respect to x and to y before the first step
+# must agree between LLVM and the interpreter and with finite differences.
+
+IN_PLACE_STEPS = 2
+
+
+class InPlaceProgram(SmoothProgram):
+    """``fuzz(x, n, out, acc, y)``: SmoothProgram's kernel with y[i] updated in place."""
+
+    def leaf(self) -> str:
+        if not self.in_func and self.c.chance(0.25):
+            return "y[i]"
+        return super().leaf()
+
+    def stmt(self, indent: int, budget: int, kind: str | None = None):
+        if kind is None and not self.in_func and self.c.chance(0.3):
+            form = self.c.pick(["y[i] = {b} * y[i] + 0.5 * kl.sin(y[i])",
+                                "y[i] = kl.tanh(y[i] * {b}) + 0.5 * y[i]",
+                                "y[i] += 0.25 * {b} * y[i]",  # an atomic add, own element
+                                "y[i] = {e}"])
+            self.emit(indent, form.format(b=self.bounded(1), e=self.bounded(2)))
+            return None
+        return super().stmt(indent, budget, kind)
+
+    def source(self) -> str:
+        text = super().source()
+        text = text.replace("acc: kl.array(dtype=kl.float64)):",
+                            "acc: kl.array(dtype=kl.float64), y: kl.array(dtype=kl.float64)):")
+        return text.replace("    i = kl.tid()\n", "    i = kl.tid()\n"
+                            "    y[i] = kl.sin(y[i]) * x[i % 4] + 0.5 * y[i] * y[i]\n", 1)
+
+
+def run_in_place(kernel, backend, x, y0, n, seeds=None):
+    """Two in-place steps; with seeds (w_out, w_acc, w_y) also the gradients of x and y0."""
+    kl.config.cpu_backend = backend
+    xa = kl.from_numpy(x.copy(), dtype=kl.float64, requires_grad=True)
+    y = kl.from_numpy(y0.copy(), dtype=kl.float64, requires_grad=True)
+    out = kl.zeros(N, dtype=kl.float64, requires_grad=True)
+    acc = kl.zeros(2, dtype=kl.float64, requires_grad=True)
+    with kl.Tape() as tape:
+        for _ in range(IN_PLACE_STEPS):
+            kl.launch(kernel, N, inputs=[xa, n, out, acc, y])
+    values = np.concatenate([out.numpy(), acc.numpy(), y.numpy()])
+    if seeds is None:
+        return values
+    assert tape.memory().snapshots == IN_PLACE_STEPS  # y, before each step
+    w_out, w_acc, w_y = seeds
+    tape.backward(grads={out: kl.from_numpy(w_out, dtype=kl.float64),
+                         acc: kl.from_numpy(w_acc, dtype=kl.float64),
+                         y: kl.from_numpy(w_y.copy(), dtype=kl.float64)})
+    return values, np.concatenate([xa.grad.numpy(), y.grad.numpy()])
+
+
+def check_in_place_program(source: str, seed: int, stats: Counter):
+    kernel, filename = load_kernel(source)
+    try:
+        rng = np.random.default_rng(seed)
+        x, n = sample_inputs(rng), int(rng.integers(0, 5))
+        y0 = rng.uniform(-1.0, 1.0, N)
+        seeds = rng.normal(size=N), rng.normal(size=2), rng.normal(size=N)
+        w = np.concatenate(seeds)
+        llvm = run_in_place(kernel, "llvm", x, y0, n, seeds)
+        interp = run_in_place(kernel, "interp", x, y0, n, seeds)
+        where = f"\nx = {x.tolist()}, y = {y0.tolist()}, n = {n}\n--- source:\n{source}"
+        for k, name in enumerate(["values", "gradient"]):
+            assert np.allclose(llvm[k], interp[k], rtol=1e-9, atol=1e-12), \
+                f"{name}: LLVM {llvm[k]} vs interpreter {interp[k]}{where}"
+        both = np.concatenate([x, y0])
+        fd = np.zeros(len(both))
+        for j in range(len(both)):
+            e = np.zeros(len(both))
+            e[j] = H
+            hi, lo = both + e, both - e
+            fd[j] = (w @ run_in_place(kernel, "llvm", hi[:M], hi[M:], n)
+                     - w @ run_in_place(kernel, "llvm", lo[:M], lo[M:], n)) / (2 * H)
+        scale = 1.0 + np.max(np.abs(fd))
+        assert np.allclose(llvm[1], fd, rtol=1e-5, atol=1e-6 * scale), \
+            f"gradient: adjoint {llvm[1]} vs finite differences {fd}{where}"
+        stats["programs"] += 1
+    finally:
+        linecache.cache.pop(filename, None)
+
+
+def test_in_place_programs_agree_with_finite_differences(pytestconfig):
+    stats: Counter = Counter()
+    start = time.perf_counter()
+
+    @fuzz_settings(programs(pytestconfig, 10, 500))
+    @given(st.data())
+    def one(data):
+        c = Choices(data)
+        check_in_place_program(InPlaceProgram(c, c.chance(0.5)).source(), c.int(0, 2**31),
+                               stats)
+
+    one()
+    print(f"\nin-place gradient fuzzing: {stats['programs']} programs in "
+          f"{time.perf_counter() - start:.0f} s, 0 mismatches")

@@ -164,3 +164,38 @@ def test_matrix_element_assignment_writes_a_copy(backend):
     run(matrix_element_write, 1, out)
     np.testing.assert_array_equal(out.numpy(), [[[1.0, 2.0], [3.0, 4.0]],
                                                 [[1.0, 2.0], [30.0, 4.0]]])
+
+
+vec3bool = kl.types.vector(length=3, dtype=bool)
+
+
+@kl.kernel
+def bool_vectors(flags: kl.array(dtype=kl.int32), out: kl.array(dtype=kl.int32)):
+    a = vec3bool(flags[0] != 0, flags[1] != 0, flags[2] != 0)
+    b = a  # a copy: writing b leaves a as it was
+    b[1] = not a[1]
+    for i in range(3):
+        out[i] = kl.where(a[i], 1, 0)
+        out[3 + i] = kl.where(b[i], 1, 0)
+
+
+def test_bool_vectors_are_built_from_bools_and_copied_on_assignment(backend):
+    out = kl.zeros(6, dtype=kl.int32)
+    run(bool_vectors, 1, kl.array(np.array([1, 0, 1], np.int32)), out)
+    np.testing.assert_array_equal(out.numpy(), [1, 0, 1, 1, 1, 1])
+
+
+def test_python_side_components_and_unknown_attributes_name_the_type():
+    v2, v3 = kl.vec2(1.0, 2.0), kl.vec3d(1.0, 2.0, 3.0)
+    assert (v3.x, v3.y, v3.z) == (1.0, 2.0, 3.0)
+    v3.z = 7.0
+    assert v3[2] == 7.0
+    with pytest.raises(AttributeError, match=r"^'vec2f' object has no attribute 'z'$"):
+        v2.z  # noqa: B018 — past the end
+    assert not hasattr(v2, "w")
+    with pytest.raises(AttributeError, match=r"^'vec3d' object has no attribute 'xy'$"):
+        v3.xy = 9.0  # swizzles are not attributes, reading or writing
+    with pytest.raises(AttributeError, match=r"^'mat22f' object has no attribute 'foo'$"):
+        kl.mat22(1.0, 2.0, 3.0, 4.0).foo  # noqa: B018
+    v3.note = "free to set"  # other names may be set, as on Warp's values
+    assert v3.note == "free to set"

@@ -226,7 +226,7 @@ def test_non_differentiable_kernel_compiles_and_says_so(shell):
     result, _ = ok(shell, """%%kernel
 def inplace(x: array(dtype=float32)):
     i = tid()
-    x[i] = x[i] * x[i]
+    x[0] = x[0] * x[i]  # every thread overwrites element 0: no copy makes this exact
 """)
     assert "inplace: no adjoint:" in repr(result.result)
 
@@ -412,3 +412,17 @@ def test_error_names_the_cell_number_of_a_cell_that_stores_history(shell):
         result = shell.run_cell(BAD, store_history=True)
     assert not result.success and result.execution_count == number
     assert f"--> cell [{number}], line 7" in cap.stdout + cap.stderr
+
+
+def test_a_cell_kernel_runs_forward_mode(shell):
+    ok(shell, SAXPY.format(opts=""))
+    saxpy = shell.user_ns["saxpy"]
+    x = kl.array(np.arange(4, dtype=np.float32))
+    y = kl.array(np.ones(4, dtype=np.float32))
+    out, d_out = kl.zeros(4), kl.zeros(4)
+    dx = kl.array(np.full(4, 0.5, dtype=np.float32))
+    # out = a x + y; along x's tangent dx and a's tangent 1: d(out) = a dx + x
+    kl.launch(saxpy, 4, inputs=[x, y, out, 3.0], tangent=True,
+              tan_inputs=[dx, None, d_out, 1.0])
+    np.testing.assert_allclose(d_out.numpy(), 3.0 * 0.5 + np.arange(4))
+    assert "tangent kernel saxpy" in kl.source(saxpy, "ir", tangent=True)

@@ -51,3 +51,31 @@ def test_draws_match_the_pcg_reference(backend):
         assert n.numpy()[i] == want_n
         np.testing.assert_allclose(v.numpy()[i], want_v, atol=1e-5)
         assert states.numpy()[i] == s
+
+
+@kl.kernel
+def normal_draws(seed: int, out: kl.array(dtype=float), states: kl.array(dtype=kl.uint32)):
+    i = kl.tid()
+    state = kl.rand_init(seed, i)
+    out[i] = kl.randn(state)
+    states[i] = state
+
+
+def test_randn_is_box_muller_on_two_draws(backend):
+    n_threads, seed = 6, 7
+    out, states = kl.zeros(n_threads), kl.zeros(n_threads, dtype=kl.uint32)
+    kl.launch(normal_draws, n_threads, inputs=[seed], outputs=[out, states])
+    for i in range(n_threads):
+        s = pcg((seed + pcg(i)) & M32)
+        s, u1 = next_float(s)
+        s, u2 = next_float(s)
+        expected = np.sqrt(-2.0 * np.log(u1 + 5.96e-8)) * np.cos(2.0 * np.pi * u2)
+        assert abs(out.numpy()[i] - expected) < 2e-6 * max(1.0, abs(expected))
+        assert states.numpy()[i] == s  # the state moved on by two draws
+
+
+def test_randn_is_standard_normal():
+    out = kl.zeros(200000)
+    kl.launch(normal_draws, 200000, inputs=[3], outputs=[out, kl.zeros(200000, dtype=kl.uint32)])
+    x = out.numpy()
+    assert abs(x.mean()) < 0.01 and abs(x.std() - 1.0) < 0.01

@@ -87,26 +87,49 @@ def test_small_int_overflow_wraps(backend):
     np.testing.assert_array_equal(got, [127, -128, 0])
 
 
-@pytest.mark.parametrize("t", [kl.int8, kl.int32, kl.int64, kl.uint16], ids=str)
+@pytest.mark.parametrize("t", INTS, ids=str)
+@pytest.mark.parametrize("f", FLOATS, ids=str)
+def test_float_to_integer_casts_saturate_and_nan_gives_zero(backend, t, f):
+    @kl.kernel
+    def k(x: kl.array(dtype=f), out: kl.array(dtype=t)):
+        i = kl.tid()
+        out[i] = t(x[i])
+
+    info = np.iinfo(t.np)
+    vals = [2.7, -2.7, 300.0, -300.0, 7.0e4, -7.0e4, float("nan"), float("inf"), -float("inf")]
+    if f != kl.float16:
+        vals += [1.0e30, -1.0e30, 5.0e9, -5.0e9]
+    with np.errstate(over="ignore"):
+        x = np.array(vals, f.np)
+    want = [0 if np.isnan(v) else int(min(max(np.trunc(float(v)), info.min), info.max))
+            for v in x]
+    got = run1(k, kl.array(x, dtype=f), kl.zeros(len(x), dtype=t))
+    np.testing.assert_array_equal(got, np.array(want, t.np))
+
+
+@pytest.mark.parametrize("t", [kl.int8, kl.int32, kl.int64, kl.uint16, kl.uint64], ids=str)
 def test_integer_floordiv_floors_and_mod_truncates(backend, t):
     @kl.kernel
     def k(a: kl.array(dtype=t), b: kl.array(dtype=t), q: kl.array(dtype=t),
-          r: kl.array(dtype=t)):
+          r: kl.array(dtype=t), d: kl.array(dtype=t)):
         i = kl.tid()
         q[i] = a[i] // b[i]
         r[i] = a[i] % b[i]
+        d[i] = a[i] / b[i]
 
     pairs = [(-7, 2), (7, -2), (-7, -2), (7, 2), (-1, 2), (-8, 4), (5, 0)]
     if t.kind == "u":
         pairs = [(x, y) for x, y in pairs if x >= 0 and y >= 0]
     a = np.array([x for x, _ in pairs], t.np)
     b = np.array([y for _, y in pairs], t.np)
-    q, r = kl.zeros(len(a), dtype=t), kl.zeros(len(a), dtype=t)
-    kl.launch(k, len(a), inputs=[kl.array(a, dtype=t), kl.array(b, dtype=t), q, r])
+    q, r, d = (kl.zeros(len(a), dtype=t) for _ in range(3))
+    kl.launch(k, len(a), inputs=[kl.array(a, dtype=t), kl.array(b, dtype=t), q, r, d])
     want_q = [x // y if y else 0 for x, y in pairs]  # Python floors
     want_r = [int(np.fmod(x, y)) if y else 0 for x, y in pairs]  # C truncates
+    want_d = [int(x / y) if y else 0 for x, y in pairs]  # C truncates; 0 for a zero divisor
     np.testing.assert_array_equal(q.numpy(), want_q)
     np.testing.assert_array_equal(r.numpy(), want_r)
+    np.testing.assert_array_equal(d.numpy(), want_d)
 
 
 def test_int_constant_division_stays_integer(backend):

@@ -9,6 +9,7 @@
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { Cell, ICodeCellModel } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { EditorView } from '@codemirror/view';
 
 import { IMark, showMark } from './diagnostic/marks';
@@ -91,10 +92,11 @@ const views: JupyterFrontEndPlugin<void> = {
   id: 'kernlab:views',
   description: 'Shows kl.lab views saved with a notebook, and their live widgets while alive.',
   autoStart: true,
-  activate: (app: JupyterFrontEnd) => {
+  requires: [IRenderMimeRegistry],
+  activate: (app: JupyterFrontEnd, rendermime: IRenderMimeRegistry) => {
     app.docRegistry.addWidgetExtension('Notebook', {
       createNew: (panel: NotebookPanel) => {
-        addViewFactory(panel.content.rendermime);
+        addViewFactory(panel.content.rendermime, rendermime);
       }
     });
   }

@@ -28,6 +28,9 @@ export const VIEW_MIME = 'application/vnd.kernlab.view+json';
 export const WIDGET_MIME = 'application/vnd.jupyter.widget-view+json';
 /** Ahead of kernlab's other renderers (40) and text/html (50). */
 export const VIEW_RANK = 20;
+/** How long a view waits for the notebook's widget renderer to appear, and how often it looks. */
+export const WIDGET_WAIT_MS = 120000;
+const WIDGET_POLL_MS = 250;
 
 type Bundle = IRenderMime.IMimeModel['data'];
 
@@ -36,6 +39,21 @@ export interface IRegistry {
   readonly mimeTypes: ReadonlyArray<string>;
   preferredMimeType(bundle: Bundle, safe?: 'ensure' | 'prefer' | 'any'): string | undefined;
   createRenderer(mimeType: string): IRenderMime.IRenderer;
+  getFactory(mimeType: string): IRenderMime.IRendererFactory | undefined;
+}
+
+/** Whether a notebook's registry renders widget views with the notebook's widget manager.
+ * jupyterlab_widgets puts a widget renderer without a manager into the app's registry,
+ * which every notebook's registry starts as a copy of; once the notebook's kernel session
+ * is ready it replaces that one, in the notebook's registry only, by one bound to the
+ * notebook's manager. A view rendered by the unbound one would say "Loading widget..."
+ * for ever, so the live view waits for the bound one. */
+export function widgetsBound(
+  registry: Pick<IRegistry, 'getFactory'>,
+  app: Pick<IRegistry, 'getFactory'> | null
+): boolean {
+  const factory = registry.getFactory(WIDGET_MIME);
+  return factory !== undefined && (app === null || factory !== app.getFactory(WIDGET_MIME));
 }
 
 class Model implements IRenderMime.IMimeModel {
@@ -72,8 +90,12 @@ export class ViewRenderer extends Panel implements IRenderMime.IRenderer {
   private saved: IRenderMime.IRenderer | null = null;
   private live: IRenderMime.IRenderer | null = null;
   private observer: MutationObserver | null = null;
+  private generation = 0;
 
-  constructor(private registry: IRegistry) {
+  constructor(
+    private registry: IRegistry,
+    private app: Pick<IRegistry, 'getFactory'> | null = null
+  ) {
     super();
     this.addClass('kl-view');
   }
@@ -95,9 +117,32 @@ export class ViewRenderer extends Panel implements IRenderMime.IRenderer {
     }
     const id = modelId(model);
     // a widget view runs code: only for trusted outputs (what ran here, or a signed notebook)
-    if (!id || !model.trusted || !this.registry.mimeTypes.includes(WIDGET_MIME)) {
+    if (!id || !model.trusted) {
       return;
     }
+    // in the background: the saved rendering is complete, and what awaits it goes on
+    const generation = this.generation;
+    void this.widgetsReady(generation).then(ready => ready && this.showLive(id));
+  }
+
+  /** Whether the notebook's registry renders widget views with its manager, waiting for it
+   * a while: that renderer comes only once the notebook's kernel session is ready, after a
+   * reopened notebook has rendered its outputs (see widgetsBound). */
+  private async widgetsReady(generation: number): Promise<boolean> {
+    const deadline = Date.now() + WIDGET_WAIT_MS;
+    while (!widgetsBound(this.registry, this.app)) {
+      if (Date.now() > deadline) {
+        return false;
+      }
+      await new Promise(resolve => setTimeout(resolve, WIDGET_POLL_MS));
+      if (this.isDisposed || generation !== this.generation) {
+        return false;
+      }
+    }
+    return !this.isDisposed && generation === this.generation;
+  }
+
+  private showLive(id: string): void {
     const live = (this.live = this.registry.createRenderer(WIDGET_MIME));
     live.addClass('kl-view-live');
     live.hide();
@@ -130,6 +175,7 @@ export class ViewRenderer extends Panel implements IRenderMime.IRenderer {
   }
 
   private clear(): void {
+    this.generation += 1;
     this.observer?.disconnect();
     this.observer = null;
     for (const child of [this.saved, this.live]) {
@@ -149,21 +195,25 @@ export class ViewRenderer extends Panel implements IRenderMime.IRenderer {
   }
 }
 
-/** The renderer factory for one notebook's registry. */
-export function viewFactory(registry: IRegistry): IRenderMime.IRendererFactory {
+/** The renderer factory for one notebook's registry; ``app`` is the app's registry. */
+export function viewFactory(
+  registry: IRegistry,
+  app: Pick<IRegistry, 'getFactory'> | null = null
+): IRenderMime.IRendererFactory {
   return {
     safe: true, // it inserts nothing itself; what it delegates to keeps its own rules
     mimeTypes: [VIEW_MIME],
     defaultRank: VIEW_RANK,
-    createRenderer: () => new ViewRenderer(registry)
+    createRenderer: () => new ViewRenderer(registry, app)
   };
 }
 
-/** Adds the view renderer to a registry (a notebook's own, which holds its widget manager). */
+/** Adds the view renderer to a notebook's registry (the one its widget manager binds). */
 export function addViewFactory(
-  registry: IRegistry & { addFactory(f: IRenderMime.IRendererFactory, rank?: number): void }
+  registry: IRegistry & { addFactory(f: IRenderMime.IRendererFactory, rank?: number): void },
+  app: Pick<IRegistry, 'getFactory'> | null = null
 ): void {
   if (!registry.mimeTypes.includes(VIEW_MIME)) {
-    registry.addFactory(viewFactory(registry), VIEW_RANK);
+    registry.addFactory(viewFactory(registry, app), VIEW_RANK);
   }
 }

@@ -2,7 +2,8 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Panel, Widget } from '@lumino/widgets';
 
 import {
-  addViewFactory, IRegistry, modelId, savedPart, VIEW_MIME, VIEW_RANK, ViewRenderer, WIDGET_MIME
+  addViewFactory, IRegistry, modelId, savedPart, VIEW_MIME, VIEW_RANK, ViewRenderer, WIDGET_MIME,
+  WIDGET_WAIT_MS, widgetsBound
 } from '../src/view';
 
 const flush = (): Promise<void> => new Promise(resolve => setTimeout(resolve, 0));
@@ -42,6 +43,10 @@ interface IFake extends IRegistry {
   addFactory(f: IRenderMime.IRendererFactory, rank?: number): void;
 }
 
+const BOUND: IRenderMime.IRendererFactory = {
+  safe: false, mimeTypes: [WIDGET_MIME], createRenderer: () => null as never
+};
+
 function registry(models: string[], withWidgets = true, later = Promise.resolve()): IFake {
   const known = new Set(models);
   const reg: IFake = {
@@ -59,6 +64,10 @@ function registry(models: string[], withWidgets = true, later = Promise.resolve(
     createRenderer(mime) {
       reg.created.push(mime);
       return mime === WIDGET_MIME ? new FakeWidgetRenderer(known, later) : new FakeHtmlRenderer();
+    },
+    getFactory(mime) {
+      return reg.factories.find(f => f.mimeTypes.includes(mime)) ??
+        (mime === WIDGET_MIME && withWidgets ? BOUND : undefined);
     },
     addFactory(f) {
       reg.factories.push(f);
@@ -123,17 +132,56 @@ describe('kl.lab view renderer', () => {
     expect(Object.keys(savedPart(output(null).data)).sort()).toEqual(['text/html', 'text/plain']);
   });
 
-  it('asks for no widget when untrusted, without a model id, or without widgets', async () => {
+  it('gives up waiting for a widget renderer that never comes', async () => {
+    jest.useFakeTimers();
+    try {
+      const reg = registry(['abc123'], false);
+      const view = new ViewRenderer(reg);
+      const done = view.renderModel(output('abc123'));
+      await jest.advanceTimersByTimeAsync(WIDGET_WAIT_MS + 1000);
+      await done;
+      expect(reg.created).toEqual(['text/html']);
+      expect(shown(view)).toBe('saved <b>table</b>');
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('asks for no widget when untrusted or without a model id', async () => {
     for (const [reg, out] of [
       [registry(['abc123']), output('abc123', false)],
-      [registry(['abc123']), output(null)],
-      [registry(['abc123'], false), output('abc123')]
+      [registry(['abc123']), output(null)]
     ] as [IFake, IRenderMime.IMimeModel][]) {
       const view = new ViewRenderer(reg);
       await view.renderModel(out);
       await flush();
       expect(reg.created).toEqual(['text/html']);
       expect(shown(view)).toBe('saved <b>table</b>');
+    }
+  });
+
+  it('waits for the widget renderer that the widget manager binds later', async () => {
+    jest.useFakeTimers();
+    try {
+      // the notebook's registry starts with the app's renderer, which has no manager
+      const unbound = { ...BOUND };
+      const app = { getFactory: (m: string) => (m === WIDGET_MIME ? unbound : undefined) };
+      const reg = registry(['abc123'], false);
+      reg.factories.push(unbound);
+      expect(widgetsBound(reg, app)).toBe(false);
+      const view = new ViewRenderer(reg, app);
+      const done = view.renderModel(output('abc123'));
+      await jest.advanceTimersByTimeAsync(1000);
+      expect(reg.created).toEqual(['text/html']);
+      reg.factories.splice(0, 1, { ...BOUND }); // what jupyterlab_widgets does, session ready
+      expect(widgetsBound(reg, app)).toBe(true);
+      await jest.advanceTimersByTimeAsync(1000);
+      await done;
+      expect(reg.created).toEqual(['text/html', WIDGET_MIME]);
+      await jest.advanceTimersByTimeAsync(10);
+      expect(shown(view)).toBe('live abc123');
+    } finally {
+      jest.useRealTimers();
     }
   });
 

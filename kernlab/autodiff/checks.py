@@ -51,8 +51,8 @@ def _stale_loads(func: Function):
             writes.setdefault(ins.args[0], []).append((pos, set(loops), ins))
     stale, flagged = set(), {}
     for pos, (ins, loops) in enumerate(order):
-        if ins.op is not Op.LOAD:
-            continue
+        if ins.op is not Op.LOAD or ins.attrs.get("snapshot"):
+            continue  # a snapshot load reads the values before the launch (inplace.py)
         for wpos, wloops, w in writes.get(ins.args[0], ()):
             if wpos > pos or wloops & set(loops):
                 stale.add(ins)
@@ -67,14 +67,31 @@ def _check_stale_uses(func: Function, stale: set, flagged: dict):
     atomic adds and sums (``y[i] = y[i] + v``, ``y[i][0] = v`` on a vector element, ``a[i]
     *= 2.0``): no adjoint needs the value itself. Any other use (a nonlinear builtin, a
     branch condition, an index, a loop bound, a custom-gradient call) would give a silently
-    wrong gradient: refused, at the overwriting store."""
+    wrong gradient: refused, at the overwriting store. (Under a kl.Tape, arrays whose every
+    access is the thread's own element are handled before this check by keeping their values
+    before the launch: autodiff/inplace.py.)"""
     walk = list(func.body.walk())
     defs = {i.result: i for i in walk if i.result is not None}
-    tainted = {i.result for i in stale}
-    if not tainted:
-        return
+    fixed = fixed_vars(func)
+    for arr, first_write in flagged.items():
+        seeds = {i.result for i in stale if i.args[0] is arr}
+        ins = first_needing_use(walk, defs, taint(walk, seeds), fixed)
+        if ins is None:
+            continue
+        from .inplace import why_not_snapshot
+        raise GradientError(
+            f"array '{arr.name}' is written here after being read in the same kernel, and "
+            f"the value read is used at line {ins.loc.line if ins.loc else '?'} in a way "
+            "whose gradient needs it; its gradient cannot be computed correctly (the adjoint "
+            f"would see the new value). {why_not_snapshot(func, arr)} Write the result into "
+            "a separate array.", first_write.loc, kernel=func.name)
+
+
+def taint(walk: list, seeds: set) -> set:
+    """The values computed from ``seeds`` (through builtins and, around loops, locals)."""
+    tainted = set(seeds)
     tvars: set = set()
-    changed = True
+    changed = bool(tainted)
     while changed:  # to a fixpoint: values flow around loops through locals
         changed = False
         for ins in walk:
@@ -87,23 +104,46 @@ def _check_stale_uses(func: Function, stale: set, flagged: dict):
                     or (ins.op is Op.LOAD_VAR and ins.attrs["var"] in tvars)):
                 tainted.add(ins.result)
                 changed = True
+    return tainted
+
+
+def first_needing_use(walk: list, defs: dict, tainted: set, fixed: set = frozenset()):
+    """The first instruction whose adjoint (or whose replay) needs a tainted value itself,
+    or None when the tainted values only flow linearly into stores, sums and scalings."""
+    if not tainted:
+        return None
     for ins in walk:
         bad = [k for k, a in enumerate(ins.args) if a in tainted]
         results = [r.result for r in ins.regions if r.result is not None]
         if not bad and not any(r in tainted for r in results):
             continue
-        if _stale_use_ok(ins, bad, defs, tainted) and not any(r in tainted for r in results):
+        if _stale_use_ok(ins, bad, defs, fixed) and not any(r in tainted for r in results):
             continue
-        arr = next(iter(flagged))
-        raise GradientError(
-            f"array '{arr.name}' is written here after being read in the same kernel, and "
-            f"the value read is used at line {ins.loc.line if ins.loc else '?'} in a way "
-            "whose gradient needs it; its gradient cannot be computed correctly (the adjoint "
-            "would see the new value). Write the result into a separate array.",
-            flagged[arr].loc, kernel=func.name)
+        return ins
+    return None
 
 
-def _stale_use_ok(ins, bad, defs, tainted) -> bool:
+def fixed_vars(func: Function) -> set:
+    """Locals assigned exactly once, at top level, from a scalar kernel parameter (``dt``):
+    constants to every thread. A scalar parameter's adjoint is never returned (it is passed
+    by value), so scaling by one is linear for every gradient anyone can read."""
+    stores: dict = {}
+    for ins in func.body.walk():
+        if ins.op in (Op.STORE_VAR, Op.FOR):
+            stores.setdefault(ins.attrs["var"], []).append(ins)
+    top = set(map(id, func.body.instrs))
+    scalars = {p.value for p in func.params if not p.type.is_array}
+    return {var for var, w in stores.items() if len(w) == 1 and id(w[0]) in top
+            and w[0].op is Op.STORE_VAR and w[0].args[0] in scalars}
+
+
+def _constant(value, defs, fixed) -> bool:
+    ins = defs.get(value)
+    return ins is not None and (ins.op is Op.CONST or (
+        ins.op is Op.LOAD_VAR and ins.attrs["var"] in fixed))
+
+
+def _stale_use_ok(ins, bad, defs, fixed=frozenset()) -> bool:
     n = len(ins.args)
     if ins.op in (Op.STORE_VAR, Op.PRINT):
         return True
@@ -117,10 +157,9 @@ def _stale_use_ok(ins, bad, defs, tainted) -> bool:
     linear = range(n) if bi.linear_in == "all" else {k % n for k in bi.linear_in}
     if all(k in linear for k in bad):
         return True
-    scales = {k % n for k in bi.scales}  # x * 2.0, x / 4.0: linear when the rest is constant
-    return len(bad) == 1 and bad[0] in scales and all(
-        defs.get(a) is not None and defs[a].op is Op.CONST
-        for k, a in enumerate(ins.args) if k != bad[0])
+    scales = {k % n for k in bi.scales}  # x * 2.0, x / 4.0, x * dt: linear when the rest
+    return len(bad) == 1 and bad[0] in scales and all(  # is constant to the thread
+        _constant(a, defs, fixed) for k, a in enumerate(ins.args) if k != bad[0])
 
 
 def own_element_arrays(func: Function) -> set:

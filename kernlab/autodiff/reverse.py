@@ -33,22 +33,37 @@ from ..ir.builder import Builder
 from ..ir.nodes import Block, Function, Instr, Op, Param, Value, Var
 from ..ir.verify import verify
 from ..types import int32
-from .checks import check_differentiable, own_element_arrays
+from .checks import check_differentiable
+from .inplace import localize
+from .ownership import owned_arrays
 
 STRUCTURED = (Op.IF, Op.FOR, Op.WHILE)
 
 
-def reverse_mode(func: Function, retain: frozenset = frozenset()) -> Function:
+def reverse_mode(func: Function, retain: frozenset = frozenset(),
+                 shared: bool = False) -> Function:
     """The adjoint of func. An array store consumes the element's gradient (reads it, then
     zeroes it: the overwritten value gets none), as Warp 1.19 does, except for the array
-    parameters whose indices are in ``retain`` (arrays made with retain_grad=True)."""
+    parameters whose indices are in ``retain`` (arrays made with retain_grad=True). Arrays
+    the kernel reads and then overwrites nonlinearly, each thread its own element, are read
+    once on entry (autodiff/inplace.py): the adjoint takes their values before the launch,
+    which a kl.Tape keeps.
+
+    A load's adjoint is added into the gradient with a plain load and store where each
+    thread owns the element (autodiff/ownership.py; ``out.owned`` lists those arrays),
+    atomically elsewhere; with ``shared`` atomically everywhere (for launches whose
+    gradient arrays share memory, which the ownership proof cannot see)."""
+    func = localize(func)
     check_differentiable(func)
     adj_params = [Param(f"adj_{p.name}", p.type, Value(p.type, f"adj_{p.name}"))
                   for p in func.params]
+    owned = {} if shared else owned_arrays(func)
     out = Function(func.name, func.params + adj_params, Block(), func.loc,
-                   vars=list(func.vars), sites=func.sites, ndim=func.ndim, is_adjoint=True)
+                   vars=list(func.vars), sites=func.sites, ndim=func.ndim, is_adjoint=True,
+                   owned=owned)
     ad = _Reverse(func, out, {p.value: a.value for p, a in zip(func.params, adj_params)},
-                  {func.params[k].value for k in retain})
+                  {func.params[k].value for k in retain},
+                  {func.params[k].value for k in owned})
     ad.forward(func.body, record=True)
     out.reverse_start = len(out.body.instrs)
     ad.reverse(func.body)
@@ -139,12 +154,13 @@ def _defs_deep(block: Block) -> set:
 
 
 class _Reverse:
-    def __init__(self, func: Function, out: Function, adj_arrays: dict, retained: set):
+    def __init__(self, func: Function, out: Function, adj_arrays: dict, retained: set,
+                 own: set):
         self.func = func
         self.g = Builder(out, func.loc)
         self.map = {p.value: p.value for p in func.params}
         self.adj_arrays = adj_arrays
-        self.own = own_element_arrays(func)
+        self.own = own
         self.retained = retained
         self.adj_vars: dict = {}
         self.local = _block_local_values(func.body)
@@ -291,7 +307,7 @@ class _Reverse:
             return
         adj_arr, idx = self._adj_access(ins, len(ins.args) - 1)
         g = self.g
-        if ins.args[0] in self.own:  # only this thread touches this element: a plain add
+        if ins.args[0] in self.own:  # no other thread touches this element: a plain add
             old = g.emit(Op.LOAD, [adj_arr, *idx], c.type, nullable=True, site=site)
             g.emit(Op.STORE, [adj_arr, *idx, g.add(old, c)], nullable=True, site=site)
         else:

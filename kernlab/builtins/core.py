@@ -43,6 +43,12 @@ def _mul_ret_mv(b):
 
 def _np_mul(a, b):
     if np.ndim(a) == 2 and np.ndim(b) >= 1:
+        if a.dtype == np.float16:  # each product and each partial sum rounded to half, over
+            cols = b if b.ndim == 2 else b[:, None]  # k in order, as compiled (and in Warp);
+            acc = a[:, :1] * cols[:1]                # NumPy's half matmul rounds only once
+            for k in range(1, a.shape[1]):
+                acc = acc + a[:, k:k + 1] * cols[k:k + 1]
+            return acc if b.ndim == 2 else acc[:, 0]
         return (a @ b).astype(a.dtype)
     return a * b
 
@@ -306,7 +312,8 @@ class _ConstructSig:
         if target is None or not (target.is_vector or target.is_matrix):
             return None
         n = target.length
-        if all(t.is_scalar and t.kind != "b" for t in types) and len(types) in (0, 1, n):
+        if all(t.is_scalar and (t.kind != "b") == (target.dtype.kind != "b") for t in types) \
+                and len(types) in (0, 1, n):
             return target
         if target.is_matrix and len(types) == target.rows and all(
                 t == Vector(target.cols, target.dtype) for t in types):

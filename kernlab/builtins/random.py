@@ -61,6 +61,18 @@ def randf_range(g, state, lo, hi):
     return s, g.add(g.mul(g.sub(hi, lo), f), lo)
 
 
+@expansion("randn", ("uint32",), "float32", writes=(0,))
+def randn(g, state):
+    """A standard normal sample (Box-Muller, as Warp): sqrt(-2 log(u1 + eps)) cos(2 pi u2)
+    with u1 then u2 the next two randf, eps = 5.96e-8 keeping the log finite. It has no
+    derivative: its only input is the integer state."""
+    s, u1 = randf(g, state)
+    s, u2 = randf(g, s)
+    eps = g.const(5.96e-8, float32)
+    radius = g.sqrt(g.mul(g.const(-2.0, float32), g.log(g.add(u1, eps))))
+    return s, g.mul(radius, g.cos(g.mul(g.const(2.0 * np.pi, float32), u2)))
+
+
 @expansion("sample_unit_sphere_surface", ("uint32",), "vec3", writes=(0,))
 def sample_unit_sphere_surface(g, state):
     one, two = g.const(1.0, float32), g.const(2.0, float32)
@@ -72,4 +84,4 @@ def sample_unit_sphere_surface(g, state):
     return s, g.construct(x, y, g.cos(phi), target=Vector(3, float32))
 
 
-PUBLIC = ["rand_init", "randu", "randi", "randf", "sample_unit_sphere_surface"]
+PUBLIC = ["rand_init", "randu", "randi", "randf", "randn", "sample_unit_sphere_surface"]

@@ -21,6 +21,7 @@ from ..ir.nodes import Op, Value
 from ..types import ANY, Matrix, Type, Vector, bool_, float32, int32, to_type
 from .spatial import NOT_SPATIAL
 from . import structs
+from .hashgrid import NOT_HASHGRID
 from .exprs import PY_BUILTINS, Lit, PyObj, _hashable
 from .grads import GradOf
 from .source import parse_function
@@ -52,6 +53,9 @@ class CallMixin:
             if not isinstance(target, PyObj) or node.keywords:
                 raise KernelTypeError("grad() takes one func or builtin", self.b.loc)
             return PyObj(GradOf(target.obj))
+        grid = self.hash_grid_call(obj, node)  # frontend/hashgrid.py
+        if grid is not NOT_HASHGRID:
+            return grid
         args = self.call_args(node.args)
         kwargs = {}
         for kw in node.keywords:

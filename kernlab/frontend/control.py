@@ -14,6 +14,7 @@ from .. import lang
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir.nodes import Block, Op, Value
 from . import structs
+from .hashgrid import HashGridQuery
 from ..generics import matches
 from ..types import int32, is_generic
 from .exprs import Lit, PyObj
@@ -38,10 +39,13 @@ class ControlMixin:
         if _is_range(fn):
             return self.for_range(node, it)
         seq = self.expr(it)
+        if isinstance(seq, HashGridQuery):
+            return self.for_hash_grid(node, seq)
         if isinstance(seq, Value) and (seq.type.is_vector or seq.type.is_matrix):
             return self.for_each(node, seq)
-        raise KernelSyntaxError("kernels loop over range(...), reversed(range(...)), or the "
-                                "components of a vector (rows of a matrix)", self.b.loc)
+        raise KernelSyntaxError("kernels loop over range(...), reversed(range(...)), the "
+                                "components of a vector (rows of a matrix), or a hash grid "
+                                "query", self.b.loc)
 
     def for_range(self, node, it, backwards=False):
         if it.keywords or not 1 <= len(it.args) <= 3:

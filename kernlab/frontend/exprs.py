@@ -77,8 +77,39 @@ def _fold_div(a, b):
     return a / b
 
 
+def _fold_pow(a, b):
+    """``**`` on two constants as the kernel's pow computes it (C's rules): a negative base
+    to a fractional power is NaN, not a complex number; overflow is inf; an integer power
+    too large for int64 is an error rather than a huge Python int."""
+    if isinstance(a, int) and isinstance(b, int):
+        if b >= 0 and abs(a) > 1 and b * (abs(a).bit_length() - 1) > 64:
+            raise OverflowError(f"{a} ** {b} does not fit in a 64-bit integer")
+        return operator.pow(a, b)
+    a, b = float(a), float(b)
+    odd = b.is_integer() and abs(b) < 2**53 and int(b) % 2 == 1
+    try:
+        return math.pow(a, b)
+    except OverflowError:
+        return -math.inf if (a < 0 and odd) else math.inf
+    except ValueError:  # 0 to a negative power, or a negative base to a fractional one
+        if a == 0:
+            return math.copysign(math.inf, a) if odd else math.inf
+        return math.nan
+
+
+def _fold_mod(a, b):
+    """``%`` on two constants as the kernel computes it: C's remainder, with the sign of
+    the dividend (fmod for floats; an int zero divisor gives 0, a float one NaN)."""
+    if isinstance(a, int) and isinstance(b, int):
+        if b == 0:
+            return 0
+        r = abs(a) % abs(b)
+        return r if a >= 0 else -r
+    return math.fmod(a, b) if b != 0 else math.nan
+
+
 FOLD = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-        ast.Div: _fold_div, ast.Pow: operator.pow}
+        ast.Div: _fold_div, ast.Pow: _fold_pow, ast.Mod: _fold_mod}
 CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt",
           ast.GtE: "ge"}
 PY_BUILTINS = {builtins.min: "min", builtins.max: "max", builtins.abs: "abs",
@@ -290,6 +321,9 @@ class ExprMixin:
                 return Lit(FOLD[type(node.op)](lhs.value, rhs.value))
             except ZeroDivisionError:
                 raise KernelTypeError("division by zero in a constant expression",
+                                      self.b.loc) from None
+            except OverflowError as exc:
+                raise KernelTypeError(f"constant expression too large: {exc}",
                                       self.b.loc) from None
         if name == "pow":
             lhs = self.value(lhs, float32 if isinstance(rhs, Lit) else None)
@@ -503,6 +537,7 @@ class ExprMixin:
                     raise KernelTypeError(f"printf values must be kernel values; write the "
                                           f"text {a.obj!r} into the format instead", self.b.loc)
             vals = [self.value(a) for a in args]
+            _check_printable(vals, "printf", self.b.loc)
             try:
                 printf_format.parse(fmt, [v.type for v in vals])
             except printf_format.PrintfFormatError as err:
@@ -513,10 +548,22 @@ class ExprMixin:
             fmt = None
         vals = [self.value(a) for a in args if not isinstance(a, PyObj)]
         labels = [a.obj for a in args if isinstance(a, PyObj) and isinstance(a.obj, str)]
+        _check_printable(vals, "print", self.b.loc)
         if fmt is None:
             fmt = " ".join(labels + ["{}"] * len(vals))
         self.b.emit(Op.PRINT, vals, fmt=fmt, printf=formatted)
         return None
+
+
+def _check_printable(vals, what: str, loc) -> None:
+    """print and printf show scalars, vectors and matrices."""
+    for v in vals:
+        t = v.type
+        if not (t.is_scalar or t.is_vector or t.is_matrix):
+            kind = "an array" if t.is_array else f"a {t}"
+            hint = "; print an element such as a[i]" if t.is_array else ""
+            raise KernelTypeError(f"{what} cannot show {kind} ('{v.name or 'value'}'): it "
+                                  f"shows scalars, vectors and matrices{hint}", loc)
 
 
 def _components(b, v: Value) -> list:

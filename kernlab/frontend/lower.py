@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
+from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError, too_deeply_nested
 from ..ir.builder import Builder
 from ..ir.nodes import Block, Function, Op, Param, Site, Value, Var
 from ..ir.verify import verify
@@ -22,6 +22,7 @@ from .grads import GradMixin
 from .views import ArrayRef, ViewMixin
 from .exprs import ExprMixin, Lit, PyObj, _describe, _Tid
 from .spatial import SpatialMixin
+from .hashgrid import HashGridMixin, HashGridQuery
 from .source import ParsedSource, annotation_type, parse_function
 from . import structs
 
@@ -48,13 +49,15 @@ def source_to_ir(pyfunc, name: str | None = None, extra_globals: dict | None = N
                    param_types).build_kernel(name)
 
 
-class Lowerer(CallMixin, GradMixin, SpatialMixin, ViewMixin, ControlMixin, ExprMixin):
+class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, ViewMixin, ControlMixin,
+              ExprMixin):
     def __init__(self, pyfunc, extra_globals=None, funcs_in_progress=(), param_types=None):
         self.kernel_src = parse_function(pyfunc)
         self.extra_globals = extra_globals
         self.param_types = param_types
         self.stack = [Scope(pyfunc, self.kernel_src)]
         self.inlining = list(funcs_in_progress)
+        self.grid_params: dict = {}  # Var of a uint64 kernel parameter -> its use as a grid
 
     # ---- scope helpers -----------------------------------------------------------------
 
@@ -120,6 +123,7 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, ViewMixin, ControlMixin, ExprM
             value = Value(t, arg.arg)
             params.append(Param(arg.arg, t, value))
             self.bind_param(arg.arg, value)
+            self.note_grid_param(arg.arg, value)
         n_flat = len(params)
         if _has_return(tree):
             self.scope.ret_flag = self.flag("returned")
@@ -171,6 +175,10 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, ViewMixin, ControlMixin, ExprM
                 raise KernelSyntaxError(f"{_stmt_name(node)} is not supported in kernels",
                                         self.b.loc)
             visit(node)
+        except RecursionError:  # the innermost statement of the kernel itself (not of a
+            if len(self.stack) > 1:  # func it calls) names the user's line
+                raise
+            raise too_deeply_nested(self.b.loc, self.func.name) from None
         finally:
             self.b.loc = saved
 
@@ -271,6 +279,19 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, ViewMixin, ControlMixin, ExprM
         if structs.is_structish(value):
             return structs.assign_name(self, name, value)
         current = self.scope.names.get(name)
+        if isinstance(value, HashGridQuery) or isinstance(current, HashGridQuery):
+            if not isinstance(value, HashGridQuery) or not (
+                    current is None or isinstance(current, HashGridQuery)):
+                raise KernelTypeError(f"'{name}' cannot hold both a hash grid query and a "
+                                      "value", self.b.loc)
+            self.scope.names[name] = value
+            return
+        grid = self.grid_params.get(current) if isinstance(current, Var) else None
+        if grid is not None:
+            if grid["used"]:
+                raise KernelTypeError(f"the hash grid parameter '{name}' cannot be "
+                                      "reassigned", self.b.loc)
+            grid["reassigned"] = True
         if isinstance(current, Value):
             raise KernelTypeError(f"array parameter '{name}' cannot be reassigned", self.b.loc)
         if isinstance(value, PyObj) and current is None or isinstance(current, PyObj):

@@ -12,7 +12,8 @@ import linecache
 import textwrap
 from dataclasses import dataclass
 
-from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError, SourceLoc
+from ..errors import (KernelLimitError, KernelNameError, KernelSyntaxError, KernelTypeError,
+                      SourceLoc, too_deeply_nested)
 from ..types import Type, to_type
 
 
@@ -52,11 +53,30 @@ def parse_function(pyfunc) -> ParsedSource:
     except SyntaxError as exc:
         raise KernelSyntaxError(f"invalid Python: {exc.msg}",
                                 SourceLoc(file, first + (exc.lineno or 1) - 1)) from None
+    except (RecursionError, MemoryError):
+        raise too_deeply_nested(SourceLoc(file, first), pyfunc.__name__) from None
     tree = next(n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
     if isinstance(tree, ast.AsyncFunctionDef):
         raise KernelSyntaxError("kernels cannot be async", SourceLoc(file, first))
     linecache.getlines(file)  # keep the cell's text available for error snippets
-    return ParsedSource(tree, file, first - 1, indent, pyfunc.__name__)
+    parsed = ParsedSource(tree, file, first - 1, indent, pyfunc.__name__)
+    _check_name_lengths(parsed)
+    return parsed
+
+
+MAX_NAME_LENGTH = 255  # characters in an identifier (LLVM truncates value names at 1,024)
+
+
+def _check_name_lengths(parsed: ParsedSource) -> None:
+    for node in ast.walk(parsed.tree):
+        name = (node.id if isinstance(node, ast.Name) else node.arg if isinstance(node, ast.arg)
+                else node.attr if isinstance(node, ast.Attribute)
+                else node.arg if isinstance(node, ast.keyword) and node.arg else None)
+        if name is not None and len(name) > MAX_NAME_LENGTH:
+            raise KernelLimitError(
+                f"the name '{name[:24]}...' is {len(name)} characters long; kernlab accepts "
+                f"names of up to {MAX_NAME_LENGTH} characters", parsed.loc(node),
+                kernel=parsed.name)
 
 
 _MISSING = object()

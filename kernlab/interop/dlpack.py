@@ -23,6 +23,7 @@ from ..runtime.array import MAX_DIMS, array
 from ..runtime.device import get_device
 from ..runtime.dlpack import KDL_CPU as DL_CPU, KDL_CUDA as DL_CUDA, \
     KDL_CUDA_HOST as DL_CUDA_HOST, import_capsule
+from ..runtime import exports
 from ..runtime.storage import DeviceArray
 from ..types import Type, to_type
 
@@ -75,6 +76,7 @@ def view_storage(values, dtype=None) -> array:
         raise ValueError(f"the components of each {dtype} are not adjacent in memory "
                          f"(strides {values.strides}); make the tensor contiguous first")
     device = get_device(f"cuda:{values.ordinal}" if isinstance(values, DeviceArray) else "cpu")
+    exports.mark_exported(values)  # the tensor's owner can still write it
     return array._wrap(values, dtype, device)
 
 

@@ -140,6 +140,9 @@ class Function:
     is_adjoint: bool = False
     is_tangent: bool = False  # a tangent kernel (forward mode; of an adjoint for HVPs)
     reverse_start: int | None = None  # adjoint only: index in body where the reverse begins
+    owned: dict = field(default_factory=dict)  # adjoint only: param index -> the index (a
+    # canonical string) at which each thread owns that array's element: its gradient is
+    # accumulated with plain adds (autodiff/ownership.py)
 
     @property
     def array_params(self):

@@ -26,6 +26,9 @@ _ORIGIN_ABOVE = re.compile(r"^\s*(?://|;|#)\s*(cell \[\d+\]|\S+?):(\d+):")
 # GitHub and VS Code define no --jp-* variables), so a view reads in light and dark themes.
 # Highlights are translucent: the text keeps the theme's colour on top of them.
 HIGHLIGHT_COLOR = "rgba(255, 196, 0, 0.30)"
+# An ipywidget pane next to another in an HBox: takes the room left and may shrink below its
+# content's width (its listings scroll), so the box never outgrows the output.
+FILL = {"flex": "1 1 0%", "min_width": "0"}
 FONT_COLOR = "var(--jp-content-font-color1, #1f1f1f)"
 MUTED_COLOR = "var(--jp-content-font-color2, #616161)"
 BORDER = "1px solid var(--jp-border-color2, #e0e0e0)"
@@ -141,9 +144,11 @@ def kernel_source(kernel) -> tuple[list[str], int, str]:
 # ---- HTML ------------------------------------------------------------------------------------
 
 def highlight(text: str, language: str = "text", hl_lines=(), linenostart: int = 1,
-              linenos: bool = False, max_height: str = "32em") -> str:
+              linenos: bool = False, max_height: str = "32em", fit: bool = False) -> str:
     """Text as highlighted HTML with inline styles (so it survives without CSS);
-    ``hl_lines`` (1-based) get a background."""
+    ``hl_lines`` (1-based) get a background. ``fit``: for a pane of a live widget (a flex
+    item that would otherwise grow to the longest line): the box takes the width it is
+    given and long lines scroll inside it."""
     try:
         from pygments import highlight as pyg_highlight
         from pygments.formatters import HtmlFormatter
@@ -164,8 +169,11 @@ def highlight(text: str, language: str = "text", hl_lines=(), linenostart: int =
                                       f"font-family: {MONOSPACE}; color: {FONT_COLOR}; "
                                       f"background: transparent; border: none")
         body = pyg_highlight(text, lexer, fmt)
+    # fit: a one-column grid whose column may shrink to nothing, so the box's own width
+    # never depends on its longest line
+    grid = "display: grid; grid-template-columns: minmax(0, 1fr); " if fit else ""
     return (f'<div style="max-height: {max_height}; overflow: auto; font-size: 12px; '
-            f'border: {BORDER}; padding: 2px 4px; color: {FONT_COLOR}; '
+            f'{grid}border: {BORDER}; padding: 2px 4px; color: {FONT_COLOR}; '
             f'background: var(--jp-cell-editor-background, transparent)">{body}</div>')
 
 
@@ -228,11 +236,13 @@ def html_table(headers, rows, bold_rows=()) -> str:
     for k, row in enumerate(rows):
         style = " style='font-weight: bold; background: %s'" % HIGHLIGHT_COLOR \
             if k in bold_rows else ""
-        cells = "".join(f"<td style='padding: 0 8px; font-family: {MONOSPACE}'>{escape(c)}</td>"
-                        for c in row)
+        cells = "".join(f"<td style='padding: 0 8px; text-align: left; "
+                        f"font-family: {MONOSPACE}'>{escape(c)}</td>" for c in row)
         body.append(f"<tr{style}>{cells}</tr>")
+    # margin: 0 - JupyterLab centres tables in HTML outputs; a view's tables sit on the left
     return (f"<table style='border-collapse: collapse; font-size: 12px; color: {FONT_COLOR}; "
-            f"background: transparent'><tr>{head}</tr>" + "".join(body) + "</table>")
+            f"background: transparent; margin: 0'><tr>{head}</tr>" + "".join(body)
+            + "</table>")
 
 
 def fmt(value) -> str:
@@ -279,7 +289,8 @@ class RichRepr:
         metadata. No widget view: a saved notebook must never show a missing model
         (``mime.view_bundle``; the extension's ``view.ts`` puts the live widget on top)."""
         from .mime import view_bundle
-        return view_bundle(self)
+        data, metadata = view_bundle(self)
+        return (data, metadata) if metadata else data  # IPython takes either form
 
 
 class TapeGraph(RichRepr):

@@ -48,11 +48,11 @@ def load_ipython_extension(ipython):
 class CellKernel(Kernel):
     """A kernel defined in a ``%%kernel`` cell; ``--backend`` pins how it runs on the CPU."""
 
-    def compiled(self, backend: str, adjoint: bool = False, retain: frozenset = frozenset()):
+    def compiled(self, backend: str, *args, **kwargs):
         pinned = self.options.get("backend")
         if pinned and backend in ("llvm", "interp"):
             backend = pinned
-        return super().compiled(backend, adjoint, retain)
+        return super().compiled(backend, *args, **kwargs)
 
 
 @magics_class

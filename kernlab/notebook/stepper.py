@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from .display import RichRepr, escape, fmt, highlight, html_table, kernel_source
+from .display import FILL, RichRepr, escape, fmt, highlight, html_table, kernel_source
 from .trace import trace_thread
 
 
@@ -28,10 +28,10 @@ class StepView(RichRepr, widgets.VBox):
         self.reset_button = widgets.Button(description="Reset", layout={"width": "7em"})
         self.slider = widgets.IntSlider(value=0, min=0, max=max(0, len(self.steps) - 1),
                                         description="step", continuous_update=True,
-                                        layout={"width": "28em"})
+                                        layout={"width": "28em", "min_width": "0"})
         self.header = widgets.HTML()
-        self.source_view = widgets.HTML(layout={"width": "55%"})
-        self.values_view = widgets.HTML(layout={"width": "45%"})
+        self.source_view = widgets.HTML(layout=dict(FILL, flex="3 1 0%"))
+        self.values_view = widgets.HTML(layout=dict(FILL, flex="2 1 0%"))
         self.arrays_view = widgets.HTML()
         self.prev_button.on_click(lambda _: self.prev())
         self.next_button.on_click(lambda _: self.next())
@@ -99,10 +99,10 @@ class StepView(RichRepr, widgets.VBox):
         lines, first, file = self._source
         if step.file == file and first <= step.line < first + len(lines):
             return highlight("\n".join(lines), "python", hl_lines=[step.line - first + 1],
-                             linenostart=first, linenos=True)
+                             linenostart=first, linenos=True, fit=True)
         # a line of an inlined func: show it on its own
         return f"<div>in <code>{escape(step.file)}</code></div>" + highlight(
-            step.text, "python", hl_lines=[1], linenostart=step.line, linenos=True)
+            step.text, "python", hl_lines=[1], linenostart=step.line, linenos=True, fit=True)
 
     def rows(self, position: int | None = None) -> list:
         """(name, value, adjoint) for each of the kernel's locals at a step."""

@@ -164,6 +164,9 @@ class BackwardReplay:
             params = [self.copies[self.model.name_of(a)] if isinstance(a, kl.array) else a
                       for a in cmd.params]
             adj = [p.grad if isinstance(p, kl.array) else None for p in params]
+            for k, kept in rec.snapshots.items():  # in-place updates: the values it read
+                if kept is not None:
+                    params[k] = kept
             kl.launch(cmd.kernel, cmd.dim, inputs=params, adj_inputs=adj, adjoint=True,
                       device="cpu")
             return

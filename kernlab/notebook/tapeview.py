@@ -14,7 +14,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from . import live
-from .display import RichRepr, escape, fmt, get_listing, highlight, html_table
+from .display import FILL, RichRepr, escape, fmt, get_listing, highlight, html_table
 from .tapegraph import BackwardReplay, TapeModel, tape_svg
 
 
@@ -28,14 +28,15 @@ class TapeView(RichRepr, widgets.VBox):
         self.graph = widgets.HTML()
         self.record_select = widgets.Select(
             options=[(f"#{r.index} {r.label}", r.index) for r in self.model.records],
-            value=n - 1 if n else None, rows=min(max(n, 2), 8), layout={"width": "24em"})
-        self.record_view = widgets.HTML(layout={"width": "60%"})
+            value=n - 1 if n else None, rows=min(max(n, 2), 8),
+            layout={"width": "20em", "min_width": "12em"})
+        self.record_view = widgets.HTML(layout=FILL)
         self.back_button = widgets.Button(description="Step backward ▶",
                                           layout={"width": "11em"})
         self.undo_button = widgets.Button(description="◀ Undo step", layout={"width": "9em"})
         self.reset_button = widgets.Button(description="Reset", layout={"width": "6em"})
         self.slider = widgets.IntSlider(value=0, min=0, max=n, description="reversed",
-                                        layout={"width": "24em"})
+                                        layout={"width": "24em", "min_width": "0"})
         self.status = widgets.HTML()
         self.grads_view = widgets.HTML()
         self.back_button.on_click(lambda _: self.step_backward())
@@ -134,7 +135,7 @@ class TapeView(RichRepr, widgets.VBox):
                            + ("" if rec.kind == "clone" else "; that part of it is zeroed")
                            + "</div>")
         listing = get_listing(rec.kernel, "ir", adjoint=True)
-        body = highlight(listing.text, "ir", max_height="20em") if listing.ok else \
+        body = highlight(listing.text, "ir", max_height="20em", fit=True) if listing.ok else \
             f"<pre>{escape(listing.error)}</pre>"
         return head + body
 
@@ -144,8 +145,11 @@ class TapeView(RichRepr, widgets.VBox):
         recs = self.model.records
         launches = sum(1 for r in recs if r.kind == "launch")
         ops = len(recs) - launches
+        memory = self.model.tape.memory()  # copies kept for in-place updates
+        kept = f", keeps {memory}" if memory.snapshots else ""
         return (f"<kernlab tape: {launches} launch{'es' if launches != 1 else ''}, "
-                f"{ops} array op{'s' if ops != 1 else ''}, {len(self.model.arrays)} arrays>")
+                f"{ops} array op{'s' if ops != 1 else ''}, {len(self.model.arrays)} arrays"
+                f"{kept}>")
 
     def _html(self) -> str:
         real = self.model.grad_norms()

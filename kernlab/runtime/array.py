@@ -17,6 +17,7 @@ views (slicing, reshape, transpose, dtype views) are array_views.py; the constru
 """
 from __future__ import annotations
 
+import contextvars
 import math
 from typing import Any
 
@@ -25,7 +26,7 @@ import numpy as np
 from ..types import ArrayType, Type, float32, to_type
 from . import array_convert as convert
 from . import array_views as views
-from . import storage
+from . import exports, storage
 from .array_convert import MAX_DIMS  # noqa: F401  (re-exported)
 from . import capture as _capture
 from .device import Device, get_device, synchronize_device
@@ -36,7 +37,27 @@ _EMPTY = np.zeros(1, np.uint8)  # the address NumPy reads for arrays with no ele
 # --- Tape hook ----------------------------------------------------------------------------
 # The tape installs a callable here; clone, copy and assign report themselves to it so that
 # gradients flow from the copy back to its source.
-_TAPE_HOOK = [None]
+class _ContextSlot:
+    """``slot[0]``: a value per thread and asyncio task (a context variable), read and
+    written like the one-element list it replaces."""
+
+    def __init__(self, name: str):
+        self._var = contextvars.ContextVar(name, default=None)
+
+    def __getitem__(self, k):
+        return self._var.get()
+
+    def __setitem__(self, k, value):
+        self._var.set(value)
+
+    def set_token(self, value):
+        return self._var.set(value)
+
+    def reset_token(self, token):
+        self._var.reset(token)
+
+
+_TAPE_HOOK = _ContextSlot("kernlab_tape_hook")
 
 
 def _record(kind: str, dest: "array", src: "array", **info) -> None:
@@ -94,6 +115,7 @@ class array:
                 values = storage.transfer(values, self.device)
             elif values is data or (isinstance(data, np.ndarray) and values.base is data):
                 self._ref = data
+                exports.mark_exported(values)  # the caller holds the NumPy array
         else:
             self.dtype = convert.as_dtype(dtype) or float32
             dims = convert.as_shape(shape)
@@ -102,6 +124,7 @@ class array:
                                               capacity)
                 self._capacity = capacity
                 self.deleter = deleter
+                exports.mark_exported(values)  # someone else's memory
             elif strides is not None:
                 strides = convert.check_strides(dims, strides, allocating=True)
                 values = convert.allocate_strided(dims, strides, self.dtype, self.device,
@@ -307,12 +330,15 @@ class array:
     def numpy(self) -> np.ndarray:
         """The data as NumPy (shape: shape + element shape): on the CPU the array's own
         memory, without copying; on a GPU a host copy (writes to it stay on the host)."""
-        return storage.to_host(self._storage())
+        data = self._storage()
+        if type(data) is np.ndarray:
+            exports.mark_exported(data)  # writable outside kernlab from now on
+        return storage.to_host(data)
 
     def list(self) -> list:
         """The elements in flat (C) order: Python numbers, or vector/matrix values (what
         ``dtype(...)`` makes, as Warp's list() gives vector and matrix instances)."""
-        flat = self.numpy().reshape((self.size,) + self.dtype.shape)
+        flat = storage.to_host(self._storage()).reshape((self.size,) + self.dtype.shape)
         if getattr(self.dtype, "is_struct", False):
             from .structs import record_to_instance
             return [record_to_instance(self.dtype, rec) for rec in flat]
@@ -329,7 +355,10 @@ class array:
             if copy is False:
                 raise ValueError(f"converting {self.dtype} to {np.dtype(dtype)} needs a copy")
             return data.astype(dtype)
-        return data.copy() if copy else data
+        if copy:
+            return data.copy()
+        exports.mark_exported(data)
+        return data
 
     @property
     def __array_interface__(self) -> dict:
@@ -340,6 +369,7 @@ class array:
         if type(data) is not np.ndarray:
             raise AttributeError(f"__array_interface__ is for CPU arrays; this array is on "
                                  f"{self.device} (use __cuda_array_interface__ or DLPack)")
+        exports.mark_exported(data)
         inner = data.strides[self.ndim:]
         if data.size == 0:
             inner = convert.contiguous_strides(self.dtype.shape, self.dtype.scalar)
@@ -355,6 +385,7 @@ class array:
         on a GPU kernlab's own, after the device has finished kernlab's work (asynchronous
         unchecked launches included), so ``stream`` asks for no waiting."""
         data = self._storage()
+        exports.mark_exported(data)
         if type(data) is np.ndarray:
             asked = {"max_version": max_version, "dl_device": dl_device, "copy": copy}
             return data.__dlpack__(
@@ -379,6 +410,7 @@ class array:
             raise AttributeError("__cuda_array_interface__ is for CUDA arrays; this array is "
                                  "on the CPU (use __array_interface__ or DLPack)")
         data = self._storage()
+        exports.mark_exported(data)
         synchronize_device(self.device)  # an unchecked launch may still be running
         return {"shape": data.shape, "typestr": data.dtype.str,
                 "strides": None if data.c_contiguous else data.strides,

@@ -4,18 +4,27 @@ Callers hash whatever determines the output (IR text, options, compiler versions
 hex key with key_for(), then load(key) / store(key, payload). Each entry is one file,
 ``<key>.klc``, laid out as
 
-    b"KLCACHE1" | key length (u16) | key (ASCII) | payload length (u64) | sha256(payload) | payload
+    b"KLCACHE2" | key length (u16) | key (ASCII) | payload length (u64) | MAC | payload
 
-load() checks every part, so a truncated, tampered or misplaced file reads as a miss and is
-removed. The cache folder is private to its user (mode 0700, entries 0600) because what it
-holds is loaded as machine code; a folder owned by someone else is not used at all.
-Failures to write are reported once and otherwise ignored: the cache only saves time.
+where MAC is HMAC-SHA256, under a per-user secret, of the key and the payload. The secret
+(32 random bytes) lives in the cache folder as ``.secret`` (mode 0600), so an entry forged
+without it, even with a correctly recomputed hash, reads as a miss.
+
+load() checks every part, so a truncated, tampered, forged or misplaced file reads as a miss
+and is removed. Only regular files of ours are read: entries are opened with O_NOFOLLOW and
+O_NONBLOCK (a FIFO or device where an entry should be cannot block or feed the loader), then
+checked with fstat (a regular file, owned by this user, of a sane size) before a byte is read.
+The cache folder is private to its user (mode 0700, entries 0600) because what it holds is
+loaded as machine code; a folder owned by someone else is not used at all. Failures to write
+are reported once and otherwise ignored: the cache only saves time.
 """
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 import re
+import stat
 import struct
 import tempfile
 import warnings
@@ -23,8 +32,11 @@ from pathlib import Path
 
 from .. import config
 
-MAGIC = b"KLCACHE1"
+MAGIC = b"KLCACHE2"
 SUFFIX = ".klc"
+SECRET_NAME = ".secret"
+_SECRET_BYTES = 32
+MAX_ENTRY_BYTES = 1 << 30  # larger files are not cache entries of ours
 _TEMP_PREFIX = ".tmp-"
 _KEY = re.compile(r"[0-9a-f]{16,128}")
 _LENGTHS = struct.Struct("<Q")  # payload length
@@ -62,6 +74,69 @@ def cache_root() -> Path:
     return root
 
 
+def _read_regular(path: Path, limit: int) -> bytes:
+    """The contents of ``path`` if it is a regular file of ours of at most ``limit`` bytes;
+    OSError otherwise. Never follows a symlink, never blocks on a FIFO or device."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) \
+        | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(path, flags)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{path} is not a regular file")
+        if hasattr(os, "getuid") and info.st_uid != os.getuid():
+            raise OSError(f"{path} belongs to another user")
+        if info.st_size > limit:
+            raise OSError(f"{path} is larger than a cache entry can be")
+        chunks, left = [], info.st_size
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+_secrets: dict = {}  # cache folder -> its secret, once read
+
+
+def _secret(root: Path) -> bytes:
+    """This user's secret for the cache folder ``root``, created on first use (0600)."""
+    cached = _secrets.get(str(root))
+    if cached is not None:
+        return cached
+    path = root / SECRET_NAME
+    try:
+        secret = _read_regular(path, _SECRET_BYTES)
+    except FileNotFoundError:
+        fd, temp = tempfile.mkstemp(prefix=_TEMP_PREFIX, dir=root)  # mode 0600
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(os.urandom(_SECRET_BYTES))
+            try:
+                os.link(temp, path)  # fails if another process made one meanwhile
+            except FileExistsError:
+                pass
+        finally:
+            os.unlink(temp)
+        secret = _read_regular(path, _SECRET_BYTES)
+    if len(secret) != _SECRET_BYTES:
+        raise OSError(f"{path} is not a kernlab cache secret")
+    _secrets[str(root)] = secret
+    return secret
+
+
+def _mac(key: str, payload: bytes) -> bytes:
+    mac = hmac.new(_secret(cache_root()), digestmod=hashlib.sha256)
+    key_bytes = key.encode("ascii")
+    mac.update(_KEY_LENGTH.pack(len(key_bytes)) + key_bytes)
+    mac.update(payload)
+    return mac.digest()
+
+
 def _entry_path(key: str) -> Path:
     if not isinstance(key, str) or not _KEY.fullmatch(key):
         raise ValueError(f"cache keys are 16 to 128 lowercase hex digits, not {key!r}")
@@ -71,7 +146,7 @@ def _entry_path(key: str) -> Path:
 def _encode(key: str, payload: bytes) -> bytes:
     key_bytes = key.encode("ascii")
     return b"".join([MAGIC, _KEY_LENGTH.pack(len(key_bytes)), key_bytes,
-                     _LENGTHS.pack(len(payload)), hashlib.sha256(payload).digest(), payload])
+                     _LENGTHS.pack(len(payload)), _mac(key, payload), payload])
 
 
 def _decode(key: str, blob: bytes) -> bytes | None:
@@ -91,8 +166,14 @@ def _decode(key: str, blob: bytes) -> bytes | None:
     (length,) = _LENGTHS.unpack_from(blob, at)
     at += _LENGTHS.size
     digest, payload = blob[at: at + 32], blob[at + 32:]
-    if len(payload) != length or hashlib.sha256(payload).digest() != digest:
-        return None  # truncated or tampered with
+    if len(payload) != length:
+        return None  # truncated
+    try:
+        expected = _mac(key, payload)
+    except OSError:
+        return None
+    if not hmac.compare_digest(expected, digest):
+        return None  # tampered with, or forged without this user's secret
     return payload
 
 
@@ -104,12 +185,11 @@ def load(key: str) -> bytes | None:
     except OSError:
         return None
     try:
-        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-        fd = os.open(path, flags)
-        with os.fdopen(fd, "rb") as f:
-            blob = f.read()
-    except OSError:
+        blob = _read_regular(path, MAX_ENTRY_BYTES)
+    except FileNotFoundError:
         return None
+    except OSError:  # not a regular file of ours: remove it, so the entry is written anew
+        blob = b""
     payload = _decode(key, blob)
     if payload is None:
         try:

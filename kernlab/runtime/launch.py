@@ -7,6 +7,7 @@ conversion that loses data.
 from __future__ import annotations
 
 import math
+import weakref
 import numpy as np
 
 from .. import config
@@ -210,14 +211,23 @@ class Launch:
                 raise LaunchError(f"kernel '{self.kernel.key}': parameter '{p.name}' has no "
                                   "array; set it with set_param_by_name or set_param_at_index")
         if self.adjoint:  # an array's adjoint left as None: its own gradient
+            from ..autodiff.inplace import refuse_manual_adjoint
+            refuse_manual_adjoint(self.kernel.ir, self.kernel.key, args)
             for k, p in enumerate(self.kernel.params):
                 if p.type.is_array and args[n + k] is None and args[k] is not None:
                     args[n + k] = args[k].grad
         kernel, dim, device, adjoint = self.kernel, self.dim, self.device, self.adjoint
-        if _capture.defer(f"launch {kernel.key}", lambda: _run(kernel, dim, args, device,
-                                                                adjoint)):
+        grids = getattr(kernel.ir, "hash_grid_hidden", None)
+
+        def run():
+            if grids:  # a grid rebuilt since this launch was made: its current arrays
+                from ..hashgrid import refresh_grid_args
+                refresh_grid_args(kernel, args)
+            _run(kernel, dim, args, device, adjoint)
+
+        if _capture.defer(f"launch {kernel.key}", run):
             return  # recorded into the open graph capture (kl.ScopedCapture)
-        _run(kernel, dim, args, device, adjoint)
+        run()
 
     def set_dim(self, dim):
         self.dim = _dims(dim)
@@ -305,10 +315,20 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
                 for check, p, v in zip(plan, kernel.params, primal)]
     else:
         args = [check(v, dev) for check, v in zip(plan, primal)]
+    tape = _tape.active_tape() if record_tape and not adjoint and not record_cmd \
+        and not _capture.is_capturing() else None
+    if tape is not None:  # copies what the launch overwrites and an adjoint needs
+        tape.prepare_launch(kernel, args)
     if tangent:
-        return _tangent_launch(kernel, dims, args, dev, tan_inputs, tan_outputs, n_in,
-                               adjoint or record_cmd or structs is not None)
+        _tangent_launch(kernel, dims, args, dev, tan_inputs, tan_outputs, n_in,
+                        adjoint or record_cmd or structs is not None)
+        tape = _tape.active_tape() if record_tape else None
+        if tape is not None:  # it ran the forward too: a tape records that
+            tape.record_launch(Launch(kernel, dev, params=args, dim=dims), n_inputs=n_in)
+        return None
     if adjoint:
+        from ..autodiff.inplace import refuse_manual_adjoint
+        refuse_manual_adjoint(kernel.ir, kernel.key, args)
         params = kernel.params
         adj = _adjoint_args(kernel, params, args, adj_inputs, adj_outputs, n_in)
         args = args + [convert_arg(kernel.key, p, v, dev, allow_none=True)
@@ -417,13 +437,17 @@ def _adjoint_args(kernel, params, args, adj_inputs, adj_outputs, n_in):
 
 
 def _run(kernel: Kernel, dims, args, device, adjoint):
+    from ..autodiff.inplace import mark_overwritten
     if math.prod(dims) == 0:
         return
     retain = frozenset(k for k, a in enumerate(args[:len(kernel.params)])
                        if isinstance(a, array) and a.retain_grad) if adjoint else frozenset()
     func = kernel.adjoint_variant(retain) if adjoint else kernel.ir
+    shared = adjoint and bool(func.owned) and _gradients_overlap(func, args)
+    if shared:  # the per-thread ownership proof does not hold for these arrays
+        func = kernel.adjoint_variant(retain, shared=True)
     backend = config.cpu_backend if device.is_cpu else "cuda"
-    runner = kernel.compiled(backend, adjoint, retain)
+    runner = kernel.compiled(backend, adjoint, retain, shared=shared)
     written = written_params(func)
     if device.is_cpu:
         _refuse_readonly(kernel, func, args, written)
@@ -436,6 +460,59 @@ def _run(kernel: Kernel, dims, args, device, adjoint):
         for k in written:
             if args[k] is not None:
                 args[k]._bump_version()
+        if not adjoint:
+            mark_overwritten(kernel.ir, kernel.key, args)
+
+
+def _gradients_overlap(func, args) -> bool:
+    """Whether an adjoint launch's gradient arrays share memory where the adjoint's plain
+    (non-atomic) accumulation needs them apart: an array in ``func.owned`` (each thread owns
+    one element of it) overlapping another gradient array, unless both are the same view
+    accessed at the same index (then each element still has one thread). Views of one
+    array have views of one gradient, so ``k(a[1:], a[:-1])`` needs the atomic adjoint."""
+    n = len(func.params) // 2
+    spans = []
+    for k in range(n):
+        a = args[n + k]
+        if isinstance(a, array):
+            span = _span(a, func.params[k].type.dtype.nbytes)
+            if span is not None:
+                spans.append((k, *span))
+    owned = func.owned
+    for x, (i, lo, hi, view) in enumerate(spans):
+        for j, lo2, hi2, view2 in spans[x + 1:]:
+            if (i in owned or j in owned) and lo < hi2 and lo2 < hi and not (
+                    view == view2 and owned.get(i) is not None and owned.get(i) == owned.get(j)):
+                return True
+    return False
+
+
+_spans: dict = {}  # id(NumPy data) -> (weak reference, itemsize, span)
+
+
+def _span(a, itemsize):
+    """(lo, hi, view) of an array: the bytes [lo, hi) it spans and (ptr, shape, strides);
+    None when empty. Kept per NumPy buffer object: an adjoint launch asks for every
+    gradient array's, and a.ptr alone costs microseconds."""
+    data = getattr(a, "_data", None)
+    cpu = type(data) is np.ndarray
+    if cpu:
+        hit = _spans.get(id(data))
+        if hit is not None and hit[0]() is data and hit[1] == itemsize:
+            return hit[2]
+    ptr = a.ptr
+    if not ptr:
+        span = None
+    else:
+        shape, strides = tuple(a.shape[:a.ndim]), tuple(a.strides)
+        reach = [(s - 1) * d for s, d in zip(shape, strides)]
+        span = (ptr + sum(r for r in reach if r < 0),
+                ptr + sum(r for r in reach if r > 0) + itemsize, (ptr, shape, strides))
+    if cpu:
+        key = id(data)
+        _spans[key] = (weakref.ref(data, lambda _, key=key: _spans.pop(key, None)), itemsize,
+                       span)
+    return span
 
 
 def _refuse_readonly(kernel, func, args, written) -> None:

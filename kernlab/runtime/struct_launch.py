@@ -26,8 +26,16 @@ def flatten_launch_args(kernel, inputs, outputs, device=None, adjoint=False):
         flat += _leaf_values(kernel.key, name, t, value, dev, adjoint)
         if k < len(inputs):
             n_in = len(flat)
+    grids = getattr(func, "hash_grid_hidden", {})
     for p in func.params[func.struct_flat_count: len(func.params)]:
-        flat.append(None if adjoint else _empty(p.type, dev))
+        if adjoint:
+            flat.append(None)
+        elif p.name in grids:  # a hash grid's arrays, from the id its parameter got
+            from ..hashgrid import grid_arrays
+            index, pname, part = grids[p.name]
+            flat.append(grid_arrays(kernel.key, pname, flat[index])[part])
+        else:
+            flat.append(_empty(p.type, dev))
     return flat[:n_in], flat[n_in:]
 
 

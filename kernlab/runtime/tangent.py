@@ -36,10 +36,16 @@ def run_variant(kernel, dims, args, device, adjoint: bool, tangent: str):
     n = len(kernel.params) * (2 if adjoint else 1)
     retain = frozenset(k for k, a in enumerate(args[:len(kernel.params)])
                        if isinstance(a, array) and a.retain_grad) if adjoint else frozenset()
-    func = kernel.tangent_variant(adjoint, retain, effects=tangent != "sweep")
+    shared = False
+    if adjoint:  # gradient arrays (or their tangents) sharing memory: the atomic adjoint
+        from .launch import _gradients_overlap
+        adj = kernel.adjoint_variant(retain)
+        shared = bool(adj.owned) and (_gradients_overlap(adj, args[:n])
+                                      or _gradients_overlap(adj, args[n:]))
+    func = kernel.tangent_variant(adjoint, retain, effects=tangent != "sweep", shared=shared)
     assert len(args) == 2 * n, (len(args), n)
     backend = config.cpu_backend if device.is_cpu else "cuda"
-    runner = kernel.compiled(backend, adjoint, retain, tangent=tangent)
+    runner = kernel.compiled(backend, adjoint, retain, tangent=tangent, shared=shared)
     written = written_params(func)
     try:
         if device.is_cpu:

@@ -12,14 +12,30 @@ Semantics follow Warp 1.19:
   all (seeded outputs included); ``reset()`` forgets the recording and zeroes.
 * ``record_func(backward, arrays)`` adds a Python callback to the backward pass;
   ``record_scope_begin/end`` group records for ``visualize()`` (GraphViz DOT).
-* Only one tape records at a time: entering a second is a RuntimeError.
+* Only one tape records at a time in a thread (or asyncio task): entering a second is a
+  RuntimeError. Tapes on different threads record only their own thread's launches.
 
 Unlike Warp, an array that a recorded kernel reads and that is modified afterwards (before
 backward) is an error, not a silently wrong gradient: each array carries a version counter
-and each record remembers it.
+and each record remembers it. Writes kernlab cannot count (through ``a.numpy()``,
+``np.asarray(a)``, DLPack or torch views, or the NumPy array an array shares) are caught by a
+checksum of exported memory (see exports.py).
+
+In-place updates (autodiff/inplace.py): the tape keeps what an adjoint needs and a launch is
+about to overwrite. Before a recorded launch runs, it copies (1) the arrays the kernel reads
+and then overwrites nonlinearly, each thread its own element (``x[i] = x[i] * x[i]``): the
+adjoint runs on the copy, the values before the launch; (2) the arrays the launch writes
+whose current values an earlier record's adjoint reads nonlinearly (copy on write: that
+record's adjoint then reads the copy). Arrays read only linearly (``x[i] + v[i] * dt``) are
+never copied and never checked. ``tape.memory()`` reports what the copies hold. Through one
+in-place launch ``x.grad`` goes from the gradient with respect to the values after the launch
+to that with respect to the values before it (each store consumes its element's gradient,
+each load adds to it), so a simulation that updates its state in place over many steps gets
+the gradients of its out-of-place version. Outside a tape nothing is copied.
 """
 from __future__ import annotations
 
+import contextvars
 import math
 import sys
 import types
@@ -32,10 +48,12 @@ from .. import config
 from ..errors import GradientError
 from ..ir.nodes import Op
 from . import array as array_mod
-from . import storage
+from . import exports, storage
 from .array import array
 
-_ACTIVE: list = []
+# The recording tape is per thread and per asyncio task (a context variable): a tape records
+# the launches of the code that entered it, never those another thread makes meanwhile.
+_ACTIVE_TAPE: contextvars.ContextVar = contextvars.ContextVar("kernlab_tape", default=None)
 _BACKWARD_HOOKS: list = []  # called with the tape after each backward (notebook views)
 
 
@@ -45,7 +63,7 @@ def _notify_backward(tape):
 
 
 def active_tape():
-    return _ACTIVE[-1] if _ACTIVE else None
+    return _ACTIVE_TAPE.get()
 
 
 @dataclass(eq=False)
@@ -53,6 +71,28 @@ class RecordedLaunch:
     launch: object            # the kl.Launch that ran
     versions: dict            # id(array) -> (array, param name, version after the launch)
     aliased: tuple | None = None  # (read param, written param) bound to overlapping memory
+    sums: dict = field(default_factory=dict)  # id(array) -> _Snapshot (see exports.py)
+    # in-place updates: id(array) -> (array, param name, version, param index) for the arrays
+    # whose values (as this launch left them) the adjoint reads; param index -> the copy the
+    # adjoint reads in the array's place (None: the copy could not be made)
+    needs: dict = field(default_factory=dict)
+    snapshots: dict = field(default_factory=dict)
+
+
+class _Snapshot:
+    """The checksum of a recorded read of exported memory: taken at record time if the
+    memory is exported then, else when it first is (exports.watch calls this)."""
+    __slots__ = ("array", "version", "sum", "__weakref__")
+
+    def __init__(self, a, version):
+        self.array, self.version, self.sum = a, version, None
+
+    def __call__(self):
+        if self.sum is None and self.array._version == self.version:
+            self.sum = exports.checksum(self.array._data)
+
+    def changed(self) -> bool:
+        return self.sum is not None and exports.checksum(self.array._data) != self.sum
 
 
 @dataclass(eq=False)
@@ -106,7 +146,8 @@ def warn_overwrite(a, arg_name=None, kernel_name=None, filename=None, lineno=Non
                 f"{filename}:{lineno} is being written to")
     print(f"Warning: Array {a.shape} of {a.dtype} {what} but has already been read from in "
           "a previous launch. This may corrupt gradient computation in the backward pass. "
-          "(kernlab refuses such a recording in Tape.backward().)", file=sys.stderr)
+          "(kernlab's tape copies such an array before a recorded launch overwrites it.)",
+          file=sys.stderr)
 
 
 def _user_site() -> str:
@@ -143,20 +184,28 @@ class Tape:
         self.scopes: list = []    # (record index, name, metadata); name None ends a scope
         self.loss = None
         self._info: dict = {}     # id(kl.Launch) -> RecordedLaunch
+        self._readers: dict = {}  # id(array._vbox) -> [(RecordedLaunch, key in its needs)]
+        self._pending = None      # (launch args, {param index: copy}) from prepare_launch
 
     # ---- recording ---------------------------------------------------------------------
 
     def __enter__(self):
-        if _ACTIVE:
+        if _ACTIVE_TAPE.get() is not None:
             raise RuntimeError("kernlab: a tape is already recording; tapes do not nest")
-        _ACTIVE.append(self)
-        array_mod._TAPE_HOOK[0] = self._record_array_op
+        self._tokens = (_ACTIVE_TAPE.set(self),
+                        array_mod._TAPE_HOOK.set_token(self._record_array_op))
         return self
 
     def __exit__(self, *exc):
-        if self in _ACTIVE:
-            _ACTIVE.remove(self)
-        array_mod._TAPE_HOOK[0] = None
+        tokens = getattr(self, "_tokens", None)
+        if tokens is not None and _ACTIVE_TAPE.get() is self:
+            self._tokens = None
+            try:
+                _ACTIVE_TAPE.reset(tokens[0])
+                array_mod._TAPE_HOOK.reset_token(tokens[1])
+            except ValueError:  # exited in another context than it was entered in
+                _ACTIVE_TAPE.set(None)
+                array_mod._TAPE_HOOK[0] = None
         return False
 
     @property
@@ -175,18 +224,59 @@ class Tape:
             if a.grad is not None:
                 self.gradients[a] = a.grad
 
+    def prepare_launch(self, kernel, args):
+        """Called by kl.launch just before a launch this tape will record runs: copies what
+        the launch is about to overwrite and an adjoint needs (see the module docstring)."""
+        self._pending = None
+        if not kernel.enable_backward:
+            return
+        from ..autodiff.inplace import plan
+        from .launch import written_params
+        func = kernel.ir
+        own = set(_user_facing_plan(plan, kernel).snapshot)
+        copies: dict = {}  # id(array) -> its copy: one per array per launch
+
+        def copy_of(a):
+            if id(a) not in copies:
+                copies[id(a)] = _keep_copy(a)
+            return copies[id(a)]
+
+        kept = {}
+        for k in written_params(func):
+            a = args[k]
+            if not isinstance(a, array):
+                continue
+            for rec, key in self._readers.pop(id(a._vbox), ()):  # copy on write
+                entry = rec.needs.get(key)
+                if entry is not None and entry[0]._version == entry[2]:
+                    rec.snapshots[entry[3]] = copy_of(entry[0])
+                    del rec.needs[key]
+        for k in own:
+            kept[k] = copy_of(args[k]) if isinstance(args[k], array) else None
+        self._pending = (list(args), kept)
+
     def record_launch(self, cmd, n_inputs: int = 0):
         """Called by kl.launch after a forward launch ran inside this tape."""
         from .launch import written_params
         func = cmd.kernel.ir
         read = {ins.args[0] for ins in func.body.walk() if ins.op is Op.LOAD}
-        versions = {}
+        versions, sums = {}, {}
         for p, a in zip(func.params, cmd.params):
             self._track(a)
             if isinstance(a, array) and p.value in read:
                 versions[id(a)] = (a, p.name, a._version)
-        self._info[id(cmd)] = RecordedLaunch(cmd, versions, _aliased(
-            func, cmd.params, read, written_params(func)))
+                if id(a) not in sums and a._data is not None:
+                    # writes through NumPy views and other exports bump no version: such
+                    # memory gets a checksum, now or when it is first exported
+                    snap = sums[id(a)] = _Snapshot(a, a._version)
+                    if exports.is_exported(a._data):
+                        snap()
+                    else:
+                        exports.watch(a._data, snap)
+        info = RecordedLaunch(cmd, versions, _aliased(
+            func, cmd.params, read, written_params(func)), sums)
+        self._record_needs(info)
+        self._info[id(cmd)] = info
         self.launches.append(cmd)
         if config.verify_autograd_array_access:
             code = getattr(cmd.kernel.pyfunc, "__code__", None)
@@ -199,6 +289,42 @@ class Tape:
             for p, a in zip(func.params, cmd.params):
                 if isinstance(a, array) and p.value in read:
                     a.mark_read()
+
+    def _record_needs(self, info: RecordedLaunch):
+        """Fill in what the adjoint of a launch needs: the copies prepare_launch made before
+        it ran, and the arrays to copy should a later launch overwrite them."""
+        cmd = info.launch
+        pending, self._pending = self._pending, None
+        if not cmd.kernel.enable_backward:
+            return
+        from ..autodiff.inplace import plan
+        p = _user_facing_plan(plan, cmd.kernel)
+        kept = {}
+        if pending is not None and len(pending[0]) == len(cmd.params) \
+                and all(x is y for x, y in zip(pending[0], cmd.params)):
+            kept = pending[1]
+        for k in p.snapshot:  # not copied before the launch: backward refuses
+            info.snapshots[k] = kept.get(k)
+        names = [q.name for q in cmd.kernel.ir.params]
+        for k in p.needs:
+            a = cmd.params[k]
+            if isinstance(a, array):
+                info.needs[id(a)] = (a, names[k], a._version, k)
+                self._readers.setdefault(id(a._vbox), []).append((info, id(a)))
+
+    def memory(self) -> "TapeMemory":
+        """What the tape keeps for backward beyond the arrays themselves: the copies made for
+        in-place updates (their count and bytes)."""
+        seen = {}
+        for info in self._info.values():
+            for snap in info.snapshots.values():
+                if snap is not None:
+                    seen[id(snap)] = snap
+        return TapeMemory(len(seen), sum(a.nbytes for a in seen.values()))
+
+    def __repr__(self):
+        return (f"<kernlab Tape: {len(self.launches)} record(s), keeps "
+                f"{self.memory()}>")
 
     def _record_array_op(self, kind, dest, src, **info):
         self._track(dest)
@@ -243,8 +369,11 @@ class Tape:
         """Seed loss (gradient 1) or the arrays in grads, then run the records backwards."""
         if loss is not None:
             if not isinstance(loss, array) or loss.size != 1 or loss.dtype.shape:
-                raise RuntimeError("kernlab: Tape.backward(loss) needs a one-element array of "
-                                   "a scalar type (use grads={...} for other outputs)")
+                what = f"an array of shape {loss.shape} of {loss.dtype}" \
+                    if isinstance(loss, array) else f"a {type(loss).__name__}"
+                raise GradientError("Tape.backward(loss) needs a one-element array of a "
+                                    f"scalar type, got {what} (use grads={{...}} to seed "
+                                    "other outputs)")
             if loss.grad is None:
                 raise RuntimeError("kernlab: the loss array needs requires_grad=True before "
                                    "Tape.backward()")
@@ -261,7 +390,7 @@ class Tape:
         for cmd in self.launches:  # refuse before any gradient is touched
             info = self._info.get(id(cmd))
             if info is not None:
-                _check_replayable(info)
+                _check_replayable(info, exact_reads=False)
         for rec in reversed(self.launches):
             if isinstance(rec, RecordedArrayOp):
                 _array_op_adjoint(rec)
@@ -308,7 +437,10 @@ class Tape:
         n = len(cmd.params)
         adj = [self.adjoint_of(p, a) for p, a in zip(cmd.kernel.adjoint_ir.params[n:],
                                                        cmd.params)]
-        _run(cmd.kernel, cmd.dim, list(cmd.params) + adj, cmd.device, True)
+        primal = list(cmd.params)
+        for k, snap in self._info[id(cmd)].snapshots.items():
+            primal[k] = snap  # the values the launch read (in-place updates)
+        _run(cmd.kernel, cmd.dim, primal + adj, cmd.device, True)
 
     def adjoint_of(self, param, value):
         """The adjoint argument of a launch argument: an array's gradient, a struct with its
@@ -340,6 +472,8 @@ class Tape:
         self.launches = []
         self.scopes = []
         self._info.clear()
+        self._readers.clear()  # the copies go with the records
+        self._pending = None
 
     def visualize(self, filename: str | None = None, simplify_graph: bool = True,
                   hide_readonly_arrays: bool = False, array_labels: dict | None = None,
@@ -363,6 +497,40 @@ class Tape:
             with open(filename, "w", encoding="utf-8") as f:
                 f.write(dot)
         return dot
+
+
+@dataclass(frozen=True)
+class TapeMemory:
+    """``tape.memory()``: the copies a tape keeps for in-place updates."""
+    snapshots: int
+    bytes: int
+
+    def __str__(self):
+        return f"{self.snapshots} snapshot(s), {_bytes(self.bytes)}"
+
+
+def _bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024 or unit == "MiB":
+            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def _user_facing_plan(plan, kernel):
+    from ..kernel import _user_facing
+    return _user_facing(plan, kernel.ir)
+
+
+def _keep_copy(a: array) -> array:
+    """A copy of a on its device that no tape records (it is the tape's own)."""
+    from .array_create import clone
+    hook, array_mod._TAPE_HOOK[0] = array_mod._TAPE_HOOK[0], None
+    try:
+        out = clone(a, requires_grad=False)
+    finally:
+        array_mod._TAPE_HOOK[0] = hook
+    return out
 
 
 def _mirror(value, leaf):
@@ -394,11 +562,11 @@ def _zero_like(param):
 
 def _write_quietly(dest: array, src):
     """dest[...] = src without recording on an active tape (seeding is not an op)."""
-    hook, array_mod._TAPE_HOOK[0] = array_mod._TAPE_HOOK[0], None
+    token = array_mod._TAPE_HOOK.set_token(None)
     try:
         dest.assign(src)
     finally:
-        array_mod._TAPE_HOOK[0] = hook
+        array_mod._TAPE_HOOK.reset_token(token)
 
 
 def _aliased(func, args, read, written) -> tuple | None:
@@ -412,7 +580,11 @@ def _aliased(func, args, read, written) -> tuple | None:
     return None
 
 
-def _check_replayable(record: RecordedLaunch):
+def _check_replayable(record: RecordedLaunch, exact_reads: bool = True):
+    """Refuse a record whose adjoint would be wrong. exact_reads=False (backward): the
+    arrays the adjoint reads nonlinearly must be as the launch left them, or copied by the
+    tape; exact_reads=True (for callers that replay the forward itself): every array read
+    must be unchanged, and in-place copies are not understood."""
     cmd = record.launch
     if record.aliased is not None:
         src, dst = record.aliased
@@ -420,11 +592,41 @@ def _check_replayable(record: RecordedLaunch):
             f"kernel '{cmd.kernel.key}' was launched with the same array as '{src}', which it "
             f"reads, and '{dst}', which it writes; its gradient would be wrong. Pass a "
             "separate output array.", kernel=cmd.kernel.key)
-    for a, name, version in record.versions.values():
-        if a._version != version:
+    names = [p.name for p in cmd.kernel.ir.params]
+    for k, snap in record.snapshots.items():
+        if snap is None:
             raise GradientError(
-                f"array '{name}' was modified after kernel '{cmd.kernel.key}' read it and "
-                "before tape.backward(); its gradient would be wrong. Write into a new "
+                f"kernel '{cmd.kernel.key}' updates array '{names[k]}' in place and its "
+                "gradient needs the values before the launch, but the tape could not copy "
+                "them (the argument is not a plain kernlab array); pass a kl.array.",
+                kernel=cmd.kernel.key)
+        if exact_reads:
+            raise GradientError(
+                f"array '{names[k]}' of kernel '{cmd.kernel.key}' was overwritten after the "
+                "launch read it (the tape keeps a copy for backward, but this pass does not "
+                "use it yet); write into a new array instead.", kernel=cmd.kernel.key)
+    if not exact_reads:
+        for key, (a, name, version, _) in record.needs.items():
+            snap = record.sums.get(key)
+            if a._version != version or (snap is not None and snap.changed()):
+                how = "" if a._version != version else (
+                    " (through a NumPy view, a.numpy(), np.asarray(a) or another export of "
+                    "its memory)")
+                raise GradientError(
+                    f"array '{name}' was modified{how} after kernel '{cmd.kernel.key}' read "
+                    "it and before tape.backward(); its gradient would be wrong. Modify it "
+                    "after backward(), or modify a kl.clone of it (a recorded launch may "
+                    "overwrite it: the tape copies it first).", kernel=cmd.kernel.key)
+        return
+    for key, (a, name, version) in record.versions.items():
+        snap = record.sums.get(key)
+        if a._version != version or (snap is not None and snap.changed()):
+            how = "" if a._version != version else (
+                " (through a NumPy view, a.numpy(), np.asarray(a) or another export of its "
+                "memory)")
+            raise GradientError(
+                f"array '{name}' was modified{how} after kernel '{cmd.kernel.key}' read it "
+                "and before tape.backward(); its gradient would be wrong. Write into a new "
                 "array instead of updating it in place.", kernel=cmd.kernel.key)
 
 

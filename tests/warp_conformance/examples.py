@@ -85,6 +85,17 @@ def _spin_lock(m):
     return ns
 
 
+def _substeps(ex, n, graph_attr=None):
+    """Fewer substeps per step, so a CPU run takes seconds (the kernels are the same); an
+    example that captured its substeps in a graph runs them without it."""
+    for attr in ("sim_substeps", "sim_step_to_frame_ratio"):
+        if hasattr(ex, attr):
+            setattr(ex, attr, n)
+    if graph_attr:
+        setattr(ex, graph_attr, False)
+    return ex
+
+
 def _torch_step(ex):
     ex.step()
     ex.xy_now = ex.xy.detach().numpy().copy()
@@ -109,6 +120,18 @@ EXAMPLES: dict[str, Example] = {
     "core/example_raymarch": Example(
         make=lambda m: m.Example(height=96, width=192),
         advance=lambda ex: ex.render(), state=["pixels"], steps=1),
+    "core/example_dem": Example(
+        make=lambda m: _substeps(m.Example(stage_path=None), 4, "use_graph_capture"),
+        state=["x", "v", "f"], steps=2,
+        note="65536 particles, 4 substeps per step (64 in the file) without its graph"),
+    "core/example_sph": Example(
+        make=lambda m: _substeps(m.Example(stage_path=None), 4),
+        state=["x", "v", "rho", "a"], steps=2,
+        note="62500 particles, 4 substeps per step (40 in the file)"),
+    "optim/example_particle_repulsion": Example(
+        make=lambda m: _substeps(m.Example(), 4),
+        state=["positions", "velocities", "forces"], steps=2,
+        note="the particles of the NVIDIA logo image, 4 substeps per step (32 in the file)"),
     "core/example_torch": Example(
         make=lambda m: m.Example(headless=True, num_particles=1500),
         advance=_torch_step, state=["xy_now", "grad_now", "mean_pos"], steps=3, quick=False,
@@ -120,6 +143,7 @@ EXAMPLES: dict[str, Example] = {
     "optim/example_fluid_checkpoint": Example(
         make=lambda m: m.Example(sim_steps=4, pressure_iterations=4, segment_size=2),
         advance=_train_iteration, state=_FLUID_TRAINING, steps=2, rtol_of=_ADAM_RTOL,
+        quick=False,  # its sibling below covers the same kernels in the quick test
         note="4 steps in 2 checkpoint segments, 4 Jacobi iterations; Adam on the "
              "initial velocity"),
     "optim/example_fluid_checkpoint_custom_backward": Example(
@@ -149,12 +173,6 @@ EXCLUDED: dict[str, str] = {
     "optim/example_navier_stokes_perturbation": "tile FFTs (wp.tile_fft, launch_tiled), "
                                                 "which kernlab does not have",
     "optim/example_diffray": "reads a USD asset (pxr) into wp.Mesh",
-    "core/example_dem": "neighbour search with wp.HashGrid (hash_grid_query / _next / "
-                        "point_id), which kernlab does not have yet",
-    "core/example_sph": "neighbour search with wp.HashGrid (and wp.randn), which kernlab "
-                        "does not have yet",
-    "optim/example_particle_repulsion": "neighbour search with wp.HashGrid, which kernlab "
-                                        "does not have yet",
     "core/example_graph_capture": "Perlin noise (wp.noise), which kernlab does not have yet "
                                   "(its graph capture itself works: see example_fluid)",
     "core/example_work_queue": "no reference: the example writes past its queue buffer "

@@ -214,8 +214,6 @@ def memset_d32(ptr: int, word: int, count: int, ordinal: int = 0):
 
 # ---- the packed parameter block -------------------------------------------------------------
 
-
-
 class ArrayArg(ctypes.Structure):
     """``array_t<T>``: data pointer, shape[4], byte strides[4]."""
 

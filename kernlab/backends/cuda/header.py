@@ -1,6 +1,7 @@
 """The CUDA support header every generated kernel includes as "kernlab_cuda.h".
 
-It holds what the builtins' ``cuda=`` spellings call: scalar type names, the vec / mat value
+It holds what the builtins' ``cuda=`` spellings call: scalar type names (float16 is a
+16-bit struct whose operations compute in float32 and round to half), the vec / mat value
 types with their operators, the math and linear-algebra functions, arrays with byte strides,
 bounds checks that report into the status word, atomics (float/double min and max by
 compare-and-swap loops) and the per-thread stack that adjoint loops save their state on.

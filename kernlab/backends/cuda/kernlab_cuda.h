@@ -322,6 +322,20 @@ template <typename T> __device__ inline T kl_int_floordiv(T a, T b) {
 __device__ inline int32 kl_floordiv(int32 a, int32 b) { return kl_int_floordiv(a, b); }
 __device__ inline int64 kl_floordiv(int64 a, int64 b) { return kl_int_floordiv(a, b); }
 __device__ inline uint32 kl_floordiv(uint32 a, uint32 b) { return kl_div(a, b); }
+// the other integer widths: the same rules (without these, / of int8 would be C's, which
+// traps on a zero divisor, and uint64 would match no overload)
+#define KL_SIGNED_DIVISION(T)                                                      \
+    __device__ inline T kl_div(T a, T b) { return kl_int_div(a, b); }              \
+    __device__ inline T kl_mod(T a, T b) { return kl_int_mod(a, b); }              \
+    __device__ inline T kl_floordiv(T a, T b) { return kl_int_floordiv(a, b); }
+#define KL_UNSIGNED_DIVISION(T)                                                    \
+    __device__ inline T kl_div(T a, T b) { return b == 0 ? T(0) : T(a / b); }      \
+    __device__ inline T kl_mod(T a, T b) { return b == 0 ? T(0) : T(a % b); }      \
+    __device__ inline T kl_floordiv(T a, T b) { return kl_div(a, b); }
+KL_SIGNED_DIVISION(int8) KL_SIGNED_DIVISION(int16)
+KL_UNSIGNED_DIVISION(uint8) KL_UNSIGNED_DIVISION(uint16) KL_UNSIGNED_DIVISION(uint64)
+#undef KL_SIGNED_DIVISION
+#undef KL_UNSIGNED_DIVISION
 
 // ---- casts ------------------------------------------------------------------------------
 // Float to integer saturates (infinities too) and NaN gives 0, like LLVM's fptosi.sat; a
@@ -440,7 +454,7 @@ __device__ inline mat<R, C, T> operator*(const mat<R, K, T>& a, const mat<K, C, 
 }
 
 // sign(0) is 1, as in Warp.
-template <typename T> __device__ inline T kl_sign(T x) { return x < 0 ? T(-1) : T(1); }
+template <typename T> __device__ inline T kl_sign(T x) { return x < T(0) ? T(-1) : T(1); }
 
 // min / max follow C's fmin / fmax (a NaN operand is missing), as Warp; clamp(x, lo, hi) is
 // min(max(lo, x), hi). Element-wise on vectors; min(v) / max(v) reduce one.

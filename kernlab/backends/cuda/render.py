@@ -40,8 +40,7 @@ float16 float32 float64 int8 uint8 int16 uint16 int32 int64 uint32 uint64 vec ma
 status dims flat stack kl printf malloc free memcpy min max abs clamp lerp smoothstep dot cross
 length length_sq normalize outer transpose determinant sin cos tan asin acos atan atan2 sinh
 cosh tanh exp log log2 log10 sqrt pow floor ceil round trunc erf erfc copysign isfinite when
-blockIdx blockDim threadIdx
-gridDim kl_first kl_stride vec2 vec3 vec4 vec2d vec3d vec4d mat22 mat33 mat44 mat22d mat33d mat44d
+blockIdx blockDim threadIdx gridDim kl_first kl_stride vec2 vec3 vec4 vec2d vec3d vec4d mat22 mat33 mat44 mat22d mat33d mat44d
 """.split())
 
 

@@ -21,21 +21,82 @@ def has_fast_path(func: Function) -> bool:
     return any(i.op in (Op.LOAD, Op.STORE, Op.ATOMIC) for i in func.body.walk())
 
 
+def optional_arrays(func: Function) -> list:
+    """Indices of the array parameters that may be absent (an adjoint's gradient nobody
+    asked for): every access to them is nullable. A fast entry is specialised to which of
+    them are there, so its loops hold no test for them (a test per access keeps LLVM from
+    vectorising except with masked loads and stores, slow on many CPUs and very slow on an
+    absent array, whose masked-off lanes still point at unmapped memory)."""
+    nullable, plain = set(), set()
+    for ins in func.body.walk():
+        if ins.op in (Op.LOAD, Op.STORE, Op.ATOMIC):
+            (nullable if ins.attrs.get("nullable") else plain).add(ins.args[0])
+    return [k for k, p in enumerate(func.params) if p.value in nullable - plain]
+
+
+PRIVATE_BYTES = 4096  # an atomically updated array at most this big may be privatised
+
+
+def private_candidates(func: Function, verify_fp: bool = False) -> list:
+    """Indices of the array parameters whose atomics a fast entry may privatise: each
+    worker accumulates into a copy of its own (on its stack, at most PRIVATE_BYTES) and
+    combines it into the array with one atomic per element it changed when its share of
+    the launch ends. That needs every access to the array to be an atomic add or sub (or
+    every one a min, or every one a max) on 32/64-bit integers or floats (vectors and
+    matrices of them component-wise) whose returned value is not used. Float sums are
+    then reassociated, as the atomics' arbitrary order already does. (verify_fp reports
+    each value an atomic writes: nothing is privatised then.)"""
+    if verify_fp:
+        return []
+    used = {a for ins in func.body.walk() for a in ins.args}
+    used |= {r.result for ins in func.body.walk() for r in ins.regions if r.result is not None}
+    kinds: dict = {}
+    for ins in func.body.walk():
+        for a in ins.args:
+            if a.type.is_array and not (ins.op is Op.ATOMIC and a is ins.args[0]) \
+                    and ins.op is not Op.SHAPE:
+                kinds.setdefault(a, set()).add(None)  # anything but an atomic: no
+        if ins.op is Op.ATOMIC:
+            s = ins.args[0].type.dtype.scalar
+            kind = {"sub": "add"}.get(ins.attrs["kind"], ins.attrs["kind"])
+            ok = kind in ("add", "min", "max") and ins.result not in used \
+                and s.kind in "iuf" and s.bits in (32, 64)
+            kinds.setdefault(ins.args[0], set()).add(kind if ok else None)
+    return [k for k, p in enumerate(func.params)
+            if len(kinds.get(p.value, ())) == 1 and None not in kinds[p.value]]
+
+
 def lower_to_llvm(func: Function, bounds_check: bool, offsets: dict, symbol: str,
-                  verify_fp: bool = False, part: str = "general"):
+                  verify_fp: bool = False, part: str = "general", absent=frozenset(),
+                  private=frozenset()):
     """The LLVM module (llvmlite.ir) holding ``symbol``, one entry function of the kernel:
-    ``part`` "fast" (contiguous arrays, thread-id indices in range, else it only sets
-    STATUS_GENERAL) or "general". ``offsets`` gives the byte offset of each field of the
-    argument block. With verify_fp, every float store reports a NaN or Inf it writes."""
+    ``part`` "fast" (contiguous arrays, thread-id indices in range, the optional arrays
+    ``absent`` (parameter indices) absent and the others there, the arrays ``private``
+    small enough to privatise (see private_candidates), else it only sets STATUS_GENERAL)
+    or "general". ``offsets`` gives the byte offset of each field of the argument block.
+    With verify_fp, every float store reports a NaN or Inf it writes."""
     if part not in PARTS or (part == "fast" and not has_fast_path(func)):
         raise ValueError(f"kernel '{func.name}' has no {part!r} entry")
-    return _EntryBuilder(func, bounds_check, offsets, symbol, verify_fp, part == "fast").build()
+    fast = part == "fast"
+    presence = {func.params[k].value: k not in absent for k in optional_arrays(func)} \
+        if fast else {}
+    if private and not set(private) <= set(private_candidates(func, verify_fp)) - set(absent):
+        raise ValueError(f"kernel '{func.name}': arrays {sorted(private)} cannot be privatised")
+    return _EntryBuilder(func, bounds_check, offsets, symbol, verify_fp, fast,
+                         presence, private if fast else ()).build()
 
 
 class _EntryBuilder:
-    def __init__(self, func, bounds_check, offsets, symbol, verify_fp=False, fast=False):
+    def __init__(self, func, bounds_check, offsets, symbol, verify_fp=False, fast=False,
+                 presence=None, private=()):
         self.func, self.checks, self.offsets = func, bounds_check, offsets
         self.verify_fp, self.fast = verify_fp, fast
+        self.presence = presence or {}  # optional array param value -> there (fast entry)
+        self.private_params = sorted(private)
+        self.private: dict = {}  # array param value -> its _Private copy (fast entry)
+        self.consts = {i.result: int(i.attrs["value"]) for i in func.body.walk()
+                       if i.op is Op.CONST and i.result.type.is_scalar
+                       and i.result.type.kind in "iu"}
         self.module = ir.Module(name=func.name)
         fnty = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
         self.fn = ir.Function(self.module, fnty, symbol)
@@ -65,6 +126,9 @@ class _EntryBuilder:
         self.dims = [self._field("dims", I64, d, name=f"dim{d}") for d in range(4)]
         self.status = b.gep(args, [I64(self.offsets["flag"])], source_etype=I8,
                             name="status")
+        for k in self.private_params:
+            view = self.params[func.params[k].value]
+            self.private[func.params[k].value] = _Private(self, view, self._private_kind(k))
         done = self.done = self.fn.append_basic_block("done")
         run = self.fn.append_basic_block("run")
         b.cbranch(b.icmp_signed("<", start, end), run, done)
@@ -83,6 +147,8 @@ class _EntryBuilder:
         self._thread_loops(start32, end32, self.fast)
         b.branch(done)
         b.position_at_end(done)
+        for copy in self.private.values():  # this worker's share, into the arrays
+            copy.flush()
         if self.uses_stack:
             b.call(self._extern("free", ir.VoidType(), [PTR]), [b.load(self.stack["buf"])])
         b.ret_void()
@@ -118,8 +184,9 @@ class _EntryBuilder:
     def _fast_path_ok(self, arrays):
         """Every array's innermost stride is its element size, and every index that is a
         thread id stays inside its axis for the whole launch (the same answer for every
-        slice of the launch, so either all of them run fast or none does anything). An
-        optional array (an adjoint's) may instead be absent: its accesses test for it."""
+        slice of the launch, so either all of them run fast or none does anything). The
+        optional arrays (an adjoint's) are there or absent as this entry was specialised
+        for; an array accessed both ways may be absent, and its accesses test for it."""
         b = self.b
         optional = {i.args[0] for i in self.func.body.walk() if i.attrs.get("nullable")}
         absent = {}
@@ -130,20 +197,37 @@ class _EntryBuilder:
             return b.or_(absent[view.param], cond)
         ok = ir.Constant(I1, 1)
         for a in arrays:
-            if self.func.params[a.param].value in optional:
+            value = self.func.params[a.param].value
+            if value in self.presence:
+                null = b.icmp_unsigned("==", a.ptr, ir.Constant(PTR, None))
+                ok = b.and_(ok, b.not_(null) if self.presence[value] else null)
+                if not self.presence[value]:
+                    continue
+            elif value in optional:
                 absent[a.param] = b.icmp_unsigned("==", a.ptr, ir.Constant(PTR, None))
             ok = b.and_(ok, holds(a, b.icmp_signed("==", a.strides[-1],
                                                    I64(a.type.dtype.nbytes))))
+            if value in self.private:
+                ok = b.and_(ok, self.private[value].fits)
         total = b.mul(b.mul(b.mul(self.dims[0], self.dims[1]), self.dims[2]), self.dims[3],
                       name="threads")
-        for arr, axis, dim in sorted(self._hoistable(), key=lambda x: (x[0].id, x[1], x[2])):
+        for arr, axis, dim, const in sorted(self._hoistable(),
+                                            key=lambda x: (x[0].id, x[1], x[2], x[3])):
+            if self.presence.get(arr) is False:
+                continue  # its accesses are left out
             view = self.params[arr]
-            extent = total if self.func.ndim == 1 else self.dims[dim]
-            ok = b.and_(ok, holds(view, b.icmp_unsigned("<=", extent, view.shape[axis])))
+            if dim < 0:  # a constant index
+                inside = b.icmp_unsigned("<", I64(const), view.shape[axis])
+            else:
+                extent = total if self.func.ndim == 1 else self.dims[dim]
+                inside = b.icmp_unsigned("<=", extent, view.shape[axis])
+            ok = b.and_(ok, holds(view, inside))
         return ok
 
     def _hoistable(self) -> set:
-        """(array, axis, tid dim) of the checked accesses whose index is a thread id."""
+        """(array, axis, tid dim, 0) of the checked accesses whose index is a thread id and
+        (array, axis, -1, value) of those whose index is a constant: the fast entry checks
+        them once (runs only if all hold), so its accesses need no check."""
         if not self.checks:
             return set()
         out = set()
@@ -152,8 +236,15 @@ class _EntryBuilder:
                 ndim = ins.args[0].type.ndim
                 for axis, idx in enumerate(ins.args[1:1 + ndim]):
                     if idx in self.tids:
-                        out.add((ins.args[0], axis, self.tids[idx]))
+                        out.add((ins.args[0], axis, self.tids[idx], 0))
+                    elif idx in self.consts:
+                        out.add((ins.args[0], axis, -1, self.consts[idx]))
         return out
+
+    def _private_kind(self, k) -> str:
+        kinds = {i.attrs["kind"] for i in self.func.body.walk()
+                 if i.op is Op.ATOMIC and i.args[0] is self.func.params[k].value}
+        return "add" if kinds <= {"add", "sub"} else kinds.pop()
 
     def _thread_loops(self, start, end, fast):
         """Run the body for every thread in [start, end): one loop for 1-D kernels; for
@@ -263,3 +354,122 @@ class _EntryBuilder:
         b.position_at_end(out)
         b.ret_void()
         return fn
+
+
+class _Private:
+    """A worker's private copy of a small array that the kernel only updates with atomics
+    of one kind (add/sub, min or max): a stack buffer of PRIVATE_BYTES (plus one spare
+    element) filled with the operation's identity, updated with plain loads and stores,
+    and flushed into the array at the end of the entry with one atomic per element that
+    changed. An index outside the array (possible only with bounds checks off) lands in
+    the spare element, which is never flushed."""
+
+    def __init__(self, e: _EntryBuilder, view: ArrayView, kind: str):
+        b = e.b
+        self.e, self.view, self.kind = e, view, kind
+        t = view.type.dtype
+        self.scalar = t.scalar
+        self.width = getattr(t, "length", 1)
+        self.ty = mem_type(t.scalar)
+        limit = PRIVATE_BYTES // (t.scalar.nbytes * self.width)
+        self.buf = b.alloca(ir.ArrayType(self.ty, (limit + 1) * self.width),
+                            name=f"private_{e.func.params[view.param].name}")
+        self.buf.align = 32
+        count = I64(1)
+        for s in view.shape:
+            count = b.mul(count, s)
+        self.count = count
+        there = b.icmp_unsigned("!=", view.ptr, ir.Constant(PTR, None))
+        self.fits = b.and_(there, b.icmp_unsigned("<=", count, I64(limit)), name="private_fits")
+        self.used = b.select(self.fits, count, I64(0))  # elements held (0: not privatised)
+        self.identity = self._identity()
+        e_ = b.mul(self.used, I64(self.width))
+        self._loop(e_, lambda i: b.store(self.identity, self._slot(i)),
+                   "private_init")
+
+    def _slot(self, i):
+        return self.e.b.gep(self.buf, [I64(0), i], inbounds=True)
+
+    def _identity(self):
+        s, kind = self.scalar, self.kind
+        if s.kind == "f":  # -0.0 + x == x for every x; minnum/maxnum ignore a NaN
+            return ir.Constant(self.ty, -0.0 if kind == "add" else float("nan"))
+        bits = s.bits
+        if kind == "add":
+            return ir.Constant(self.ty, 0)
+        if s.kind == "u":
+            return ir.Constant(self.ty, (1 << bits) - 1 if kind == "min" else 0)
+        return ir.Constant(self.ty, (1 << (bits - 1)) - 1 if kind == "min" else -(1 << (bits - 1)))
+
+    def _loop(self, n, body, name):
+        """for (i = 0; i < n; i++) body(i), n an i64."""
+        b, fn = self.e.b, self.e.fn
+        pre = b.block
+        loop = fn.append_basic_block(name)
+        after = fn.append_basic_block(f"{name}_done")
+        b.cbranch(b.icmp_signed(">", n, I64(0)), loop, after)
+        b.position_at_end(loop)
+        i = b.phi(I64, name)
+        i.add_incoming(I64(0), pre)
+        body(i)
+        nxt = b.add(i, I64(1), flags=("nuw", "nsw"))
+        i.add_incoming(nxt, b.block)
+        b.cbranch(b.icmp_signed("<", nxt, n), loop, after)
+        b.position_at_end(after)
+
+    def update(self, idx, value, kind):
+        """The atomic ``kind`` of ``value`` at the element ``idx`` (i64 indices), privately."""
+        b = self.e.b
+        flat = idx[0]
+        for d in range(1, len(idx)):
+            flat = b.add(b.mul(flat, self.view.shape[d]), idx[d])
+        flat = b.select(b.icmp_unsigned("<", flat, self.count), flat, self.count)
+        parts = [value] if self.width == 1 else \
+            [b.extract_element(value, I32(c)) for c in range(self.width)]
+        base = b.mul(flat, I64(self.width)) if self.width > 1 else flat
+        for c, v in enumerate(parts):
+            at = base if c == 0 else b.add(base, I64(c))
+            ptr = self._slot(at)
+            b.store(self._combine(b.load(ptr, typ=self.ty), v, kind), ptr)
+
+    def _combine(self, acc, v, kind):
+        b, s = self.e.b, self.scalar
+        if s.kind == "f":
+            if kind in ("add", "sub"):  # reassociation lets LLVM vectorise a sum
+                v = b.fneg(v) if kind == "sub" else v
+                return b.fadd(acc, v, flags=("reassoc", "nsz"))
+            return self.e.cx.intr("llvm.minnum" if kind == "min" else "llvm.maxnum", acc, v)
+        if kind == "add":
+            return b.add(acc, v)
+        if kind == "sub":
+            return b.sub(acc, v)
+        op = {"min": "<", "max": ">"}[kind]
+        less = b.icmp_unsigned(op, v, acc) if s.kind == "u" else b.icmp_signed(op, v, acc)
+        return b.select(less, v, acc)
+
+    def flush(self):
+        """One atomic per element whose private value is not the identity."""
+        b, view, s = self.e.b, self.view, self.scalar
+        op = {"f": {"add": "fadd", "min": "fmin", "max": "fmax"},
+              "i": {"add": "add", "min": "min", "max": "max"},
+              "u": {"add": "add", "min": "umin", "max": "umax"}}[s.kind][self.kind]
+        bits = ir.IntType(s.bits)
+
+        def element(e):
+            address, rest = view.ptr, e
+            for d in range(len(view.shape) - 1, -1, -1):
+                if d:
+                    i, rest = b.urem(rest, view.shape[d]), b.udiv(rest, view.shape[d])
+                else:
+                    i = rest
+                address = b.gep(address, [b.mul(i, view.strides[d])], source_etype=I8)
+            for c in range(self.width):
+                at = b.add(b.mul(e, I64(self.width)), I64(c)) if self.width > 1 else e
+                v = b.load(self._slot(at), typ=self.ty)
+                changed = b.icmp_unsigned("!=", b.bitcast(v, bits), b.bitcast(self.identity, bits)) \
+                    if s.kind == "f" else b.icmp_unsigned("!=", v, self.identity)
+                with b.if_then(changed):
+                    ptr = address if c == 0 else b.gep(address, [I64(c * s.nbytes)],
+                                                       source_etype=I8)
+                    b.atomic_rmw(op, ptr, v, "monotonic")
+        self._loop(self.used, element, "private_flush")

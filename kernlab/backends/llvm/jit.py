@@ -10,10 +10,14 @@ Interrupts: Python runs a SIGINT handler only on the main thread, between byteco
 kernel looping forever on the main thread could never be stopped. Kernels whose loops check
 the interrupt flag (lower.interrupt_checks) therefore run on pool threads while the main
 thread waits; a KeyboardInterrupt there sets the flag, waits for the workers to leave,
-clears it and re-raises. Loop-free kernels cannot hang and run inline as before.
+clears it and re-raises. Loop-free kernels cannot hang, but a large grid of them can run for
+seconds: launched from the main thread, such a grid runs in chunks of threads sized to take
+about 10 ms each, so a KeyboardInterrupt lands between two chunks (after the workers of the
+current one have finished).
 """
 from __future__ import annotations
 
+import collections
 import ctypes
 import functools
 import hashlib
@@ -38,13 +42,16 @@ from ...ir.nodes import Function
 from ...ir.printer import print_function
 from ...runtime import cache
 from ...types import ArrayType
-from .entry import PARTS, has_fast_path, lower_to_llvm
+from .entry import (PARTS, PRIVATE_BYTES, has_fast_path, lower_to_llvm, optional_arrays,
+                    private_candidates)
 from .lower import (INTERRUPT_SYMBOL, STATUS_GENERAL, STATUS_NOT_FINITE, LoweringError,
                     is_interruptible)
 
 KERNLAB_VERSION = "0.1.0"
 BACKEND_VERSION = "llvm-backend-2"
 PARALLEL_THRESHOLD = 65536  # threads; smaller launches run inline on the calling thread
+CHUNKED_THRESHOLD = 1 << 20  # threads: larger loop-free launches from the main thread run
+CHUNK_SECONDS = 0.01         # in chunks of about this long, interruptible between chunks
 PARALLEL_THRESHOLD_LOOPS = 512  # the same for kernels with long loops: each thread does more,
                                 # and these already run on the pool (see _run_checked)
 MAX_THREADS = 2**31 - 1     # thread ids are int32
@@ -66,9 +73,11 @@ _ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_i
 _OBJECT_MAGIC = {"linux": b"\x7fELF", "darwin": b"\xcf\xfa\xed\xfe", "win32": b"\x64\x86"}
 
 _lock = threading.RLock()
-_memo: dict = {}       # key -> CompiledEntry: each variant compiles once per process
+# key -> CompiledEntry, while some runner uses it: each live variant compiles once per process
+_memo: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_recent: collections.deque = collections.deque(maxlen=8)  # the latest entries, kept a while
 _jit = None            # the (target machine, engine) pair, made on first use
-stats = {"compiled": 0, "loaded": 0, "compile_s": 0.0, "load_s": 0.0}
+stats = {"compiled": 0, "loaded": 0, "compile_s": 0.0, "load_s": 0.0, "arenas_freed": 0}
 _interrupt = ctypes.c_int32(0)  # kl_interrupt: nonzero asks every checking loop to stop
 _interrupts = 0                 # how many times it was raised (see Runner._run_checked)
 
@@ -111,15 +120,56 @@ class ArgLayout:
         self.status_offset = self.offsets["flag"]
 
 
-@dataclass
+@dataclass(eq=False)
 class CompiledEntry:
     symbol: str
     address: int
     layout: ArgLayout
     cfunc: object
+    arena: "_Arena | None" = None
+
+
+# ---- freeing machine code -------------------------------------------------------------------
+# MCJIT cannot unload one object file, only a whole engine. Object code therefore goes into
+# arenas: engines of up to ARENA_SIZE entries each. An entry holds its arena; when the last
+# entry of a full arena is garbage (its kernel, runners and launches are gone, or a notebook
+# cell redefined the kernel), the engine is disposed and its code memory freed.
+
+ARENA_SIZE = 16
+
+
+class _Arena:
+    def __init__(self):
+        tm = _new_target_machine()  # the engine takes ownership of it
+        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+        self.added = 0  # entries loaded into it
+        self.live = 0   # of which still alive
+        self.closed = False
+
+    def release(self):
+        with _lock:
+            self.live -= 1
+            self._close_if_done()
+
+    def _close_if_done(self):
+        if self.live == 0 and self.added >= ARENA_SIZE and not self.closed:
+            self.closed = True
+            stats["arenas_freed"] += 1
+            self.engine.close()
+
+
+_arena: list = [None]  # the arena taking new entries
 
 
 # ---- target machine and engine ------------------------------------------------------------
+
+def _new_target_machine(cpu=None, features=None):
+    """The host's target machine (O3 code generation, JIT code model)."""
+    if cpu is None:
+        cpu, features = _host()[2], _host()[3]
+    return llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine(
+        cpu=cpu, features=features, opt=3, reloc="default", codemodel="jitdefault", jit=True)
+
 
 def _host():
     global _jit
@@ -133,11 +183,8 @@ def _host():
                 llvm.set_option("kernlab", "-enable-epilogue-vectorization=0")
                 llvm.add_symbol(INTERRUPT_SYMBOL, ctypes.addressof(_interrupt))
                 _register_c_symbols()
-                triple = llvm.get_process_triple()
                 cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-                tm = llvm.Target.from_triple(triple).create_target_machine(
-                    cpu=cpu, features=features, opt=3, reloc="default",
-                    codemodel="jitdefault", jit=True)
+                tm = _new_target_machine(cpu, features)
                 engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
                 engine.finalize_object()  # its first call sets up code generation: ~1 ms
                 _jit = (tm, engine, cpu, features)
@@ -230,6 +277,36 @@ def _symbol(func: Function, key: str) -> str:
 
 # ---- compiling ------------------------------------------------------------------------------
 
+VECTORIZE_MAX_INSTRUCTIONS = 3000  # IR instructions in a kernel body the vectorisers take
+
+
+def _body_size(func: Function) -> int:
+    size = getattr(func, "_body_size", None)
+    if size is None:
+        size = func._body_size = sum(1 for _ in func.body.walk())
+    return size
+
+
+FAST_CODEGEN_MIN_INSTRUCTIONS = 12000  # IR instructions: a body this large gets O0 codegen
+_fast_codegen: list = []
+
+
+def _codegen_machine(func: Function):
+    """The target machine that emits ``func``'s object code: O3 code generation, except for
+    huge bodies (thousands of statements, as a long kernel's adjoint), whose instruction
+    scheduling and register allocation at O3 take time superlinear in the body; their IR is
+    still optimised at O2."""
+    if _body_size(func) < FAST_CODEGEN_MIN_INSTRUCTIONS:
+        return _host()[0]
+    with _lock:
+        if not _fast_codegen:
+            _fast_codegen.append(llvm.Target.from_triple(llvm.get_process_triple())
+                                 .create_target_machine(cpu=_host()[2], features=_host()[3],
+                                                        opt=0, reloc="default",
+                                                        codemodel="jitdefault", jit=True))
+    return _fast_codegen[0]
+
+
 def build_module(func: Function, bounds_check: bool, symbol: str, verify_fp: bool = False,
                  part: str = "general"):
     """Lower, verify and optimise (O2, host CPU) one entry of a kernel variant: an
@@ -237,12 +314,15 @@ def build_module(func: Function, bounds_check: bool, symbol: str, verify_fp: boo
     unswitching multiplies the code of adjoints with optional arrays.)"""
     tm = _host()[0]
     layout = ArgLayout(func)
-    module = lower_to_llvm(func, bounds_check, layout.offsets, symbol, verify_fp, part)
+    module = lower_to_llvm(func, bounds_check, layout.offsets, symbol, verify_fp,
+                           *_split_part(part))
     module.triple = tm.triple
     module.data_layout = str(tm.target_data)
     text = str(module)
     try:
-        ref = llvm.parse_assembly(text)
+        # a context of its own: LLVM's global context keeps every type, constant and
+        # metadata node ever parsed into it, which would grow with each kernel compiled
+        ref = llvm.parse_assembly(text, context=llvm.create_context())
         ref.verify()
         ref.name = func.name
     except RuntimeError as exc:
@@ -250,7 +330,12 @@ def build_module(func: Function, bounds_check: bool, symbol: str, verify_fp: boo
                             loc=func.loc, kernel=func.name, details=str(exc),
                             stage=f"compiling kernel '{func.name}' for the CPU (LLVM)") from None
     pto = llvm.create_pipeline_tuning_options(speed_level=2)
-    pto.loop_vectorization = pto.slp_vectorization = pto.loop_unrolling = True
+    # LLVM's vectorisers take time superlinear in the size of the loop body: a kernel of
+    # thousands of statements (an adjoint doubles them) would take minutes to compile, for
+    # little gain, since such bodies are bound by registers rather than lanes
+    vectorize = _body_size(func) <= VECTORIZE_MAX_INSTRUCTIONS
+    pto.loop_vectorization = pto.slp_vectorization = vectorize
+    pto.loop_unrolling = True
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(ref, pb)
     return ref, layout
@@ -258,6 +343,27 @@ def build_module(func: Function, bounds_check: bool, symbol: str, verify_fp: boo
 
 def _parts(func: Function) -> tuple:
     return PARTS if has_fast_path(func) else ("general",)
+
+
+def fast_part(absent=(), private=()) -> str:
+    """The part name of the fast entry for launches in which the optional arrays ``absent``
+    (parameter indices) are absent and the others there, and the arrays ``private`` are
+    privatised (entry.private_candidates): "fast" when there are none of either."""
+    name = "fast"
+    for what, ks in (("absent", absent), ("private", private)):
+        if ks:
+            name += f"-{what}:" + ",".join(map(str, sorted(ks)))
+    return name
+
+
+def _split_part(part: str) -> tuple:
+    """(entry.PARTS name, absent optional arrays, privatised arrays) of a part name."""
+    base, *rest = part.split("-")
+    found = {"absent": frozenset(), "private": frozenset()}
+    for item in rest:
+        what, ks = item.split(":")
+        found[what] = frozenset(int(k) for k in ks.split(","))
+    return base, found["absent"], found["private"]
 
 
 def llvm_source(func: Function, bounds_check: bool, verify_fp: bool = False,
@@ -273,7 +379,9 @@ def llvm_source(func: Function, bounds_check: bool, verify_fp: bool = False,
     out = []
     for part in _parts(func):
         symbol = _symbol(func, _part_key(key, part))
-        what = {"fast": "fast entry (contiguous arrays, thread-id indices in range)",
+        what = {"fast": "fast entry (contiguous arrays, thread-id and constant indices in "
+                        "range" + (", every gradient array present)" if optional_arrays(func)
+                                   else ")"),
                 "general": "general entry (any strides, every access checked)"}[part]
         if optimized:
             text = str(build_module(func, bounds_check, symbol, verify_fp, part)[0])
@@ -281,7 +389,7 @@ def llvm_source(func: Function, bounds_check: bool, verify_fp: bool = False,
                        f"{_host()[2]}\n{text}")
         else:
             module = lower_to_llvm(func, bounds_check, ArgLayout(func).offsets, symbol,
-                                   verify_fp, part)
+                                   verify_fp, *_split_part(part))
             out.append(f"; {kind} '{func.name}' {checks}: {what}, as lowered (before "
                        f"optimisation)\n{module}")
     return "\n".join(out)
@@ -296,7 +404,11 @@ def compile_kernel(func: Function, bounds_check: bool, verify_fp: bool = False) 
     first = _variant(func, bounds_check, verify_fp, key, parts[0])
     general = None if len(parts) == 1 else \
         functools.partial(_variant, func, bounds_check, verify_fp, key, "general")
-    return Runner(func, first, general)
+    fast = None if len(parts) == 1 else \
+        lambda absent, private: _variant(func, bounds_check, verify_fp, key,
+                                         fast_part(absent, private))
+    private = private_candidates(func, verify_fp) if fast else []
+    return Runner(func, first, general, fast, private)
 
 
 def entry_keys(func: Function, bounds_check: bool, verify_fp: bool = False) -> dict:
@@ -317,6 +429,7 @@ def _variant(func, bounds_check, verify_fp, key, part) -> CompiledEntry:
             entry = _memo.get(key)
             if entry is None:
                 entry = _memo[key] = _load_or_compile(func, bounds_check, key, verify_fp, part)
+                _recent.append(entry)  # a runner made and dropped at once is not reloaded
     return entry
 
 
@@ -324,15 +437,15 @@ def _load_or_compile(func, bounds_check, key, verify_fp=False, part="general") -
     symbol = _symbol(func, key)
     t0 = time.perf_counter()
     obj = cache.load(key) if config.cache_dir else None
-    address = _add_object(obj, symbol) if obj is not None else 0
+    address, arena = _add_object(obj, symbol) if obj is not None else (0, None)
     if address:
         stats["loaded"] += 1
         stats["load_s"] += time.perf_counter() - t0
         _say(f"loaded kernel '{func.name}' ({part} entry) from the cache ({_ms(t0)})")
-        return _entry(func, symbol, address, ArgLayout(func))
+        return _entry(func, symbol, address, ArgLayout(func), arena)
     module, layout = build_module(func, bounds_check, symbol, verify_fp, part)
-    obj = _host()[0].emit_object(module)
-    address = _add_object(obj, symbol)
+    obj = _codegen_machine(func).emit_object(module)
+    address, arena = _add_object(obj, symbol)
     if not address:
         raise LoweringError("internal error: the compiled kernel has no entry point",
                             loc=func.loc, kernel=func.name, details=f"symbol {symbol}")
@@ -340,29 +453,42 @@ def _load_or_compile(func, bounds_check, key, verify_fp=False, part="general") -
     stats["compiled"] += 1
     stats["compile_s"] += time.perf_counter() - t0
     _say(f"compiled kernel '{func.name}' ({part} entry, {_ms(t0)})")
-    return _entry(func, symbol, address, layout)
+    return _entry(func, symbol, address, layout, arena)
 
 
-def _entry(func, symbol, address, layout) -> CompiledEntry:
-    return CompiledEntry(symbol, address, layout, _ENTRY_TYPE(address))
+def _entry(func, symbol, address, layout, arena) -> CompiledEntry:
+    entry = CompiledEntry(symbol, address, layout, _ENTRY_TYPE(address), arena)
+    weakref.finalize(entry, arena.release)  # the last entry of an arena frees its code
+    return entry
 
 
 def _add_object(obj: bytes, symbol: str) -> int:
-    """Load object code into the engine; the entry's address, or 0 when the object is not
-    one of ours (damaged cache entries are then recompiled)."""
+    """Load object code into the current arena: (the entry's address, the arena), or
+    (0, None) when the object is not one of ours (damaged cache entries are then
+    recompiled)."""
     magic = next((m for p, m in _OBJECT_MAGIC.items() if sys.platform.startswith(p)), b"")
     if not obj.startswith(magic) or symbol.encode() not in obj:
-        return 0
+        return 0, None
     ref = llvm.ObjectFileRef.from_data(obj)
     if not ref:  # LLVM could not parse it
-        return 0
-    engine = _host()[1]
-    try:
-        engine.add_object_file(ref)
-        engine.finalize_object()
-        return engine.get_function_address(symbol)
-    except RuntimeError:
-        return 0
+        return 0, None
+    _host()
+    with _lock:
+        arena = _arena[0]
+        if arena is None or arena.added >= ARENA_SIZE:
+            arena = _arena[0] = _Arena()
+        try:
+            arena.engine.add_object_file(ref)
+            arena.engine.finalize_object()
+            address = arena.engine.get_function_address(symbol)
+        except RuntimeError:
+            return 0, None
+        finally:
+            arena.added += 1  # counted even when it failed: the object is in the engine
+        if not address:
+            return 0, None
+        arena.live += 1
+        return address, arena
 
 
 def _say(text):
@@ -442,18 +568,35 @@ def _wait_all(futures):
 class Runner:
     """Runs one compiled kernel variant: ``runner.launch(dims, args)``."""
 
-    def __init__(self, func: Function, entry: CompiledEntry, general=None):
+    def __init__(self, func: Function, entry: CompiledEntry, general=None, fast=None,
+                 private=()):
         self.func = func
         self.entry = entry
         self.layout = entry.layout
         self._fn = entry.cfunc
         self._load_general = general  # loads the general entry, when entry is the fast one
         self._general_fn = None
+        self._load_fast = fast  # (absent, privatised arrays) -> the fast entry for them
         self._plan = [_param_plan(p.type) for p in func.params]
+        # where each optional array's data pointer sits in the packed values: the fast
+        # entry is picked by which of them are absent (entry.optional_arrays)
+        first, at = [], 0
+        for p in func.params:
+            first.append(at)
+            at += 1 + 2 * p.type.ndim if p.type.is_array else getattr(p.type, "length", 1)
+        self._optional = [(k, first[k]) for k in optional_arrays(func)] if fast else []
+        # the arrays whose atomics may be privatised: (index, where its values start, ndim,
+        # the most elements that can be)
+        self._private = [(k, first[k], func.params[k].type.ndim,
+                          PRIVATE_BYTES // func.params[k].type.dtype.nbytes) for k in private]
+        self._spans = [(first[k], p.type.ndim, p.type.dtype.nbytes)
+                       for k, p in enumerate(func.params) if p.type.is_array]
+        self._fast_fns = {(frozenset(), frozenset()): self._fn}
         self._ndim = func.ndim
         self._grids: dict = {}  # launch dims -> the three dims the kernel reads
         self._block = ctypes.c_char * self.layout.size  # a zeroed one per launch
         self.interruptible = is_interruptible(func)
+        self._chunk = 1 << 20  # threads per chunk of a chunked launch (see _run_in_chunks)
 
     def launch(self, dims: tuple, args: list) -> None:
         if len(args) != len(self._plan):
@@ -481,20 +624,44 @@ class Runner:
         least = PARALLEL_THRESHOLD_LOOPS if self.interruptible else PARALLEL_THRESHOLD
         parts = 1 if total < least or threads <= 1 else min(threads, total // (least // 4))
         bounds = [total * k // parts for k in range(parts + 1)]
-        self._run(self._fn, buf, bounds)
+        fn = self._fn
+        if self._optional or self._private:
+            which = (frozenset(k for k, at in self._optional if not values[at]),
+                     self._privatised(values))
+            fn = self._fast_fns.get(which)
+            if fn is None:
+                fn = self._fast_fns[which] = self._load_fast(*which).cfunc
+        self._run(fn, buf, bounds)
         if buf[layout.status_offset] != b"\0":  # the flag's low byte: some status is set
             flag = layout.status.unpack_from(buf, layout.status_offset)[0]
             if flag == STATUS_GENERAL:  # the fast entry declined and did nothing
                 buf[layout.status_offset] = b"\0"
-                if self._general_fn is None:
-                    self._general_fn = self._load_general().cfunc
+                if self._general_fn is None:  # the entry is held: its code stays loaded
+                    self._general = self._load_general()
+                    self._general_fn = self._general.cfunc
                 self._run(self._general_fn, buf, bounds)
             if buf[layout.status_offset] != b"\0":
                 self._raise_failure(buf, args)
 
+    def _privatised(self, values) -> frozenset:
+        """The privatisable arrays of this launch: there, small, and sharing no memory with
+        another array argument (a thread reading it would miss its own private updates)."""
+        out = []
+        for k, at, nd, most in self._private:
+            if values[at] and math.prod(values[at + 1:at + 1 + nd]) <= most:
+                lo, hi = _span(values, at, nd, self.func.params[k].type.dtype.nbytes)
+                if not any(lo < hi2 and lo2 < hi for lo2, hi2 in
+                           (_span(values, at2, nd2, size2) for at2, nd2, size2 in self._spans
+                            if at2 != at and values[at2])):
+                    out.append(k)
+        return frozenset(out)
+
     def _run(self, fn, buf, bounds):
         if self.interruptible:
             self._run_checked(fn, buf, bounds)
+        elif bounds[-1] - bounds[0] >= CHUNKED_THRESHOLD \
+                and threading.current_thread() is threading.main_thread():
+            self._run_in_chunks(fn, buf, bounds[0], bounds[-1])
         elif len(bounds) == 2:
             fn(buf, bounds[0], bounds[1])
         else:
@@ -515,13 +682,46 @@ class Runner:
         if _interrupts != seen:
             raise KeyboardInterrupt(f"kernel '{self.func.name}' was interrupted")
 
+    def _run_in_chunks(self, fn, buf, start, end):
+        """A loop-free launch of [start, end) in consecutive chunks, each split over the
+        pool like a whole launch, sized (doubling or halving) to take about CHUNK_SECONDS:
+        Python delivers a KeyboardInterrupt between two chunks. A chunk that sets the status
+        (an error, or the fast entry declining) ends the run: the caller reads it."""
+        status = self.layout.status_offset
+        step = self._chunk  # learnt by the previous launches
+        threads = max(1, config.num_threads)
+        while start < end and buf[status] == b"\0":
+            stop = min(end, start + step)
+            n = stop - start
+            parts = 1 if threads <= 1 or n < PARALLEL_THRESHOLD else \
+                min(threads, n // (PARALLEL_THRESHOLD // 4))
+            began = time.perf_counter()
+            if parts == 1:
+                fn(buf, start, stop)
+            else:
+                self._parallel(fn, buf, [start + n * k // parts for k in range(parts + 1)])
+            took = time.perf_counter() - began
+            if n == step:  # a whole chunk: resize towards CHUNK_SECONDS
+                if took < CHUNK_SECONDS / 4 and step < (1 << 28):
+                    step *= 4
+                elif took < CHUNK_SECONDS / 2 and step < (1 << 28):
+                    step *= 2
+                elif took > CHUNK_SECONDS * 2 and step > 4096:
+                    step //= 2
+                self._chunk = step
+            start = stop
+
     def _parallel(self, fn, buf, bounds):
         pool = _workers(config.num_threads)
         futures = [pool.submit(fn, buf, bounds[k], bounds[k + 1])
                    for k in range(1, len(bounds) - 1)]
-        fn(buf, bounds[0], bounds[1])
-        for f in futures:
-            f.result()
+        try:
+            fn(buf, bounds[0], bounds[1])
+            for f in futures:
+                f.result()
+        except KeyboardInterrupt:  # no worker may be left writing after the caller returns
+            _wait_all(futures)
+            raise
 
     def _raise_failure(self, buf, args):
         """The error the status block records: an index out of bounds, or (verify_fp) a NaN
@@ -546,6 +746,15 @@ def _describe(data, nd: int) -> tuple:
     _described[key] = (weakref.ref(data, lambda _, key=key: _described.pop(key, None)), nd,
                        values)
     return values
+
+
+def _span(values, at, nd, itemsize) -> tuple:
+    """[lo, hi) bytes spanned by the array whose packed values start at ``at``."""
+    ptr, shape, strides = values[at], values[at + 1:at + 1 + nd], values[at + 1 + nd:at + 1 + 2 * nd]
+    if not all(shape):
+        return ptr, ptr
+    reach = [(s - 1) * d for s, d in zip(shape, strides)]
+    return ptr + sum(r for r in reach if r < 0), ptr + sum(r for r in reach if r > 0) + itemsize
 
 
 def _grid(dims, ndim) -> list:

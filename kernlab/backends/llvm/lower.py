@@ -194,12 +194,17 @@ class _BodyLowering:
         b, arr = self.b, self.get(ins.args[0])
         ndim = arr.type.ndim
         idx_values = ins.args[1:1 + ndim]
-        idx = [self._index64(v) for v in idx_values]
         nullable = ins.attrs.get("nullable", False)
+        there = self.e.presence.get(ins.args[0]) if self.fast else None
+        if there is False:  # an entry for launches without this array: the access is left out
+            return zero
+        if there:
+            nullable = False
+        idx = [self._index64(v) for v in idx_values]
         checked = []
         if self.e.checks:
-            checked = [d for d, v in enumerate(idx_values)
-                       if not (self.fast and v in self.e.tids)]
+            checked = [d for d, v in enumerate(idx_values)  # the fast entry checked these
+                       if not (self.fast and (v in self.e.tids or v in self.e.consts))]
         if not checked and not nullable:
             return access(self._address(arr, idx), idx)
         join = self.e.fn.append_basic_block("access_done")
@@ -304,9 +309,13 @@ class _BodyLowering:
     def op_atomic(self, ins):
         t, kind = ins.result.type, ins.attrs["kind"]
         value = self.get(ins.args[-1])
+        private = self.e.private.get(ins.args[0]) if self.fast else None
 
         def access(ptr, idx):
             s = t.scalar  # never bool: the front end refuses atomics on bool arrays
+            if private is not None:  # a worker's own copy (entry._Private); nobody reads
+                private.update(idx, value, kind)  # what this returns
+                return constant(t, 0)
             if kind == "cas":
                 return self._cas(ptr, self.get(ins.args[-2]), value, s)
             op = _ATOMIC_OPS[s.kind if s.kind in "fu" else "i"][kind]
