@@ -128,3 +128,21 @@ def test_backward_with_a_non_scalar_loss_is_a_gradient_error():
     with pytest.raises(GradientError, match=r"shape \(5,\)"):
         tape.backward(loss=y)
     assert not x.grad.numpy().any()
+
+
+@kl.kernel
+def constant_remainders(out: kl.array(dtype=float), iout: kl.array(dtype=int), a: float,
+                        n: int):
+    out[0] = -(1.0 % 1)  # the long fuzzer's find: mod(float32, int32) had no overload
+    out[1] = -7.5 % 2.0
+    out[2] = a % 2.0
+    iout[0] = -7 % 3
+    iout[1] = n % 3
+
+
+def test_constant_remainders_fold_as_the_kernel_computes_them(backend):
+    out, iout = kl.zeros(3, dtype=float), kl.zeros(2, dtype=int)
+    kl.launch(constant_remainders, 1, inputs=[out, iout, -7.5, -7])
+    # C's remainder (math.fmod for floats): the sign of the dividend, folded or not
+    assert out.numpy().tolist() == [-0.0, math.fmod(-7.5, 2.0), math.fmod(-7.5, 2.0)]
+    assert iout.numpy().tolist() == [-1, -1]

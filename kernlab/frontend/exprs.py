@@ -97,8 +97,19 @@ def _fold_pow(a, b):
         return math.nan
 
 
+def _fold_mod(a, b):
+    """``%`` on two constants as the kernel computes it: C's remainder, with the sign of
+    the dividend (fmod for floats; an int zero divisor gives 0, a float one NaN)."""
+    if isinstance(a, int) and isinstance(b, int):
+        if b == 0:
+            return 0
+        r = abs(a) % abs(b)
+        return r if a >= 0 else -r
+    return math.fmod(a, b) if b != 0 else math.nan
+
+
 FOLD = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-        ast.Div: _fold_div, ast.Pow: _fold_pow}
+        ast.Div: _fold_div, ast.Pow: _fold_pow, ast.Mod: _fold_mod}
 CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt",
           ast.GtE: "ge"}
 PY_BUILTINS = {builtins.min: "min", builtins.max: "max", builtins.abs: "abs",

@@ -144,9 +144,11 @@ def kernel_source(kernel) -> tuple[list[str], int, str]:
 # ---- HTML ------------------------------------------------------------------------------------
 
 def highlight(text: str, language: str = "text", hl_lines=(), linenostart: int = 1,
-              linenos: bool = False, max_height: str = "32em") -> str:
+              linenos: bool = False, max_height: str = "32em", fit: bool = False) -> str:
     """Text as highlighted HTML with inline styles (so it survives without CSS);
-    ``hl_lines`` (1-based) get a background."""
+    ``hl_lines`` (1-based) get a background. ``fit``: for a pane of a live widget (a flex
+    item that would otherwise grow to the longest line): the box takes the width it is
+    given and long lines scroll inside it."""
     try:
         from pygments import highlight as pyg_highlight
         from pygments.formatters import HtmlFormatter
@@ -167,11 +169,11 @@ def highlight(text: str, language: str = "text", hl_lines=(), linenostart: int =
                                       f"font-family: {MONOSPACE}; color: {FONT_COLOR}; "
                                       f"background: transparent; border: none")
         body = pyg_highlight(text, lexer, fmt)
-    # a one-column grid whose column may shrink to nothing: the box takes the width it is
-    # given and its long lines scroll inside it, never widening a pane or an output
+    # fit: a one-column grid whose column may shrink to nothing, so the box's own width
+    # never depends on its longest line
+    grid = "display: grid; grid-template-columns: minmax(0, 1fr); " if fit else ""
     return (f'<div style="max-height: {max_height}; overflow: auto; font-size: 12px; '
-            f'display: grid; grid-template-columns: minmax(0, 1fr); '
-            f'border: {BORDER}; padding: 2px 4px; color: {FONT_COLOR}; '
+            f'{grid}border: {BORDER}; padding: 2px 4px; color: {FONT_COLOR}; '
             f'background: var(--jp-cell-editor-background, transparent)">{body}</div>')
 
 
@@ -287,7 +289,8 @@ class RichRepr:
         metadata. No widget view: a saved notebook must never show a missing model
         (``mime.view_bundle``; the extension's ``view.ts`` puts the live widget on top)."""
         from .mime import view_bundle
-        return view_bundle(self)
+        data, metadata = view_bundle(self)
+        return (data, metadata) if metadata else data  # IPython takes either form
 
 
 class TapeGraph(RichRepr):

@@ -97,10 +97,10 @@ class InspectView(RichRepr, widgets.VBox):
         sel = self.selected
         hl = [sel[1] - first + 1] if sel is not None and sel[0] == file_key(file) else []
         self.source_view.value = highlight("\n".join(lines), "python", hl_lines=hl,
-                                           linenostart=first, linenos=True)
+                                           linenostart=first, linenos=True, fit=True)
         for t in self.targets:
             self.panes[t].value = side_by_side(
-                [self._pane_body(t, adjoint) for adjoint in (False, True)])
+                [self._pane_body(t, adjoint) for adjoint in (False, True)], fit=True)
 
     def _pane_body(self, target: str, adjoint: bool) -> str:
         listing = self.listings[(target, adjoint)]
@@ -110,7 +110,7 @@ class InspectView(RichRepr, widgets.VBox):
         if self.selected is not None and not any(self._maps[(target, adjoint)]):
             note = "<div><i>this listing carries no source-line comments</i></div>"
         return note + highlight(listing.text, target,
-                                hl_lines=self.highlighted(target, adjoint))
+                                hl_lines=self.highlighted(target, adjoint), fit=True)
 
     # ---- repr and static fallback -----------------------------------------------------
 
@@ -140,14 +140,19 @@ class InspectView(RichRepr, widgets.VBox):
                 f"{target!r}, adjoint={adjoint})</code></div>")
 
 
-def side_by_side(bodies) -> str:
-    """Forward and adjoint listings in two equal columns, each scrolling on its own (a grid
-    of minmax(0, 1fr) columns: long lines never widen the columns past their share)."""
+def side_by_side(bodies, fit: bool = False) -> str:
+    """Forward and adjoint listings in two columns, each scrolling on its own. ``fit`` (a
+    live widget's pane): a grid of minmax(0, 1fr) columns, whose width never depends on the
+    longest line (a flex row inside an ipywidget grows to it, past the output's edge)."""
+    if fit:
+        cols = "".join(f"<div style='min-width: 0'><div><b>{title}</b></div>{body}</div>"
+                       for title, body in zip(("forward", "adjoint"), bodies))
+        return (f"<div style='display: grid; grid-template-columns: minmax(0, 1fr) "
+                f"minmax(0, 1fr); gap: 8px; align-items: start'>{cols}</div>")
     cols = "".join(
-        f"<div style='min-width: 0'><div><b>{title}</b></div>{body}</div>"
+        f"<div style='flex: 1 1 0; min-width: 0'><div><b>{title}</b></div>{body}</div>"
         for title, body in zip(("forward", "adjoint"), bodies))
-    return (f"<div style='display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); "
-            f"gap: 8px; align-items: start'>{cols}</div>")
+    return f"<div style='display: flex; gap: 8px; align-items: flex-start'>{cols}</div>"
 
 
 def _line_text(origin) -> str:

@@ -99,10 +99,10 @@ class StepView(RichRepr, widgets.VBox):
         lines, first, file = self._source
         if step.file == file and first <= step.line < first + len(lines):
             return highlight("\n".join(lines), "python", hl_lines=[step.line - first + 1],
-                             linenostart=first, linenos=True)
+                             linenostart=first, linenos=True, fit=True)
         # a line of an inlined func: show it on its own
         return f"<div>in <code>{escape(step.file)}</code></div>" + highlight(
-            step.text, "python", hl_lines=[1], linenostart=step.line, linenos=True)
+            step.text, "python", hl_lines=[1], linenostart=step.line, linenos=True, fit=True)
 
     def rows(self, position: int | None = None) -> list:
         """(name, value, adjoint) for each of the kernel's locals at a step."""

@@ -135,7 +135,7 @@ class TapeView(RichRepr, widgets.VBox):
                            + ("" if rec.kind == "clone" else "; that part of it is zeroed")
                            + "</div>")
         listing = get_listing(rec.kernel, "ir", adjoint=True)
-        body = highlight(listing.text, "ir", max_height="20em") if listing.ok else \
+        body = highlight(listing.text, "ir", max_height="20em", fit=True) if listing.ok else \
             f"<pre>{escape(listing.error)}</pre>"
         return head + body
 

@@ -287,6 +287,26 @@ def _body_size(func: Function) -> int:
     return size
 
 
+FAST_CODEGEN_MIN_INSTRUCTIONS = 12000  # IR instructions: a body this large gets O0 codegen
+_fast_codegen: list = []
+
+
+def _codegen_machine(func: Function):
+    """The target machine that emits ``func``'s object code: O3 code generation, except for
+    huge bodies (thousands of statements, as a long kernel's adjoint), whose instruction
+    scheduling and register allocation at O3 take time superlinear in the body; their IR is
+    still optimised at O2."""
+    if _body_size(func) < FAST_CODEGEN_MIN_INSTRUCTIONS:
+        return _host()[0]
+    with _lock:
+        if not _fast_codegen:
+            _fast_codegen.append(llvm.Target.from_triple(llvm.get_process_triple())
+                                 .create_target_machine(cpu=_host()[2], features=_host()[3],
+                                                        opt=0, reloc="default",
+                                                        codemodel="jitdefault", jit=True))
+    return _fast_codegen[0]
+
+
 def build_module(func: Function, bounds_check: bool, symbol: str, verify_fp: bool = False,
                  part: str = "general"):
     """Lower, verify and optimise (O2, host CPU) one entry of a kernel variant: an
@@ -437,7 +457,7 @@ def _load_or_compile(func, bounds_check, key, verify_fp=False, part="general") -
         _say(f"loaded kernel '{func.name}' ({part} entry) from the cache ({_ms(t0)})")
         return _entry(func, symbol, address, ArgLayout(func), arena)
     module, layout = build_module(func, bounds_check, symbol, verify_fp, part)
-    obj = _host()[0].emit_object(module)
+    obj = _codegen_machine(func).emit_object(module)
     address, arena = _add_object(obj, symbol)
     if not address:
         raise LoweringError("internal error: the compiled kernel has no entry point",
