@@ -136,6 +136,8 @@ def tape_hvp(tape, loss, v) -> dict:
         if rec.kernel.enable_backward:
             records.append(rec)
 
+    _refuse_views(v, loss, records)
+
     def fresh(table, a):
         t = table.get(id(a))
         if t is None:
@@ -177,6 +179,25 @@ def tape_hvp(tape, loss, v) -> dict:
                     "tangent")
     return {a: tgrads[id(a)] if id(a) in tgrads else zeros_like(a, requires_grad=False)
             for a in v}
+
+
+def _refuse_views(v, loss, records) -> None:
+    """Tape.hvp keys its tangents and scratch gradients by array object, so two different
+    array objects over one memory (a view and its base, two views) would not see each
+    other's tangents and the product would silently miss their terms: refused."""
+    arrays = list(v) + [loss]
+    for rec in records:
+        arrays += [a for a in (getattr(rec, "params", None) or (rec.src, rec.dest))
+                   if isinstance(a, array)]
+    owner: dict = {}
+    for a in arrays:
+        other = owner.setdefault(id(a._vbox), a)
+        if other is not a:
+            raise GradientError(
+                "Tape.hvp does not follow array views yet: two of the arrays it would "
+                f"differentiate (shapes {other.shape} and {a.shape}) share memory (a view "
+                "and its base, or two views). Launch on whole arrays (a.contiguous() or "
+                "kl.clone gives a copy) to take the Hessian-vector product.")
 
 
 def _part(rec):
