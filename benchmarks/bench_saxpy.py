@@ -80,12 +80,13 @@ def _unchecked_saxpy():
     return _unchecked["k"]
 
 
-def _time(make, x_np, settings, nbytes, one_thread_names=SINGLE):
-    """Timings of every candidate (all cores), of kernlab and Numba on one thread, and of
-    the copies; then the check of every candidate on fresh arrays."""
+def _time(make, x_np, settings, nbytes, one_thread_names=SINGLE, extra=None):
+    """Timings of every candidate (all cores), of kernlab and Numba on one thread, of the
+    copies and of the ``extra`` callables, all in the same rounds."""
     cands = make(x_np)
     runs = {k: run for k, (run, _) in cands.items()}
     runs.update(copies_of(nbytes))
+    runs.update(extra or {})
     samples = race_samples(runs, settings.repeats, settings.warmup)
     with one_thread():  # a round of its own: switching thread counts per call costs Numba
         single = race_samples({k: runs[k] for k in one_thread_names if k in runs},
@@ -166,13 +167,13 @@ def _adjoint(x_np):
 
 def _adjoint_row(x_np, settings, size):
     n = len(x_np)
-    samples = _time(_adjoint, x_np, settings, 5 * 4 * n)  # adj_z read; adj_x, adj_y r+w
-    fwd = _forward_out(x_np)
-    fwd_samples = race_samples({"fwd": fwd}, settings.repeats, settings.warmup)["fwd"]
+    samples = _time(_adjoint, x_np, settings, 5 * 4 * n,  # adj_z read; adj_x, adj_y r+w
+                    extra={"fwd": _forward_out(x_np)})
+    fwd_samples = samples["kernlab_fwd"] = samples.pop("fwd")  # for run.py's goals
     errors = _check(_adjoint, x_np, np.stack([np.full(n, float(A)), np.ones(n)]))
     kl_adj = min(samples["kernlab"])
     note = (f"kl adj/fwd {kl_adj / min(fwd_samples):.2f} (fwd z=a*x+y {fmt_time(min(fwd_samples))}, "
-            "timed after); NumPy and Numba: the adjoint written by hand; bound: 5 streams "
+            "same rounds); NumPy and Numba: the adjoint written by hand; bound: 5 streams "
             "(kernlab, NumPy and Numba move 6: they zero adj_z, Warp does not); "
             + check_note(errors, 1e-6))
     return stream_row("saxpy adjoint", size, samples, note)

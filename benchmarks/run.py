@@ -77,6 +77,56 @@ def table(rows: list[Row]) -> str:
     return "\n".join([line(head), rule] + [line(cells) for cells in body])
 
 
+def _find(rows, name, size=None):
+    return next((r for r in rows if r.name == name and (size is None or r.size == size)), None)
+
+
+def goals(rows: list[Row]) -> list[str]:
+    """Issue 20's goals, each met or NOT met with the figure from this run (ratios of
+    minima; a goal whose row did not run is left out)."""
+    out = []
+    big = max((r.size for r in rows if r.name == "saxpy adjoint"),
+              key=lambda s: int(s.split("=")[1].replace(",", "")), default=None)
+
+    def ratio(row, a, b):
+        x, y = row.times.get(a), row.times.get(b)
+        return None if x is None or not y else x / y
+
+    def say(what, value, limit, fmt="{:.2f}x"):
+        if value is not None:
+            ok = value <= limit
+            out.append(f"{'met    ' if ok else 'NOT met'}  {what}: {fmt.format(value)} "
+                       f"(goal <= {fmt.format(limit)})")
+    adj = _find(rows, "saxpy adjoint", big)
+    if adj is not None:
+        say(f"saxpy adjoint / forward, {big}", ratio(adj, "kernlab", "kernlab_fwd"), 1.5)
+        say(f"saxpy adjoint / hand-written Numba adjoint, {big}",
+            ratio(adj, "kernlab", "numba"), 1.1)
+        say(f"  the same, one thread each, {big}", ratio(adj, "kernlab_1t", "numba_1t"), 1.1)
+    for r in rows:
+        if r.name == "atomic sum into one value" and r.size == big:
+            say(f"atomic sum / np.sum, {big}", ratio(r, "kernlab", "numpy"), 1.2)
+        if r.name == "histogram, 256 bins" and r.size == big:
+            say(f"histogram / np.bincount, {big}", ratio(r, "kernlab", "numpy"), 1.0)
+        if r.name in ("atomic sum into one value", "histogram, 256 bins") and r.size == big:
+            say(f"{r.name}, all threads / one thread, {r.size} (never slower; 5% for noise)",
+                ratio(r, "kernlab", "kernlab_1t"), 1.05)
+    tiny = _find(rows, "launch overhead: kl.launch")
+    if tiny is not None and tiny.times.get("kernlab"):
+        say("tiny launch", tiny.times["kernlab"] * 1e6, 2.0, "{:.1f} µs")
+    small = _find(rows, "saxpy", "n=10,000")
+    if small is not None:
+        say("saxpy n=1e4 / Numba (one thread each)", ratio(small, "kernlab_1t", "numba_1t"), 1.5)
+    warm = _find(rows, "warm load, first fwd+adj launch")
+    if warm is not None and warm.times.get("kernlab"):
+        say("warm start, first fwd+adj launch", warm.times["kernlab"] * 1e3, 3.0, "{:.1f} ms")
+    cold = _find(rows, "cold compile, first fwd+adj launch")
+    if cold is not None and cold.times.get("kernlab"):
+        say("cold compile, first fwd+adj launch", cold.times["kernlab"] * 1e3, 40.0,
+            "{:.1f} ms")
+    return out
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true",
@@ -119,6 +169,9 @@ def main(argv=None) -> int:
             traceback.print_exc()
             rows.append(Row(name, "", {}, f"FAILED: {type(err).__name__}: {err}"))
     print(table(rows))
+    met = goals(rows)
+    if met:
+        print("\nGoals (issue 20), from this run:\n" + "\n".join(met))
     print(f"\n({time.perf_counter() - start:.0f} s)")
     return 0
 

@@ -158,16 +158,17 @@ class Kernel:
         return func
 
     def tangent_variant(self, adjoint: bool = False, retain: frozenset = frozenset(),
-                        effects: bool = True) -> Function:
+                        effects: bool = True, shared: bool = False) -> Function:
         """The tangent kernel's IR (forward mode): of the kernel, or with adjoint=True of its
         adjoint (forward over reverse, for Hessian-vector products). effects=False leaves out
         the kernel's own stores, atomics and prints (a tangent sweep after the forward ran).
         """
-        key = (bool(adjoint), frozenset(retain), bool(effects))
+        shared = bool(shared) and bool(adjoint)
+        key = (bool(adjoint), frozenset(retain), bool(effects)) + (("shared",) if shared else ())
         func = self._tangents.get(key)
         if func is None:
             from .autodiff import tangent_mode
-            base = self.adjoint_variant(frozenset(retain)) if adjoint else self.ir
+            base = self.adjoint_variant(frozenset(retain), shared) if adjoint else self.ir
             func = self._tangents[key] = _user_facing(tangent_mode, base, effects)
         return func
 
@@ -208,7 +209,7 @@ class Kernel:
         kernel's side effects); with adjoint=True, the tangent of the adjoint. shared: the
         adjoint that accumulates every gradient atomically (see adjoint_variant)."""
         retain = frozenset(retain) if adjoint else frozenset()
-        shared = bool(shared) and adjoint and tangent is None
+        shared = bool(shared) and adjoint
         key = (backend, adjoint, self.bounds_check(), bool(config.verify_fp), retain)
         if tangent is not None:
             key += (tangent,)
@@ -217,7 +218,8 @@ class Kernel:
         runner = self._compiled.get(key)
         if runner is None:
             if tangent is not None:
-                func = self.tangent_variant(adjoint, retain, effects=tangent != "sweep")
+                func = self.tangent_variant(adjoint, retain, effects=tangent != "sweep",
+                                            shared=shared)
             else:
                 func = self.adjoint_variant(retain, shared) if adjoint else self.ir
             try:

@@ -43,21 +43,33 @@ def pytest_configure(config):
 # The fast tier, ``python -m pytest -m "not slow"``, leaves out what takes minutes on 2 cores
 # and is covered in another way by the tests it keeps: the emulated-GPU variants (each
 # compiles its kernel's CUDA C++ with g++; the interpreter and LLVM variants of the same
-# tests stay), NVRTC compiles of the whole kernel and builtin corpus, the Warp test files,
-# the tutorial notebooks (notebooks/conftest.py), the browser and extension-build tests.
+# tests stay), NVRTC compiles of the whole kernel and builtin corpus, the GPU benchmark
+# harness, the fuzzers, Warp's test files and examples, two memory-growth soak tests, the
+# tutorial notebooks (notebooks/conftest.py), the browser and extension-build tests.
 # CI and README's `python -m pytest` run everything.
-SLOW_FILES = {"test_warp_conformance.py", "test_extension_browser.py"}
+SLOW_FILES = {"test_warp_conformance.py", "test_warp_examples.py", "test_extension_browser.py",
+              "test_bench_cuda.py", "test_fuzz_frontend.py", "test_fuzz_grad.py",
+              "test_forward_mode_fuzz.py"}
 SLOW_TESTS = {"test_kernel_compiles_to_ptx_forward_and_adjoint",
               "test_every_overload_of_a_builtin_compiles_forward_and_adjoint",
-              "test_extension_unit_tests_pass"}
+              "test_extension_unit_tests_pass",
+              "test_redefining_a_kernel_cell_500_times_grows_rss_by_less_than_50_mb",
+              "test_compiling_many_distinct_kernels_stays_bounded"}
+# big launches on the NumPy reference interpreter (their LLVM variants stay in the fast tier)
+SLOW_ON_INTERP = {"test_augmented_add_is_atomic_on_a_launch_large_enough_to_run_in_parallel",
+                  "test_tid_2d_on_a_launch_large_enough_to_run_in_parallel",
+                  "test_out_of_bounds_in_one_thread_of_a_large_launch"}
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        backend = getattr(item, "callspec", None) and item.callspec.params.get("backend")
+        params = item.callspec.params if hasattr(item, "callspec") else {}
+        # backend="cuda-emulated", and the cuda_runner/runner fixtures' "emulated" variant
+        emulated = any(v in ("cuda-emulated", "emulated") for v in params.values()
+                       if isinstance(v, str))
         name = getattr(item, "originalname", None) or item.name
-        if backend == "cuda-emulated" or item.path.name in SLOW_FILES \
-                or name in SLOW_TESTS:
+        if emulated or item.path.name in SLOW_FILES or name in SLOW_TESTS \
+                or (name in SLOW_ON_INTERP and params.get("backend") == "interp"):
             item.add_marker(pytest.mark.slow)
 
 

@@ -210,10 +210,19 @@ def test_which_arrays_are_privatised(backend):
     kl.launch(histogram, 4, inputs=[kl.zeros(4, dtype=int), kl.zeros(5000, dtype=int)])
     assert (frozenset(), frozenset({1})) in runner._fast_fns  # 256 bins: private
     assert (frozenset(), frozenset()) in runner._fast_fns  # 5000 bins: atomics
+    runner = add_and_read.compiled("llvm")
+
+    def privatised(args):
+        values = []
+        for pack, arg in zip(runner._plan, args):
+            pack(arg, values)
+        return runner._privatised(values)
     acc = kl.zeros(1)
-    values_twice = [acc, acc, kl.zeros(1)]
-    kl.launch(add_and_read, 1, inputs=values_twice)
-    assert set(add_and_read.compiled("llvm")._fast_fns) == {(frozenset(), frozenset())}
+    assert privatised([acc, kl.zeros(1), kl.zeros(1)]) == {0}
+    assert privatised([acc, acc, kl.zeros(1)]) == frozenset()  # the same memory twice
+    big = kl.zeros(8)
+    assert privatised([big[0:1], big[1:2], kl.zeros(1)]) == {0}  # views, apart
+    assert privatised([big[0:2], big[1:3], kl.zeros(1)]) == frozenset()  # overlapping
 
 
 @kl.kernel

@@ -332,3 +332,25 @@ def test_errors():
     tape = kl.Tape()
     with pytest.raises(RuntimeError, match="one-element array"):
         tape.hvp(x, {x: np.zeros(3)})
+
+
+def test_hvp_through_an_array_view_is_refused_not_zero():
+    """Tangents are kept per array object: a launch on a view of the seeded array would see
+    none of its direction and the product would silently be zero. Refused."""
+    @kl.kernel
+    def cubes(x: kl.array(dtype=kl.float64), loss: kl.array(dtype=kl.float64)):
+        i = kl.tid()
+        kl.atomic_add(loss, 0, x[i] * x[i] * x[i])
+
+    a = kl.array(np.arange(1.0, 7.0), dtype=kl.float64, requires_grad=True)
+    loss = kl.zeros(1, dtype=kl.float64, requires_grad=True)
+    with kl.Tape() as tape:
+        kl.launch(cubes, 4, inputs=[a[:4], loss])
+    with pytest.raises(kl.GradientError, match="does not follow array views"):
+        tape.hvp(loss, {a: kl.array(np.ones(6), dtype=kl.float64)})
+    whole = kl.clone(a[:4])  # on a whole array it is H v = 6 x v
+    loss.zero_()
+    with kl.Tape() as tape:
+        kl.launch(cubes, 4, inputs=[whole, loss])
+    hv = tape.hvp(loss, {whole: kl.array(np.ones(4), dtype=kl.float64)})[whole]
+    np.testing.assert_allclose(hv.numpy(), 6.0 * np.arange(1.0, 5.0))

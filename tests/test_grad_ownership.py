@@ -202,3 +202,35 @@ def test_same_array_twice_mirrored(backend):
     tape.backward()
     a64 = a_np.astype(np.float64)
     np.testing.assert_allclose(a.grad.numpy(), a64[::-1] * 2.0, rtol=1e-5, atol=1e-6)
+
+
+def test_hessian_vector_product_with_an_array_passed_twice(backend):
+    """The tangent of the adjoint accumulates like the adjoint, so it must take the atomic
+    variant too when one array is both a[i] and b[n - 1 - i]: loss = sum a[i] a[n-1-i],
+    (H v)[k] = 2 v[n - 1 - k]."""
+    n = 80_001 if backend != "interp" else 9
+    a = kl.array(np.random.default_rng(8).standard_normal(n), dtype=kl.float64,
+                 requires_grad=True)
+    out = kl.zeros(n, dtype=kl.float64, requires_grad=True)
+    loss = kl.zeros(1, dtype=kl.float64, requires_grad=True)
+    with kl.Tape() as tape:
+        kl.launch(mirrored_64, n, inputs=[a, a, out, n])
+        kl.launch(sum_into_64, n, inputs=[out, loss])
+    v = np.random.default_rng(9).standard_normal(n)
+    hv = tape.hvp(loss, {a: kl.array(v, dtype=kl.float64)})[a].numpy()
+    np.testing.assert_allclose(hv, 2.0 * v[::-1], rtol=1e-12, atol=1e-12)
+    if backend == "llvm":
+        assert any("shared" in key and "tangent" in key for key in mirrored_64._compiled)
+
+
+@kl.kernel
+def mirrored_64(a: kl.array(dtype=kl.float64), b: kl.array(dtype=kl.float64),
+                out: kl.array(dtype=kl.float64), n: int):
+    i = kl.tid()
+    out[i] = a[i] * b[n - 1 - i]
+
+
+@kl.kernel
+def sum_into_64(out: kl.array(dtype=kl.float64), loss: kl.array(dtype=kl.float64)):
+    i = kl.tid()
+    kl.atomic_add(loss, 0, out[i])

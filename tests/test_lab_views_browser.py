@@ -12,8 +12,8 @@ saved, and then looked at four ways:
    renderings show.
 
 Each time: no output reads "Error displaying widget", every view is visible, no element of
-a view reaches outside its output area (nothing clipped), and, in the dark theme, the text
-of every view contrasts with what is behind it (WCAG ratio >= 3, computed from the styles
+a view (or of the ``%%kernel --show`` listing) reaches outside its output area (nothing
+clipped), and, in the dark theme, the text of every view and of the listing contrasts with what is behind it (WCAG ratio >= 3, computed from the styles
 the browser applied, translucent backgrounds blended). Screenshots of each view in light and
 dark go to the module's tmp folder, ``views-screens/`` (printed; also copied to
 $KERNLAB_SCREENSHOT_DIR when set). The file saved by JupyterLab is checked too: its view
@@ -350,12 +350,19 @@ def check_views(d, screens, state: str, live: bool | None):
     assert len(outputs) == len(VIEWS)
     for dark in (False, True):
         set_theme(d, dark)
-        for out, (name, text) in zip(view_outputs(d), VIEWS.values()):
+        # the %%kernel --show listing (kernlab's source renderer), then the kl.lab views
+        listing = cells(d)[1].find_element(By.CSS_SELECTOR, ".jp-OutputArea-output")
+        for k, (out, (name, text)) in enumerate(zip([listing] + view_outputs(d),
+                                                    [("kernel-show", "cos(")]
+                                                    + list(VIEWS.values()))):
             d.execute_script("arguments[0].scrollIntoView({block: 'start'})", out)
             time.sleep(0.3)
             classes = out.get_attribute("class").split()  # the renderer is the output node
-            assert "kl-view" in classes, f"{state}: {name} is not rendered by kernlab's view"
-            if live is not None:
+            if k == 0:
+                assert out.find_elements(By.CSS_SELECTOR, ".kl-source"), f"{state}: {name}"
+            else:
+                assert "kl-view" in classes, f"{state}: {name} is not kernlab's view"
+            if live is not None and k:
                 is_live = "kl-is-live" in classes
                 assert is_live == live, f"{state}: {name} live={is_live}, expected {live}"
             assert out.is_displayed() and out.size["height"] > 40, f"{state}: {name} hidden"

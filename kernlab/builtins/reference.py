@@ -133,6 +133,7 @@ SUMMARIES = {
     "randu": "the next random uint32 (advances the state)",
     "randi": "the next random int32 (advances the state)",
     "randf": "the next random float in [0, 1), or in [lo, hi) (advances the state)",
+    "randn": "the next standard normal sample, by Box-Muller (advances the state)",
     "sample_unit_sphere_surface": "a uniformly distributed point on the unit sphere "
                                   "(advances the state)",
 }
@@ -184,6 +185,14 @@ SPECIAL_FORMS = {
                            "gradient of the parameter x", "(defines a gradient)"),
     "constant": SpecialForm("constant(value) -> value", "a module-level constant a kernel "
                             "may read", "no (a constant)"),
+    "hash_grid_query": SpecialForm("hash_grid_query(grid_id, point, radius) -> query",
+                                   "a query over the points of a kl.HashGrid near point",
+                                   "no (a query)"),
+    "hash_grid_query_next": SpecialForm("hash_grid_query_next(query, index) -> bool",
+                                        "advances the query; True with index set to the "
+                                        "next point, or False", "no"),
+    "hash_grid_point_id": SpecialForm("hash_grid_point_id(grid_id, index) -> int",
+                                      "the index-th point of the grid in cell order", "no"),
 }
 
 # The file of the registry that defines a builtin, as the reference's section title.
@@ -195,7 +204,7 @@ CATEGORIES = {
 }
 ORDER = ["Scalar math", "Scalars, comparisons and bits", "Arithmetic and operators",
          "Vectors and matrices", "Quaternions, transforms, spatial vectors",
-         "Random numbers", "Kernel-language forms"]
+         "Random numbers", "Funcs written in kernlab", "Kernel-language forms"]
 
 # What the registry's signature letters mean, as the reference prints them.
 LETTERS = {"F": "float", "I": "int", "N": "number", "X": "scalar", "B": "bool", "i": "int",
@@ -214,10 +223,19 @@ class BuiltinDoc:
     warp: str
 
 
+def kernlab_funcs() -> dict:
+    """Warp builtins kernlab writes as ``@kl.func`` (kernlab/mathfuncs.py): name -> Func."""
+    import kernlab
+    from ..kernel import Func
+    return {n: getattr(kernlab, n) for n in kernlab.__all__
+            if isinstance(getattr(kernlab, n), Func)}
+
+
 def public_names() -> list[str]:
     """The builtins and kernel-language forms ``import kernlab`` exports, in order."""
     from ..lang import FUNCTIONS
-    return list(FUNCTIONS) + [n for n in SPECIAL_FORMS if n not in FUNCTIONS]
+    funcs = [n for n in kernlab_funcs() if n not in FUNCTIONS]
+    return list(FUNCTIONS) + [n for n in SPECIAL_FORMS if n not in FUNCTIONS] + funcs
 
 
 def all_names() -> list[str]:
@@ -235,8 +253,17 @@ def _readable(sig: str) -> str:
 def describe(name: str) -> BuiltinDoc:
     """Everything the reference says about builtin ``name``."""
     from ..lang import FUNCTIONS
-    public = name in FUNCTIONS or name in SPECIAL_FORMS
+    funcs = kernlab_funcs()
+    public = name in FUNCTIONS or name in SPECIAL_FORMS or name in funcs
     warp = f"wp.{name}" if public else "—"
+    if name in funcs and name not in FUNCTIONS:
+        import inspect
+        fn = funcs[name]
+        py = getattr(fn, "pyfunc", None) or getattr(fn, "func", None)
+        sig = f"{name}{inspect.signature(py)}" if py is not None else name
+        summary = (inspect.getdoc(fn) or "").split("\n\n")[0].replace("\n", " ").rstrip(".")
+        return BuiltinDoc(name, summary, (sig,), "yes (a kernlab func, differentiated as "
+                          "yours are)", "Funcs written in kernlab", True, warp)
     if name in SPECIAL_FORMS and name not in FUNCTIONS:
         form = SPECIAL_FORMS[name]
         return BuiltinDoc(name, form.summary, (form.signature,), form.differentiable,

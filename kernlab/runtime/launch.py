@@ -7,6 +7,7 @@ conversion that loses data.
 from __future__ import annotations
 
 import math
+import weakref
 import numpy as np
 
 from .. import config
@@ -473,13 +474,10 @@ def _gradients_overlap(func, args) -> bool:
     spans = []
     for k in range(n):
         a = args[n + k]
-        if not isinstance(a, array) or not a.ptr:
-            continue
-        shape, strides, ptr = a.shape[:a.ndim], a.strides, a.ptr
-        reach = [(s - 1) * d for s, d in zip(shape, strides)]
-        lo = ptr + sum(r for r in reach if r < 0)
-        hi = ptr + sum(r for r in reach if r > 0) + func.params[k].type.dtype.nbytes
-        spans.append((k, lo, hi, (ptr, tuple(shape), tuple(strides))))
+        if isinstance(a, array):
+            span = _span(a, func.params[k].type.dtype.nbytes)
+            if span is not None:
+                spans.append((k, *span))
     owned = func.owned
     for x, (i, lo, hi, view) in enumerate(spans):
         for j, lo2, hi2, view2 in spans[x + 1:]:
@@ -487,6 +485,34 @@ def _gradients_overlap(func, args) -> bool:
                     view == view2 and owned.get(i) is not None and owned.get(i) == owned.get(j)):
                 return True
     return False
+
+
+_spans: dict = {}  # id(NumPy data) -> (weak reference, itemsize, span)
+
+
+def _span(a, itemsize):
+    """(lo, hi, view) of an array: the bytes [lo, hi) it spans and (ptr, shape, strides);
+    None when empty. Kept per NumPy buffer object: an adjoint launch asks for every
+    gradient array's, and a.ptr alone costs microseconds."""
+    data = getattr(a, "_data", None)
+    cpu = type(data) is np.ndarray
+    if cpu:
+        hit = _spans.get(id(data))
+        if hit is not None and hit[0]() is data and hit[1] == itemsize:
+            return hit[2]
+    ptr = a.ptr
+    if not ptr:
+        span = None
+    else:
+        shape, strides = tuple(a.shape[:a.ndim]), tuple(a.strides)
+        reach = [(s - 1) * d for s, d in zip(shape, strides)]
+        span = (ptr + sum(r for r in reach if r < 0),
+                ptr + sum(r for r in reach if r > 0) + itemsize, (ptr, shape, strides))
+    if cpu:
+        key = id(data)
+        _spans[key] = (weakref.ref(data, lambda _, key=key: _spans.pop(key, None)), itemsize,
+                       span)
+    return span
 
 
 def _refuse_readonly(kernel, func, args, written) -> None:

@@ -36,10 +36,16 @@ def run_variant(kernel, dims, args, device, adjoint: bool, tangent: str):
     n = len(kernel.params) * (2 if adjoint else 1)
     retain = frozenset(k for k, a in enumerate(args[:len(kernel.params)])
                        if isinstance(a, array) and a.retain_grad) if adjoint else frozenset()
-    func = kernel.tangent_variant(adjoint, retain, effects=tangent != "sweep")
+    shared = False
+    if adjoint:  # gradient arrays (or their tangents) sharing memory: the atomic adjoint
+        from .launch import _gradients_overlap
+        adj = kernel.adjoint_variant(retain)
+        shared = bool(adj.owned) and (_gradients_overlap(adj, args[:n])
+                                      or _gradients_overlap(adj, args[n:]))
+    func = kernel.tangent_variant(adjoint, retain, effects=tangent != "sweep", shared=shared)
     assert len(args) == 2 * n, (len(args), n)
     backend = config.cpu_backend if device.is_cpu else "cuda"
-    runner = kernel.compiled(backend, adjoint, retain, tangent=tangent)
+    runner = kernel.compiled(backend, adjoint, retain, tangent=tangent, shared=shared)
     written = written_params(func)
     try:
         if device.is_cpu:
@@ -130,6 +136,8 @@ def tape_hvp(tape, loss, v) -> dict:
         if rec.kernel.enable_backward:
             records.append(rec)
 
+    _refuse_views(v, loss, records)
+
     def fresh(table, a):
         t = table.get(id(a))
         if t is None:
@@ -171,6 +179,25 @@ def tape_hvp(tape, loss, v) -> dict:
                     "tangent")
     return {a: tgrads[id(a)] if id(a) in tgrads else zeros_like(a, requires_grad=False)
             for a in v}
+
+
+def _refuse_views(v, loss, records) -> None:
+    """Tape.hvp keys its tangents and scratch gradients by array object, so two different
+    array objects over one memory (a view and its base, two views) would not see each
+    other's tangents and the product would silently miss their terms: refused."""
+    arrays = list(v) + [loss]
+    for rec in records:
+        arrays += [a for a in (getattr(rec, "params", None) or (rec.src, rec.dest))
+                   if isinstance(a, array)]
+    owner: dict = {}
+    for a in arrays:
+        other = owner.setdefault(id(a._vbox), a)
+        if other is not a:
+            raise GradientError(
+                "Tape.hvp does not follow array views yet: two of the arrays it would "
+                f"differentiate (shapes {other.shape} and {a.shape}) share memory (a view "
+                "and its base, or two views). Launch on whole arrays (a.contiguous() or "
+                "kl.clone gives a copy) to take the Hessian-vector product.")
 
 
 def _part(rec):

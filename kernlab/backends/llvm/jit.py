@@ -401,20 +401,33 @@ def compile_kernel(func: Function, bounds_check: bool, verify_fp: bool = False) 
     it. With verify_fp, a float store that writes a NaN or Inf raises KernelFPError."""
     key = cache_key(func, bounds_check, verify_fp)
     parts = _parts(func)
-    first = _variant(func, bounds_check, verify_fp, key, parts[0])
+    private = private_candidates(func, verify_fp) if len(parts) > 1 else []
+    eager = _eager_private(func, private)
+    first = _variant(func, bounds_check, verify_fp, key,
+                     fast_part((), eager) if len(parts) > 1 else parts[0])
     general = None if len(parts) == 1 else \
         functools.partial(_variant, func, bounds_check, verify_fp, key, "general")
     fast = None if len(parts) == 1 else \
         lambda absent, private: _variant(func, bounds_check, verify_fp, key,
                                          fast_part(absent, private))
-    private = private_candidates(func, verify_fp) if fast else []
-    return Runner(func, first, general, fast, private)
+    return Runner(func, first, general, fast, private, eager)
+
+
+def _eager_private(func: Function, private) -> frozenset:
+    """The privatised arrays of the fast entry compiled up front (the others compile when
+    a launch needs them): a kernel's atomics usually go into a loss, a counter or a few
+    bins, so all of them; an adjoint's mostly into gradients of arrays read at gathered
+    indices, which are large, so none."""
+    return frozenset() if func.is_adjoint else frozenset(private)
 
 
 def entry_keys(func: Function, bounds_check: bool, verify_fp: bool = False) -> dict:
-    """The disk-cache key of each entry of a kernel variant, by part."""
+    """The disk-cache key of each entry of a kernel variant, by part ("fast": the one
+    compiled up front)."""
     key = cache_key(func, bounds_check, verify_fp)
-    return {part: _part_key(key, part) for part in _parts(func)}
+    eager = _eager_private(func, private_candidates(func, verify_fp))
+    return {part: _part_key(key, fast_part((), eager) if part == "fast" else part)
+            for part in _parts(func)}
 
 
 def _part_key(key: str, part: str) -> str:
@@ -569,7 +582,7 @@ class Runner:
     """Runs one compiled kernel variant: ``runner.launch(dims, args)``."""
 
     def __init__(self, func: Function, entry: CompiledEntry, general=None, fast=None,
-                 private=()):
+                 private=(), eager=frozenset()):
         self.func = func
         self.entry = entry
         self.layout = entry.layout
@@ -591,7 +604,7 @@ class Runner:
                           PRIVATE_BYTES // func.params[k].type.dtype.nbytes) for k in private]
         self._spans = [(first[k], p.type.ndim, p.type.dtype.nbytes)
                        for k, p in enumerate(func.params) if p.type.is_array]
-        self._fast_fns = {(frozenset(), frozenset()): self._fn}
+        self._fast_fns = {(frozenset(), frozenset(eager)): self._fn}
         self._ndim = func.ndim
         self._grids: dict = {}  # launch dims -> the three dims the kernel reads
         self._block = ctypes.c_char * self.layout.size  # a zeroed one per launch
