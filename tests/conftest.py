@@ -54,11 +54,17 @@ SLOW_TESTS = {"test_kernel_compiles_to_ptx_forward_and_adjoint",
               "test_every_overload_of_a_builtin_compiles_forward_and_adjoint",
               "test_extension_unit_tests_pass",
               "test_redefining_a_kernel_cell_500_times_grows_rss_by_less_than_50_mb",
-              "test_compiling_many_distinct_kernels_stays_bounded"}
+              "test_compiling_many_distinct_kernels_stays_bounded",
+              # a real JupyterLab server, a child process waiting for Ctrl-C, a cache reload
+              "test_the_lab_starts_serves_the_tutorials_and_stops",
+              "test_keyboard_interrupt_stops_an_endless_kernel_within_a_second",
+              "test_edited_re_runs_loaded_from_the_cache_keep_no_code"}
 # big launches on the NumPy reference interpreter (their LLVM variants stay in the fast tier)
 SLOW_ON_INTERP = {"test_augmented_add_is_atomic_on_a_launch_large_enough_to_run_in_parallel",
                   "test_tid_2d_on_a_launch_large_enough_to_run_in_parallel",
-                  "test_out_of_bounds_in_one_thread_of_a_large_launch"}
+                  "test_out_of_bounds_in_one_thread_of_a_large_launch",
+                  "test_queries_visit_the_cell_box_and_find_every_neighbour",
+                  "test_what_is_not_privatised_stays_right", "test_vector_sum"}
 
 
 def pytest_collection_modifyitems(config, items):
