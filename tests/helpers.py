@@ -1,5 +1,7 @@
 """Small helpers shared by the test modules."""
 import inspect
+import pathlib
+import shutil
 
 import numpy as np
 
@@ -34,3 +36,17 @@ def sum_2d_rows(a: kl.array(dtype=float, ndim=2), out: kl.array(dtype=float)):
     for j in range(a.shape[1]):
         s += a[i, j]
     out[i] = s
+
+
+def find_ptxas() -> str | None:
+    """The CUDA toolkit's ptxas (PATH, /usr/local/cuda, or the pip-installed NVIDIA tools)."""
+    found = shutil.which("ptxas")
+    if found is None and pathlib.Path("/usr/local/cuda/bin/ptxas").exists():
+        found = "/usr/local/cuda/bin/ptxas"
+    if found is None:
+        try:
+            from cuda.pathfinder import find_nvidia_binary_utility
+            found = find_nvidia_binary_utility("ptxas")
+        except Exception:
+            found = None
+    return found

@@ -11,7 +11,6 @@ import itertools
 import os
 import pathlib
 import re
-import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +29,7 @@ from kernlab.errors import KernelError, KernelIndexError, SourceLoc
 from kernlab.ir.builder import Builder
 from kernlab.ir.nodes import Block, Function, Op, Param, Site, Value
 from fake_cuda import CXX, HostEmulated
+from helpers import find_ptxas
 from kernlab.types import (ArrayType, bool_, float16, float32, float64, int32, int64, mat22, mat33,
                            mat33d, mat44, matrix, uint32, vec2, vec3, vec3d, vec4, vector)
 
@@ -41,20 +41,7 @@ needs_gpu = pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU")
 ARCHS = [80, 90]
 
 
-def _find_ptxas():
-    found = shutil.which("ptxas")
-    if found is None and pathlib.Path("/usr/local/cuda/bin/ptxas").exists():
-        found = "/usr/local/cuda/bin/ptxas"
-    if found is None:
-        try:
-            from cuda.pathfinder import find_nvidia_binary_utility
-            found = find_nvidia_binary_utility("ptxas")
-        except Exception:
-            found = None
-    return found
-
-
-PTXAS = _find_ptxas()
+PTXAS = find_ptxas()
 
 
 def assemble(ptx: str, arch: int, path: pathlib.Path) -> str | None:

@@ -6,9 +6,7 @@ each operation the same way), exact sums of numbers a half holds exactly, or flo
 finite differences of the same function for gradients. The last test has the real NVRTC
 compile the kernels' CUDA C++ to PTX and ptxas assemble it (skipped without them).
 """
-import pathlib
 import re
-import shutil
 import subprocess
 
 import numpy as np
@@ -18,6 +16,7 @@ import kernlab as kl
 from kernlab.backends.cuda import nvrtc
 from kernlab.backends.cuda.render import entry_name, render_cuda
 from kernlab.errors import KernelFPError
+from helpers import find_ptxas
 
 H = np.float16
 
@@ -243,19 +242,6 @@ def test_gradients_accumulate_atomically_into_half_gradient_arrays(backend):
 
 # ---- the real NVRTC and ptxas ------------------------------------------------------------------
 
-def _ptxas():
-    found = shutil.which("ptxas")
-    if found is None and pathlib.Path("/usr/local/cuda/bin/ptxas").exists():
-        found = "/usr/local/cuda/bin/ptxas"
-    if found is None:
-        try:
-            from cuda.pathfinder import find_nvidia_binary_utility
-            found = find_nvidia_binary_utility("ptxas")
-        except Exception:
-            found = None
-    return found
-
-
 HALF_KERNELS = [half_arith, half_math, half_vectors, half_parameter, half_histogram,
                 half_smooth, half_gather]
 
@@ -264,7 +250,7 @@ HALF_KERNELS = [half_arith, half_math, half_vectors, half_parameter, half_histog
                     "nvidia-cuda-nvrtc) is not installed")
 @pytest.mark.parametrize("arch", [80, 90])
 def test_nvrtc_and_ptxas_build_the_half_kernels(arch, tmp_path):
-    ptxas = _ptxas()
+    ptxas = find_ptxas()
     if ptxas is None:
         pytest.skip("ptxas is not installed")
     funcs = [k.ir for k in HALF_KERNELS] + [k.adjoint_ir for k in (half_smooth, half_gather)]
