@@ -606,19 +606,18 @@ def _check_replayable(record: RecordedLaunch, exact_reads: bool = True):
                 "launch read it (the tape keeps a copy for backward, but this pass does not "
                 "use it yet); write into a new array instead.", kernel=cmd.kernel.key)
     if not exact_reads:
-        for key, (a, name, version, _) in record.needs.items():
-            snap = record.sums.get(key)
-            if a._version != version or (snap is not None and snap.changed()):
-                how = "" if a._version != version else (
-                    " (through a NumPy view, a.numpy(), np.asarray(a) or another export of "
-                    "its memory)")
-                raise GradientError(
-                    f"array '{name}' was modified{how} after kernel '{cmd.kernel.key}' read "
-                    "it and before tape.backward(); its gradient would be wrong. Modify it "
-                    "after backward(), or modify a kl.clone of it (a recorded launch may "
-                    "overwrite it: the tape copies it first).", kernel=cmd.kernel.key)
+        _refuse_modified(((k, a, n, v) for k, (a, n, v, _) in record.needs.items()), record,
+                         cmd, "Modify it after backward(), or modify a kl.clone of it (a "
+                         "recorded launch may overwrite it: the tape copies it first).")
         return
-    for key, (a, name, version) in record.versions.items():
+    _refuse_modified(((k, a, n, v) for k, (a, n, v) in record.versions.items()), record, cmd,
+                     "Write into a new array instead of updating it in place.")
+
+
+def _refuse_modified(entries, record, cmd, advice: str) -> None:
+    """A GradientError for the first array (key, array, name, version at record time) changed
+    since the record: its version moved, or the checksum of its exported memory did."""
+    for key, a, name, version in entries:
         snap = record.sums.get(key)
         if a._version != version or (snap is not None and snap.changed()):
             how = "" if a._version != version else (
@@ -626,9 +625,8 @@ def _check_replayable(record: RecordedLaunch, exact_reads: bool = True):
                 "memory)")
             raise GradientError(
                 f"array '{name}' was modified{how} after kernel '{cmd.kernel.key}' read it "
-                "and before tape.backward(); its gradient would be wrong. Write into a new "
-                "array instead of updating it in place.", kernel=cmd.kernel.key)
-
+                f"and before tape.backward(); its gradient would be wrong. {advice}",
+                kernel=cmd.kernel.key)
 
 def _array_op_adjoint(rec: RecordedArrayOp):
     """Gradient flows from the copy back to its source (accumulated); the overwritten part
