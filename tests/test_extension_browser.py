@@ -117,10 +117,9 @@ def write_json(path: Path, data) -> None:
     path.write_text(json.dumps(data))
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """A JupyterLab server that loads the extension from extension/labextension."""
-    tmp = tmp_path_factory.mktemp("lab")
+def run_lab(tmp: Path, name: str, nb: dict, extra_args=()):
+    """A JupyterLab server in ``tmp`` that loads the built extension, serving the notebook
+    ``nb`` as ``name``; yields (base URL, tmp) and stops the server after."""
     (tmp / "data" / "labextensions").mkdir(parents=True)
     (tmp / "data" / "labextensions" / "kernlab").symlink_to(BUILT, target_is_directory=True)
     settings = tmp / "settings"
@@ -128,7 +127,7 @@ def lab(tmp_path_factory):
                "notification.jupyterlab-settings", {"fetchNews": "false",
                                                     "checkForUpdates": False})
     notebooks = tmp / "notebooks"
-    write_json(notebooks / "kernlab.ipynb", notebook(CELLS))
+    write_json(notebooks / name, nb)
     port = free_port()
     env = {**os.environ,
            "JUPYTER_PATH": os.pathsep.join([str(tmp / "data"), os.environ.get("JUPYTER_PATH", "")]),
@@ -143,7 +142,7 @@ def lab(tmp_path_factory):
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
          f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-         "--allow-root", f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={notebooks}"],
+         "--allow-root", f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={notebooks}", *extra_args],
         env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(tmp))
     base = f"http://127.0.0.1:{port}"
     try:
@@ -165,6 +164,12 @@ def lab(tmp_path_factory):
         except subprocess.TimeoutExpired:
             server.kill()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server that loads the extension from extension/labextension."""
+    yield from run_lab(tmp_path_factory.mktemp("lab"), "kernlab.ipynb", notebook(CELLS))
 
 
 @pytest.fixture(scope="module")

@@ -25,8 +25,6 @@ ipywidgets, or the built extension.
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -35,7 +33,7 @@ import pytest
 
 pytest.importorskip("ipywidgets", reason="needs ipywidgets")
 from test_extension_browser import (BUILT, CHROMEDRIVER, CHROMIUM, TOKEN,  # noqa: E402
-                                    free_port, kernel_idle, write_json)
+                                    kernel_idle, run_lab, write_json)
 
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -105,52 +103,8 @@ def notebook(kernel="python3") -> dict:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """JupyterLab with the built extension, exposing ``window.jupyterapp`` to drive it."""
-    tmp = tmp_path_factory.mktemp("views")
-    (tmp / "data" / "labextensions").mkdir(parents=True)
-    (tmp / "data" / "labextensions" / "kernlab").symlink_to(BUILT, target_is_directory=True)
-    settings = tmp / "settings"
-    write_json(settings / "@jupyterlab" / "apputils-extension" /
-               "notification.jupyterlab-settings", {"fetchNews": "false",
-                                                    "checkForUpdates": False})
-    notebooks = tmp / "notebooks"
-    write_json(notebooks / "views.ipynb", notebook())
-    port = free_port()
-    env = {**os.environ,
-           "JUPYTER_PATH": os.pathsep.join([str(tmp / "data"), os.environ.get("JUPYTER_PATH", "")]),
-           "JUPYTER_CONFIG_DIR": str(tmp / "config"),
-           "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
-           "JUPYTERLAB_SETTINGS_DIR": str(settings),
-           "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "workspaces"),
-           "IPYTHONDIR": str(tmp / "ipython"),
-           "KERNLAB_CACHE_DIR": str(tmp / "cache"),
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    log = open(tmp / "server.log", "w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", "--allow-root",
-         f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={notebooks}",
-         "--LabApp.expose_app_in_browser=True"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(tmp))
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/api/status?token={TOKEN}", timeout=5):
-                    break
-            except OSError:
-                if server.poll() is not None or time.time() > deadline:
-                    log.flush()
-                    pytest.fail("JupyterLab did not start:\n" + (tmp / "server.log").read_text())
-                time.sleep(0.5)
-        yield base, tmp
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+    yield from run_lab(tmp_path_factory.mktemp("views"), "views.ipynb", notebook(),
+                       ["--LabApp.expose_app_in_browser=True"])
 
 
 @pytest.fixture(scope="module")
