@@ -16,7 +16,7 @@ from .errors import (GradientError, KernelAttributeError, KernelError, KernelKey
                      WarpCodegenKeyError, WarpCodegenTypeError, WarpCodegenValueError)
 from .kernel import (Func, Kernel, Module, force_load, func, func_grad, func_native,
                      func_replay, get_module, kernel, load_module, overload, source)
-from .lang import (FUNCTIONS as _FUNCTIONS, adjoint, atomic_add, atomic_and, atomic_cas,
+from .lang import (FUNCTIONS as _FUNCTIONS, TILE_FORMS as _TILE_FORMS, adjoint, atomic_add, atomic_and, atomic_cas,
                    atomic_exch, atomic_max, atomic_min, atomic_or, atomic_sub, atomic_xor,
                    constant, expect_eq, expect_near, expect_neq, grad, identity,
                    kprint as print, matrix_from_cols, matrix_from_rows, printf, static,
@@ -29,7 +29,7 @@ from .runtime.device import (ScopedDevice, ScopedStream, get_device, init, is_cu
                              set_device, synchronize, synchronize_device)
 from .runtime.indexed import (indexedarray, indexedarray1d, indexedarray2d, indexedarray3d,
                               indexedarray4d)
-from .runtime.launch import Launch, launch
+from .runtime.launch import Launch, launch, launch_tiled
 from .runtime.capture import (Graph, ScopedCapture, capture_begin, capture_end,
                                capture_launch)
 from .runtime.timing import ScopedTimer
@@ -57,6 +57,7 @@ from .interop import (device_from_torch, device_to_torch, from_dlpack, from_torc
                       to_torch, to_torch_function)  # torch: lazily
 
 globals().update(_NAMED)  # vec2i, vec3ub, mat33h ... (every named vector/matrix type)
+globals().update(_TILE_FORMS)  # kl.tile_load, kl.tile_fft, ... (frontend/tiles.py)
 globals().update(_FUNCTIONS)  # kl.sin, kl.dot, ... (also callable on NumPy values)
 from .hashgrid import (HashGrid, hash_grid_point_id, hash_grid_query,  # noqa: E402
                        hash_grid_query_next)

@@ -15,7 +15,7 @@ import numpy as np
 class Type:
     """Base of all kernel types."""
 
-    is_scalar = is_vector = is_matrix = is_array = False
+    is_scalar = is_vector = is_matrix = is_array = is_tile = False
 
     @property
     def is_float(self) -> bool:
@@ -314,6 +314,57 @@ class ArrayType(Type):
 
     def __repr__(self):
         return f"array({self.dtype}, ndim={self.ndim})"
+
+    __str__ = __repr__
+
+
+@dataclass(frozen=True)
+class Tile(Type):
+    """A tile: a fixed-shape block of values (scalars or vectors) held by one thread block,
+    as in Warp's tile programming model. kernlab runs every block as one thread (what Warp
+    does on the CPU, block_dim 1), so a tile is a value of the thread that owns it: a NumPy
+    array in the interpreter, one register of all its scalars (row-major, each element's
+    components together) in LLVM, a fixed-size local array in CUDA C.
+
+    ``tile_shape`` is the tile's shape as Warp gives it (``t.shape``); ``shape`` is the
+    shape of its storage (``tile_shape`` plus the element's own shape), as for vectors and
+    matrices, and ``length`` the number of scalars."""
+    dtype: Type  # Scalar or Vector
+    tile_shape: tuple
+
+    is_tile = True
+    MAX_SCALARS = 1 << 14  # a tile is a register of at most this many scalars
+
+    @property
+    def scalar(self) -> Scalar:
+        return self.dtype.scalar
+
+    @property
+    def is_float(self) -> bool:
+        return self.dtype.is_float
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self.tile_shape) + tuple(self.dtype.shape)
+
+    @property
+    def size(self) -> int:
+        """How many elements the tile has."""
+        n = 1
+        for d in self.tile_shape:
+            n *= d
+        return n
+
+    @property
+    def length(self) -> int:
+        return self.size * (self.dtype.length if self.dtype.is_vector else 1)
+
+    @property
+    def nbytes(self) -> int:
+        return self.length * self.scalar.nbytes
+
+    def __repr__(self):
+        return f"tile({self.dtype}, {tuple(self.tile_shape)})"
 
     __str__ = __repr__
 

@@ -212,6 +212,10 @@ class _Reverse:
             with g.located(ins.loc):
                 if ins.op in (Op.STORE, Op.ATOMIC, Op.PRINT) and not self.effects:
                     continue
+                if ins.op is Op.CALL and ins.attrs["builtin"].effects and not self.effects:
+                    if ins.result is not None:  # tile_atomic_add's old values: not replayed
+                        self.map[ins.result] = g.zeros(ins.result.type)
+                    continue
                 if ins.op is Op.CUSTOM and ins.attrs.get("replay"):
                     self.forward(ins.regions[1], record)  # the replay, not the func
                     continue
@@ -285,6 +289,9 @@ class _Reverse:
 
     def rev_CALL(self, ins):
         bi = ins.attrs["builtin"]
+        if bi.array_grad:  # its adjoint reads or accumulates into array gradients (tiles)
+            self.rev_array_call(ins, bi)
+            return
         if not _differentiable(ins.result):
             return
         adj = self.take(ins.result)
@@ -292,6 +299,17 @@ class _Reverse:
             return
         args = [self.map[a] for a in ins.args]
         contributions = bi.grad(self.g, *args, self.map[ins.result], adj)
+        for a, c in zip(ins.args, contributions):
+            self.accumulate(a, c)
+
+    def rev_array_call(self, ins, bi):
+        adj = self.take(ins.result) if _differentiable(ins.result) else None
+        if not any(_differentiable(a) or a.type.is_array for a in ins.args):
+            return
+        args = [self.map[a] for a in ins.args]
+        arrays = [self.adj_arrays.get(a) if a.type.is_array else None for a in ins.args]
+        ret = self.map.get(ins.result) if ins.result is not None else None
+        contributions = bi.grad(self.g, *args, ret, adj, arrays=arrays)
         for a, c in zip(ins.args, contributions):
             self.accumulate(a, c)
 

@@ -88,7 +88,12 @@ class Interpreter:
             for d, (i, n) in enumerate(zip(args[1:], site.shape)):
                 if not 0 <= int(i) < n:
                     self._fail(out_of_bounds_error(self.func, site, d, int(i), site.shape))
-        out = bi.numpy(*args, target=ins.attrs["target"]) if bi.targeted else bi.numpy(*args)
+        kw = {"target": ins.attrs["target"]} if bi.targeted else {}
+        if bi.extra.get("typed"):  # a reference that needs the operand types (tiles)
+            kw.update(types=[a.type for a in ins.args], ret=ins.result and ins.result.type)
+        out = bi.numpy(*args, **kw)
+        if ins.result is None:  # called for its effect (tile_store)
+            return
         t = ins.result.type
         env[ins.result] = t.np.type(out) if t.is_scalar else np.asarray(out, t.scalar.np)
 

@@ -17,8 +17,9 @@ def _np_type(t: Type):
     return t.scalar.np.type
 
 
-def _add_sigs():
-    return [sig("N", "N", ret="T"), sig("V", "V", ret="V"), sig("M", "M", ret="M")]
+def _add_sigs():  # tiles (types.Tile) add element-wise, as vectors do
+    return [sig("N", "N", ret="T"), sig("V", "V", ret="V"), sig("M", "M", ret="M"),
+            sig("L", "L", ret="L")]
 
 
 # ---- arithmetic -----------------------------------------------------------------------
@@ -31,7 +32,8 @@ builtin("sub", _add_sigs(), lambda a, b: a - b,
         llvm=lambda cx, a, b: cx.arith("sub", a, b), cuda="({0} - {1})",
         grad=lambda g, a, b, r, adj: (adj, g.neg(adj)), linear_in="all")
 
-builtin("neg", [sig("N", ret="T"), sig("V", ret="V"), sig("M", ret="M")], lambda a: -a,
+builtin("neg", [sig("N", ret="T"), sig("V", ret="V"), sig("M", ret="M"), sig("L", ret="L")],
+        lambda a: -a,
         llvm=lambda cx, a: cx.neg(a), cuda="(-{0})",
         grad=lambda g, a, r, adj: (g.neg(adj),), linear_in="all")
 
@@ -85,7 +87,8 @@ class _MatMulSig:
 
 builtin("mul", [sig("N", "N", ret="T"), sig("N", "V", ret="V"), sig("V", "N", ret="V"),
                 sig("N", "M", ret="M"), sig("M", "N", ret="M"),
-                sig("M", "V", ret=_mul_ret_mv), _MatMulSig()],
+                sig("M", "V", ret=_mul_ret_mv), _MatMulSig(),
+                sig("N", "L", ret="L"), sig("L", "N", ret="L")],
         _np_mul, llvm=lambda cx, a, b: cx.mul(a, b), cuda="({0} * {1})", grad=_mul_grad,
         scales=(0, 1))
 
@@ -124,6 +127,7 @@ def _div_grad(g, a, b, r, adj):
 
 
 builtin("div", [sig("N", "N", ret="T"), sig("V", "N", ret="V"), sig("M", "N", ret="M"),
+                sig("L", "N", ret="L"),
                 sig("N", "V", ret="V"), sig("N", "M", ret="M")],
         _np_div, llvm=lambda cx, a, b: cx.div(a, b), cuda="({0} / {1})",  # ints: kl_div
         grad=_div_grad, scales=(0,))
@@ -416,7 +420,8 @@ builtin("insert", [_AnySig(_insert_ret, "(vector, int, scalar) | (matrix, int[, 
 
 # ---- helpers the derivative rules use ------------------------------------------------------
 
-builtin("inner", [sig("N", "N", ret="T"), sig("V", "V", ret="T"), sig("M", "M", ret="T")],
+builtin("inner", [sig("N", "N", ret="T"), sig("V", "V", ret="T"), sig("M", "M", ret="T"),
+                  sig("L", "L", ret="T")],
         lambda a, b: (a * b).sum(dtype=np.result_type(a, b)) if np.ndim(a) else a * b,
         llvm=lambda cx, a, b: cx.reduce_add(cx.arith("mul", a, b)), cuda="kl_inner({0}, {1})",
         grad=lambda g, a, b, r, adj: (g.mul(adj, b), g.mul(adj, a)))

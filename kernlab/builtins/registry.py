@@ -11,6 +11,8 @@ Signatures are small patterns over argument types. Letters bind type variables:
     B  bool                              V  a vector, bound to V (its scalar to T)
     M  a matrix, bound to M (its scalar to T)
     FV / FM  a vector / matrix of floats  i  any integer scalar, bound to nothing
+    L  a tile, bound to L (its scalar to T)  FL a tile of floats
+    A  an array, bound to A
 
 The return is one of the bound letters, a concrete Type, or a function of the binding.
 Derivative rules have the form ``grad(g, args, ret, adj) -> tuple`` with one adjoint
@@ -25,6 +27,16 @@ from typing import Callable
 from ..types import FLOATS, INTS, Type, bool_
 
 REGISTRY: dict[str, "Builtin"] = {}
+
+
+class _Void(Type):
+    """The result of a builtin called for its effect only (tile_store): no value."""
+
+    def __repr__(self):
+        return "None"
+
+
+VOID = _Void()
 _SCALAR_SETS = {"F": FLOATS, "I": INTS, "N": FLOATS + INTS}
 
 
@@ -78,6 +90,11 @@ def _pattern(pat, t):
     if pat in ("M", "FM"):
         ok = t.is_matrix and (pat == "M" or t.is_float)
         return [("M", t if ok else None), ("T", t.scalar if ok else None)]
+    if pat in ("L", "FL"):
+        ok = t.is_tile and (pat == "L" or t.is_float)
+        return [("L", t if ok else None), ("T", t.scalar if ok else None)]
+    if pat == "A":
+        return [("A", t if t.is_array else None)]
     raise ValueError(f"bad signature pattern {pat!r}")
 
 
@@ -103,6 +120,13 @@ class Builtin:
     scales: tuple = ()
     doc: str = ""
     extra: dict = field(default_factory=dict)
+    # Writes to its array arguments (tile_store, tile_atomic_add): an adjoint's forward
+    # replay leaves it out, as it leaves out array stores.
+    effects: bool = False
+    # Its grad also takes ``arrays=``: the gradient array of each argument (None where
+    # there is none or nobody asked), for builtins whose adjoint reads or accumulates
+    # into an array's gradient (tile_load, tile_store, tile_atomic_add).
+    array_grad: bool = False
 
     def resolve(self, types, target: Type | None = None) -> Type | None:
         """The result type for these argument types, or None when no signature fits."""

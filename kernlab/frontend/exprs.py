@@ -283,6 +283,8 @@ class ExprMixin:
         base = self.value(base)
         if base.type.is_vector or base.type.is_matrix:
             return self.component_call("index", base, raw)
+        if base.type.is_tile:
+            return self.tile_index(base, raw)  # frontend/tiles.py
         indices = [self.int_index(i) for i in raw]
         if base.type.is_array:
             return self.load_element(base, indices, node)

@@ -23,6 +23,7 @@ from .views import ArrayRef, ViewMixin
 from .exprs import ExprMixin, Lit, PyObj, _describe, _Tid
 from .spatial import SpatialMixin
 from .hashgrid import HashGridMixin, HashGridQuery
+from .tiles import TileMixin
 from .source import ParsedSource, annotation_type, parse_function
 from . import structs
 
@@ -49,7 +50,8 @@ def source_to_ir(pyfunc, name: str | None = None, extra_globals: dict | None = N
                    param_types).build_kernel(name)
 
 
-class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, ViewMixin, ControlMixin,
+class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, TileMixin, ViewMixin,
+              ControlMixin,
               ExprMixin):
     def __init__(self, pyfunc, extra_globals=None, funcs_in_progress=(), param_types=None):
         self.kernel_src = parse_function(pyfunc)

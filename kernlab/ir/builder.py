@@ -11,6 +11,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..builtins import REGISTRY
+from ..builtins.registry import VOID
 from ..builtins.expand import (EXPANSIONS, expansion_candidates, find_expansion,
                                run_expansion)
 from ..errors import KernelTypeError, SourceLoc
@@ -99,7 +100,7 @@ class Builder:
         attrs = {"builtin": bi}
         if bi.targeted:
             attrs["target"] = target
-        return self.emit(Op.CALL, args, ret, hint, **attrs)
+        return self.emit(Op.CALL, args, None if ret is VOID else ret, hint, **attrs)
 
     def __getattr__(self, name):
         if name in REGISTRY or name in EXPANSIONS:

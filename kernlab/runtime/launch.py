@@ -271,6 +271,29 @@ class Launch:
         self.set_param_by_name(name, value)
 
 
+def launch_tiled(kernel, dim=None, inputs=(), outputs=(), block_dim=None, **kwargs):
+    """Launch a tiled kernel (Warp's ``launch_tiled``): ``dim`` counts blocks, and Warp
+    appends ``block_dim``, the threads of a block, as a last launch dimension. kernlab runs
+    each block as one thread owning its whole tiles, as Warp does on the CPU, on every
+    device (the CUDA backend too), so the last dimension is 1 and ``block_dim`` only has
+    to be given: ``i, j = kl.tid()`` gives the block's indices, and a kernel may read the
+    extra one (``i, j, lane = kl.tid()``; lane is 0)."""
+    if dim is None:
+        raise LaunchError("kl.launch_tiled: give dim (the number of blocks) by keyword")
+    if block_dim is None:
+        raise LaunchError("kl.launch_tiled: give block_dim (the threads per block) by keyword")
+    dims = (dim,) if type(dim) is int else tuple(dim)
+    if len(dims) > 3:
+        raise LaunchError(f"kl.launch_tiled({getattr(kernel, 'key', kernel)}): a tiled "
+                          f"launch has at most 3 block dimensions, got {len(dims)}")
+    if isinstance(kernel, Kernel) and not (kernel.param_types is None and kernel.is_generic) \
+            and kernel.ir.ndim <= len(dims):
+        full = dims  # the kernel does not read the lane index: leave the 1 out
+    else:
+        full = dims + (1,)
+    return launch(kernel, dim=full, inputs=inputs, outputs=outputs, block_dim=1, **kwargs)
+
+
 def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None,
            device=None, stream=None, adjoint=False, record_tape=True, record_cmd=False,
            max_blocks=0, block_dim=256, tangent=False, tan_inputs=None, tan_outputs=None,

@@ -12,7 +12,8 @@ import numpy as np
 from llvmlite import ir
 
 from ...builtins.linalg import cofactor_expand, det_expand
-from ...types import Matrix, Scalar, Type, Vector, float32, float64
+from .tiles import TileContext
+from ...types import Matrix, Scalar, Tile, Type, Vector, float32, float64
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
@@ -30,6 +31,8 @@ def ll_type(t: Type) -> ir.Type:
         return I1 if t.kind == "b" else ir.IntType(t.bits)
     if isinstance(t, (Vector, Matrix)):
         return ir.VectorType(ll_type(t.dtype), t.length)
+    if isinstance(t, Tile):  # every scalar of the tile in one register (types.Tile)
+        return ir.VectorType(ll_type(t.scalar), t.length)
     raise TypeError(f"{t} has no LLVM register type")
 
 
@@ -69,8 +72,8 @@ def constant(t: Type, value) -> ir.Constant:
     """An LLVM constant of kernlab type t (value is broadcast over vectors/matrices)."""
     if t.is_scalar:
         return _scalar_const(t, value)
-    flat = np.broadcast_to(np.asarray(value, t.dtype.np), t.shape).reshape(-1)
-    return ir.Constant(ll_type(t), [_scalar_const(t.dtype, x) for x in flat])
+    flat = np.broadcast_to(np.asarray(value, t.scalar.np), t.shape).reshape(-1)
+    return ir.Constant(ll_type(t), [_scalar_const(t.scalar, x) for x in flat])
 
 
 def _scalar_const(s: Scalar, value) -> ir.Constant:
@@ -81,7 +84,7 @@ def _scalar_const(s: Scalar, value) -> ir.Constant:
     return ir.Constant(ll_type(s), int(value) & ((1 << s.bits) - 1))
 
 
-class BuiltinContext:
+class BuiltinContext(TileContext):
     """What a builtin's ``llvm`` lambda sees as ``cx``; one per function being built."""
 
     def __init__(self, module: ir.Module, builder: ir.IRBuilder):

@@ -162,7 +162,8 @@ class _BodyLowering:
         if "site" in ins.attrs and self.e.checks:  # a component at a runtime index
             self._check_components(ins)
         return self.cx.call_builtin(bi, [self.get(a) for a in ins.args],
-                                    [a.type for a in ins.args], ins.result.type)
+                                    [a.type for a in ins.args],
+                                    ins.result.type if ins.result is not None else None)
 
     def op_shape(self, ins):
         return self.b.trunc(self.get(ins.args[0]).shape[ins.attrs["dim"]], I32)

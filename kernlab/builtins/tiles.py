@@ -1,0 +1,296 @@
+"""Tile builtins (Warp's tile programming model), one record each: type rule, NumPy
+reference, LLVM lowering (backends/llvm/tiles.py) and derivative.
+
+A tile (``types.Tile``) is a fixed-shape block of scalars or vectors. kernlab runs each
+block of a tiled launch as one thread, as Warp does on the CPU (block_dim 1): the thread
+owns its whole tile, so a "cooperative" tile operation is an ordinary operation of that
+thread. The frontend (frontend/tiles.py) reads the compile-time arguments (shapes, dtypes)
+into the result type, which the records below receive as ``target``; offsets and indices
+are run-time ints.
+
+Element-wise arithmetic on tiles (``+``, ``-``, unary ``-``, ``*`` and ``/`` by a scalar)
+is the ``add``/``sub``/``neg``/``mul``/``div`` builtins' tile signatures (core.py): a tile
+is one register of all its scalars, so they lower as vectors do.
+
+Derivatives follow Warp 1.19: a load's adjoint is added atomically into the array's
+gradient; a store's adjoint reads the gradient where it wrote and zeroes it there; an
+atomic add's adjoint reads it; the FFT's adjoint is the unnormalised inverse FFT of the
+incoming gradient (and the other way round); a transpose's is the transpose.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import GradientError
+from .registry import VOID, builtin, sig
+
+MAX_DIMS = 4
+
+
+def _offsets(n):
+    return ("i",) * n
+
+
+def _target(b):
+    return b["target"]
+
+
+def _np_storage(t):
+    return np.zeros(t.shape, t.scalar.np)
+
+
+def _region(arr, offs, t):
+    """(tile slices, array slices) of the part of a tile placed at offs that lies inside
+    the array (Warp's bounds check: what lies outside reads as zero, and is not written)."""
+    tile_sl, arr_sl = [], []
+    for o, n, extent in zip((int(o) for o in offs), t.tile_shape, arr.shape):
+        lo, hi = max(o, 0), min(o + n, extent)
+        if hi <= lo:
+            return None
+        tile_sl.append(slice(lo - o, hi - o))
+        arr_sl.append(slice(lo, hi))
+    return tuple(tile_sl), tuple(arr_sl)
+
+
+# ---- memory ------------------------------------------------------------------------------
+
+def _np_load(arr, *offs, target):
+    out = _np_storage(target)
+    if arr is not None:
+        where = _region(arr, offs, target)
+        if where is not None:
+            out[where[0]] = arr[where[1]]
+    return out
+
+
+def _load_grad(g, arr, *rest, arrays):
+    *offs, ret, adj = rest
+    if adj is not None and arrays[0] is not None:
+        g.call("tile_atomic_add", [arrays[0], adj, *offs])
+    return (None,) * (1 + len(offs))
+
+
+builtin("tile_load", [sig("A", *_offsets(n), ret=_target) for n in range(1, MAX_DIMS + 1)],
+        _np_load, llvm=lambda cx, arr, *offs: cx.tile_load(arr, offs, cx.ret),
+        grad=_load_grad, array_grad=True, targeted=True,
+        doc="tile_load(a, shape, offset=0): the tile of the given shape read from array a "
+            "at offset; elements outside the array read as zero")
+
+
+def _np_store(arr, tile, *offs, types, ret):
+    if arr is not None:
+        where = _region(arr, offs, types[1])
+        if where is not None:
+            arr[where[1]] = tile[where[0]]
+
+
+def _store_grad(g, arr, tile, *rest, arrays):
+    *offs, ret, adj = rest
+    if arrays[0] is None:
+        return (None,) * (2 + len(offs))
+    adj_tile = g.call("tile_load", [arrays[0], *offs], target=tile.type)
+    g.call("tile_store", [arrays[0], g.zeros(tile.type), *offs])  # what it overwrote
+    return (None, adj_tile) + (None,) * len(offs)
+
+
+def _store_ret(b):
+    a, t = b["A"], b["L"]
+    return VOID if a.dtype == t.dtype and a.ndim == len(t.tile_shape) else None
+
+
+builtin("tile_store", [sig("A", "L", *_offsets(n), ret=_store_ret)
+                       for n in range(1, MAX_DIMS + 1)],
+        _np_store, llvm=lambda cx, arr, tile, *offs: cx.tile_store(arr, tile, cx.types[1], offs),
+        grad=_store_grad, array_grad=True, effects=True, extra={"typed": True},
+        doc="tile_store(a, t, offset=0): writes tile t into array a at offset; elements "
+            "outside the array are left out")
+
+
+def _np_atomic_add(arr, tile, *offs, types, ret):
+    old = np.zeros_like(tile)
+    if arr is not None:
+        where = _region(arr, offs, types[1])
+        if where is not None:
+            old[where[0]] = arr[where[1]]
+            arr[where[1]] = arr[where[1]] + tile[where[0]]
+    return old
+
+
+def _atomic_add_grad(g, arr, tile, *rest, arrays):
+    *offs, ret, adj = rest
+    if arrays[0] is None:
+        return (None,) * (2 + len(offs))
+    return (None, g.call("tile_load", [arrays[0], *offs], target=tile.type)) \
+        + (None,) * len(offs)
+
+
+def _atomic_ret(b):
+    a, t = b["A"], b["L"]
+    return t if a.dtype == t.dtype and a.ndim == len(t.tile_shape) else None
+
+
+builtin("tile_atomic_add", [sig("A", "L", *_offsets(n), ret=_atomic_ret)
+                            for n in range(1, MAX_DIMS + 1)],
+        _np_atomic_add,
+        llvm=lambda cx, arr, tile, *offs: cx.tile_store(arr, tile, cx.types[1], offs,
+                                                        atomic=True),
+        grad=_atomic_add_grad, array_grad=True, effects=True, extra={"typed": True},
+        doc="tile_atomic_add(a, t, offset=0): adds tile t into array a at offset, "
+            "element by element atomically; returns the tile of the values before")
+
+
+# ---- construction and access ---------------------------------------------------------------
+
+def _full_ret(b):
+    t = b["target"]
+    return t if t is not None and t.is_tile and t.dtype == b["_x"] else None
+
+
+class _AnyValue:
+    """A signature taking one scalar or vector (bound to ``_x``)."""
+
+    params = ("X|V",)
+
+    def __init__(self, ret):
+        self.ret = ret
+
+    def match(self, types):
+        if len(types) == 1 and (types[0].is_scalar or types[0].is_vector) \
+                and types[0].scalar.kind != "b":
+            return {"_x": types[0]}
+        return None
+
+    def result(self, bind):
+        return self.ret(bind)
+
+    def __str__(self):
+        return "(scalar or vector) -> tile"
+
+
+def _np_from_value(x, target):
+    return np.asarray(x)[None]
+
+
+builtin("tile", [_AnyValue(_full_ret)], _np_from_value,
+        llvm=lambda cx, x: cx.tile_from_value(x, cx.ret), targeted=True,
+        grad=lambda g, x, r, adj: (g.call("tile_extract", [adj, g.const(0)]),),
+        linear_in="all",
+        doc="tile(x): the one-element tile holding this thread's value x (each block is "
+            "one thread)")
+
+
+def _np_full(x, target):
+    return np.broadcast_to(np.asarray(x), target.shape).copy()
+
+
+def _full_grad(g, x, r, adj):
+    return (g.call("tile_extract", [g.call("tile_sum", [adj]), g.const(0)]),)
+
+
+builtin("tile_full", [_AnyValue(_full_ret)], _np_full,
+        llvm=lambda cx, x: cx.tile_full(x, cx.ret), targeted=True, grad=_full_grad,
+        linear_in="all",
+        doc="tile_full(x, shape): the tile of the given shape with every element x")
+
+
+def _extract_ret(b):
+    t = b["L"]
+    return t.dtype
+
+
+def _np_extract(t, *idx):
+    return t[tuple(int(i) for i in idx)]
+
+
+def _extract_grad(g, t, *rest):
+    raise GradientError("the gradient of a tile element read (t[i]) is not supported yet; "
+                        "tile_sum, tile_load and tile_store are differentiable", g.loc)
+
+
+builtin("tile_extract", [sig("L", *_offsets(n), ret=_extract_ret)
+                         for n in range(1, MAX_DIMS + 1)],
+        _np_extract,
+        llvm=lambda cx, t, *idx: cx.tile_extract(t, cx.types[0], idx),
+        grad=_extract_grad,
+        doc="t[i, ...]: one element of a tile")
+
+
+# ---- reductions and rearrangements -----------------------------------------------------------
+
+def _sum_ret(b):
+    from ..types import Tile
+    t = b["L"]
+    return Tile(t.dtype, (1,))
+
+
+def _np_sum(t, types, ret):
+    elem = types[0].dtype.shape
+    return t.reshape((-1,) + tuple(elem)).sum(axis=0, dtype=t.dtype)[None]
+
+
+builtin("tile_sum", [sig("L", ret=_sum_ret)], _np_sum, extra={"typed": True},
+        llvm=lambda cx, t: cx.tile_sum(t, cx.types[0], cx.ret),
+        grad=lambda g, t, r, adj: (g.call("tile_full", [g.call("tile_extract",
+                                                                [adj, g.const(0)])],
+                                          target=t.type),),
+        linear_in="all",
+        doc="tile_sum(t): the one-element tile holding the sum of t's elements")
+
+
+def _transpose_ret(b):
+    from ..types import Tile
+    t = b["L"]
+    if len(t.tile_shape) != 2:
+        return None
+    return Tile(t.dtype, tuple(reversed(t.tile_shape)))
+
+
+def _transpose_source(t):
+    """For each element of the transpose of tile t (row-major), its element in t."""
+    rows, cols = t.tile_shape
+    return np.arange(rows * cols).reshape(rows, cols).T.reshape(-1)
+
+
+def _np_transpose(t):
+    return np.swapaxes(t, 0, 1).copy()
+
+
+builtin("tile_transpose", [sig("L", ret=_transpose_ret)], _np_transpose,
+        llvm=lambda cx, t: cx.tile_permute(t, cx.types[0], _transpose_source(cx.types[0])),
+        grad=lambda g, t, r, adj: (g.call("tile_transpose", [adj]),),
+        linear_in="all",
+        doc="tile_transpose(t): the transpose of a 2-D tile")
+
+
+# ---- FFT ---------------------------------------------------------------------------------
+
+def _fft_ret(b):
+    t = b["L"]
+    ok = t.dtype.is_vector and t.dtype.length == 2 and t.is_float \
+        and len(t.tile_shape) >= 2 and _power_of_two(t.tile_shape[-1])
+    return t if ok else None
+
+
+def _power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def _np_fft(sign):
+    def run(t):
+        z = t[..., 0].astype(np.float64) + 1j * t[..., 1].astype(np.float64)
+        z = np.fft.fft(z, axis=-1) if sign < 0 else np.fft.ifft(z, axis=-1) * z.shape[-1]
+        return np.stack([z.real, z.imag], axis=-1).astype(t.dtype)
+    return run
+
+
+builtin("tile_fft", [sig("L", ret=_fft_ret)], _np_fft(-1),
+        llvm=lambda cx, t: cx.tile_fft(t, cx.types[0], -1),
+        grad=lambda g, t, r, adj: (g.call("tile_ifft", [adj]),), linear_in="all",
+        doc="tile_fft(t): in place, the unnormalised DFT along the last dimension of a "
+            "tile of vec2 (complex) values, as numpy.fft.fft; the size a power of two")
+
+builtin("tile_ifft", [sig("L", ret=_fft_ret)], _np_fft(+1),
+        llvm=lambda cx, t: cx.tile_fft(t, cx.types[0], +1),
+        grad=lambda g, t, r, adj: (g.call("tile_fft", [adj]),), linear_in="all",
+        doc="tile_ifft(t): in place, the unnormalised inverse DFT along the last dimension "
+            "(N * numpy.fft.ifft)")
