@@ -96,6 +96,13 @@ def _substeps(ex, n, graph_attr=None):
     return ex
 
 
+def _fdtd_step(ex):
+    """One leapfrog step, then the energy report of the example's headless loop (the
+    per-block sums: wp.tile, wp.tile_sum, wp.tile_atomic_add)."""
+    ex.step()
+    ex._check_em_energy(0)
+
+
 def _torch_step(ex):
     ex.step()
     ex.xy_now = ex.xy.detach().numpy().copy()
@@ -151,6 +158,15 @@ EXAMPLES: dict[str, Example] = {
         advance=_train_iteration, state=_FLUID_TRAINING, steps=2, rtol_of=_ADAM_RTOL,
         note="as example_fluid_checkpoint, with a Tape.record_func adjoint for the "
              "pressure solve"),
+    "core/example_fdtd_3d": Example(
+        make=lambda m: m.Example(), advance=_fdtd_step,
+        state=["e_x", "e_y", "e_z", "h_x", "h_y", "h_z", "electric_energy_sum",
+               "magnetic_energy_sum"], steps=4,
+        note="per-block energy sums with wp.tile, wp.tile_sum and wp.tile_atomic_add"),
+    "core/example_fft_poisson_navier_stokes_2d": Example(
+        make=lambda m: m.Example(),
+        state=["omega_curr", "psi", "omega_complex", "fft_temp_1", "fft_temp_2"], steps=2,
+        note="row FFTs with wp.tile_fft/tile_ifft and a tiled transpose (launch_tiled)"),
 }
 
 # Each example of warp/examples/core and warp/examples/optim that is not in EXAMPLES, and
@@ -166,12 +182,6 @@ EXCLUDED: dict[str, str] = {
     "core/example_nvdb": "NanoVDB volumes (wp.Volume) and a USD renderer",
     "core/example_render_opengl": "an OpenGL window (warp.render.OpenGLRenderer): rendering only",
     "core/example_sample_mesh": "wp.Mesh and mesh queries, which kernlab does not have",
-    "core/example_fdtd_3d": "tile reductions (wp.tile, wp.tile_sum, wp.tile_atomic_add), "
-                            "which kernlab does not have",
-    "core/example_fft_poisson_navier_stokes_2d": "tile FFTs (wp.tile_fft, launch_tiled), "
-                                                 "which kernlab does not have",
-    "optim/example_navier_stokes_perturbation": "tile FFTs (wp.tile_fft, launch_tiled), "
-                                                "which kernlab does not have",
     "optim/example_diffray": "reads a USD asset (pxr) into wp.Mesh",
     "core/example_graph_capture": "Perlin noise (wp.noise), which kernlab does not have yet "
                                   "(its graph capture itself works: see example_fluid)",
