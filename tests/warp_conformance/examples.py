@@ -103,6 +103,19 @@ def _fdtd_step(ex):
     ex._check_em_energy(0)
 
 
+def _perturbation_step(ex):
+    """One iteration of example_navier_stokes_perturbation: forward through the tiled FFTs
+    under a Tape, backward, Adam, the norm clamp; the gradient is kept as Adam takes it."""
+    step = ex.optimizer.step
+
+    def recording(grads):
+        ex.grad_delta_omega = ex.delta_omega.grad.numpy().copy()
+        step(grads)
+    ex.optimizer.step = recording
+    ex.step()
+    ex.last_loss = float(ex.loss.numpy()[0])
+
+
 def _torch_step(ex):
     ex.step()
     ex.xy_now = ex.xy.detach().numpy().copy()
@@ -167,6 +180,13 @@ EXAMPLES: dict[str, Example] = {
         make=lambda m: m.Example(),
         state=["omega_curr", "psi", "omega_complex", "fft_temp_1", "fft_temp_2"], steps=2,
         note="row FFTs with wp.tile_fft/tile_ifft and a tiled transpose (launch_tiled)"),
+    "optim/example_navier_stokes_perturbation": Example(
+        make=lambda m: m.Example(spin_up_steps=2, lead_steps=1),
+        advance=_perturbation_step,
+        state=["last_loss", "grad_delta_omega", "delta_omega", "omega_timesteps[1]"], steps=2,
+        rtol_of={"delta_omega": 5e-3}, quick=False,
+        note="512x512, 2 spin-up steps and 1 differentiable step (500 and 80 in the file); "
+             "gradients through tile_load, tile_fft/tile_ifft, tile_transpose, tile_store"),
 }
 
 # Each example of warp/examples/core and warp/examples/optim that is not in EXAMPLES, and
