@@ -108,7 +108,7 @@ class Builtin:
     sigs: list[Sig]
     numpy: Callable                      # reference implementation on NumPy values
     llvm: Callable | None = None         # (cx, *llvm_args) -> llvm value
-    cuda: str | None = None              # format string over argument expressions
+    cuda: object = None  # format string over argument expressions, or (types, ret, args) -> str
     grad: Callable | None = None         # (g, args, ret, adj) -> tuple of adjoints
     differentiable: bool = True          # False: no gradient flows (floor, compare, ...)
     targeted: bool = False               # casts/constructors: resolve takes the target type

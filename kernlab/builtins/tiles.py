@@ -27,6 +27,38 @@ from .registry import VOID, builtin, sig
 MAX_DIMS = 4
 
 
+# ---- CUDA spellings: the kernlab_cuda.h tile templates, given the operand types ----------------
+
+def _c(t) -> str:
+    from ..backends.cuda.render import ctype  # the C++ name of a type (CUDA backend)
+    return ctype(t)
+
+
+def _parts(t) -> int:
+    return t.dtype.length if t.dtype.is_vector else 1
+
+
+def _dims(t) -> str:
+    shape = tuple(t.tile_shape) + (1,) * (4 - len(t.tile_shape))
+    return ", ".join(map(str, shape))
+
+
+def _cuda_tile(t) -> str:
+    """The template arguments that describe tile t: K, D0..D3, L, S."""
+    return f"{_parts(t)}, {_dims(t)}, {t.length}, {_c(t.scalar)}"
+
+
+def _cuda_load(types, ret, args):
+    return f"kl_tile_load<{_cuda_tile(ret)}>({args[0]}, {types[0].ndim}, {', '.join(args[1:])})"
+
+
+def _cuda_write(add):
+    def spell(types, ret, args):
+        return (f"kl_tile_write<{'true' if add else 'false'}, {_cuda_tile(types[1])}>("
+                f"{args[0]}, {args[1]}, {types[0].ndim}, {', '.join(args[2:])})")
+    return spell
+
+
 def _offsets(n):
     return ("i",) * n
 
@@ -71,7 +103,7 @@ def _load_grad(g, arr, *rest, arrays):
 
 
 builtin("tile_load", [sig("A", *_offsets(n), ret=_target) for n in range(1, MAX_DIMS + 1)],
-        _np_load, llvm=lambda cx, arr, *offs: cx.tile_load(arr, offs, cx.ret),
+        _np_load, llvm=lambda cx, arr, *offs: cx.tile_load(arr, offs, cx.ret), cuda=_cuda_load,
         grad=_load_grad, array_grad=True, targeted=True,
         doc="tile_load(a, shape, offset=0): the tile of the given shape read from array a "
             "at offset; elements outside the array read as zero")
@@ -102,6 +134,7 @@ builtin("tile_store", [sig("A", "L", *_offsets(n), ret=_store_ret)
                        for n in range(1, MAX_DIMS + 1)],
         _np_store, llvm=lambda cx, arr, tile, *offs: cx.tile_store(arr, tile, cx.types[1], offs),
         grad=_store_grad, array_grad=True, effects=True, extra={"typed": True},
+        cuda=_cuda_write(False),
         doc="tile_store(a, t, offset=0): writes tile t into array a at offset; elements "
             "outside the array are left out")
 
@@ -135,6 +168,7 @@ builtin("tile_atomic_add", [sig("A", "L", *_offsets(n), ret=_atomic_ret)
         llvm=lambda cx, arr, tile, *offs: cx.tile_store(arr, tile, cx.types[1], offs,
                                                         atomic=True),
         grad=_atomic_add_grad, array_grad=True, effects=True, extra={"typed": True},
+        cuda=_cuda_write(True),
         doc="tile_atomic_add(a, t, offset=0): adds tile t into array a at offset, "
             "element by element atomically; returns the tile of the values before")
 
@@ -173,6 +207,7 @@ def _np_from_value(x, target):
 
 builtin("tile", [_AnyValue(_full_ret)], _np_from_value,
         llvm=lambda cx, x: cx.tile_from_value(x, cx.ret), targeted=True,
+        cuda=lambda types, ret, a: f"kl_tile_from<{ret.length}, {_c(ret.scalar)}>({a[0]})",
         grad=lambda g, x, r, adj: (g.call("tile_extract", [adj, g.const(0)]),),
         linear_in="all",
         doc="tile(x): the one-element tile holding this thread's value x (each block is "
@@ -189,8 +224,16 @@ def _full_grad(g, x, r, adj):
 
 builtin("tile_full", [_AnyValue(_full_ret)], _np_full,
         llvm=lambda cx, x: cx.tile_full(x, cx.ret), targeted=True, grad=_full_grad,
+        cuda=lambda types, ret, a: f"kl_tile_full<{ret.length}, {_c(ret.scalar)}>({a[0]})",
         linear_in="all",
         doc="tile_full(x, shape): the tile of the given shape with every element x")
+
+
+def _flat_index(t, idx) -> str:
+    expr = f"int64({idx[0]})"
+    for i, n in zip(idx[1:], t.tile_shape[1:]):
+        expr = f"({expr} * {n} + {i})"
+    return expr
 
 
 def _extract_ret(b):
@@ -211,6 +254,9 @@ builtin("tile_extract", [sig("L", *_offsets(n), ret=_extract_ret)
                          for n in range(1, MAX_DIMS + 1)],
         _np_extract,
         llvm=lambda cx, t, *idx: cx.tile_extract(t, cx.types[0], idx),
+        cuda=lambda types, ret, a: f"kl_tile_elem<{_c(ret)}, {_parts(types[0])}, "
+                                   f"{types[0].length}, {_c(types[0].scalar)}>::get({a[0]}, "
+                                   f"{_flat_index(types[0], a[1:])})",
         grad=_extract_grad,
         doc="t[i, ...]: one element of a tile")
 
@@ -230,6 +276,8 @@ def _np_sum(t, types, ret):
 
 builtin("tile_sum", [sig("L", ret=_sum_ret)], _np_sum, extra={"typed": True},
         llvm=lambda cx, t: cx.tile_sum(t, cx.types[0], cx.ret),
+        cuda=lambda types, ret, a: f"{_c(ret)}(kl_tile_sum<{_c(types[0].dtype)}, "
+                                   f"{_parts(types[0])}>({a[0]}))",
         grad=lambda g, t, r, adj: (g.call("tile_full", [g.call("tile_extract",
                                                                 [adj, g.const(0)])],
                                           target=t.type),),
@@ -257,6 +305,8 @@ def _np_transpose(t):
 
 builtin("tile_transpose", [sig("L", ret=_transpose_ret)], _np_transpose,
         llvm=lambda cx, t: cx.tile_permute(t, cx.types[0], _transpose_source(cx.types[0])),
+        cuda=lambda types, ret, a: f"kl_tile_transpose<{_parts(types[0])}, "
+                                   f"{types[0].tile_shape[0]}, {types[0].tile_shape[1]}>({a[0]})",
         grad=lambda g, t, r, adj: (g.call("tile_transpose", [adj]),),
         linear_in="all",
         doc="tile_transpose(t): the transpose of a 2-D tile")
@@ -285,12 +335,14 @@ def _np_fft(sign):
 
 builtin("tile_fft", [sig("L", ret=_fft_ret)], _np_fft(-1),
         llvm=lambda cx, t: cx.tile_fft(t, cx.types[0], -1),
+        cuda=lambda types, ret, a: f"kl_tile_fft<-1, {types[0].tile_shape[-1]}>({a[0]})",
         grad=lambda g, t, r, adj: (g.call("tile_ifft", [adj]),), linear_in="all",
         doc="tile_fft(t): in place, the unnormalised DFT along the last dimension of a "
             "tile of vec2 (complex) values, as numpy.fft.fft; the size a power of two")
 
 builtin("tile_ifft", [sig("L", ret=_fft_ret)], _np_fft(+1),
         llvm=lambda cx, t: cx.tile_fft(t, cx.types[0], +1),
+        cuda=lambda types, ret, a: f"kl_tile_fft<1, {types[0].tile_shape[-1]}>({a[0]})",
         grad=lambda g, t, r, adj: (g.call("tile_fft", [adj]),), linear_in="all",
         doc="tile_ifft(t): in place, the unnormalised inverse DFT along the last dimension "
             "(N * numpy.fft.ifft)")

@@ -169,7 +169,8 @@ class ExprMixin:
         typed = [x.type for x in xs if isinstance(x, Value) and not x.type.is_array]
         want = next((t for t in typed if t.is_scalar and t != bool_), None)
         if want is None:
-            want = next((t.scalar for t in typed if t.is_vector or t.is_matrix), None)
+            want = next((t.scalar for t in typed if t.is_vector or t.is_matrix or t.is_tile),
+                        None)
         return [self.value(x, want) for x in xs]
 
     def call_builtin(self, name: str, xs, target: Type | None = None) -> Value:

@@ -970,4 +970,146 @@ struct kl_stack {
     }
 };
 
+// ---- tiles (builtins/tiles.py) -------------------------------------------------------------
+// Each block of a tiled launch is one thread, as Warp runs blocks on the CPU, so a tile is a
+// value of that thread: vec<L, S> holding all L scalars, row-major, each element's K
+// components together (the LLVM backend's register layout). D0..D3 is the tile's shape
+// padded with 1s; an array of fewer dimensions reads the first ones.
+template <int D0, int D1, int D2, int D3> struct kl_tile_dims {
+    static constexpr int64 size = int64(D0) * D1 * D2 * D3;
+    __device__ static int64 extent(int d) {
+        return d == 0 ? D0 : d == 1 ? D1 : d == 2 ? D2 : D3;
+    }
+};
+// The byte offset in a of tile element e placed at o, and whether it lies inside a.
+template <typename Dims, typename E>
+__device__ inline bool kl_tile_at(const array_t<E>& a, int ndim, int64 e, const int64* o,
+                                  int64* at) {
+    bool ok = a.data != nullptr;
+    int64 rest = e, off = 0;
+    for (int d = 3; d >= 0; --d) {
+        int64 n = Dims::extent(d), c = rest % n;
+        rest /= n;
+        if (d < ndim) {
+            int64 s = c + o[d];
+            ok = ok && s >= 0 && s < a.shape[d];
+            off += s * a.strides[d];
+        }
+    }
+    *at = off;
+    return ok;
+}
+template <int K, int D0, int D1, int D2, int D3, int L, typename S, typename E>
+__device__ inline vec<L, S> kl_tile_load(const array_t<E>& a, int ndim, int64 o0, int64 o1 = 0,
+                                         int64 o2 = 0, int64 o3 = 0) {
+    typedef kl_tile_dims<D0, D1, D2, D3> Dims;
+    const int64 o[4] = {o0, o1, o2, o3};
+    vec<L, S> out;
+    for (int64 e = 0; e < Dims::size; ++e) {
+        int64 at;
+        if (!kl_tile_at<Dims>(a, ndim, e, o, &at)) continue;
+        const S* src = (const S*)((const char*)a.data + at);
+        for (int c = 0; c < K; ++c) out.c[e * K + c] = src[c];
+    }
+    return out;
+}
+// Writes t into a (Add: atomically adds it); returns the values before an add.
+template <bool Add, int K, int D0, int D1, int D2, int D3, int L, typename S, typename E>
+__device__ inline vec<L, S> kl_tile_write(const array_t<E>& a, const vec<L, S>& t, int ndim,
+                                          int64 o0, int64 o1 = 0, int64 o2 = 0, int64 o3 = 0) {
+    typedef kl_tile_dims<D0, D1, D2, D3> Dims;
+    const int64 o[4] = {o0, o1, o2, o3};
+    vec<L, S> old;
+    for (int64 e = 0; e < Dims::size; ++e) {
+        int64 at;
+        if (!kl_tile_at<Dims>(a, ndim, e, o, &at)) continue;
+        S* dst = (S*)((char*)a.data + at);
+        for (int c = 0; c < K; ++c) {
+            if (Add) old.c[e * K + c] = kl_atomic_add(dst + c, t.c[e * K + c]);
+            else dst[c] = t.c[e * K + c];
+        }
+    }
+    return old;
+}
+template <int L, typename S> __device__ inline vec<L, S> kl_tile_from(S x) {
+    vec<L, S> out;
+    out.c[0] = x;
+    return out;
+}
+template <int L, typename S, int K> __device__ inline vec<L, S> kl_tile_from(const vec<K, S>& x) {
+    vec<L, S> out;
+    for (int c = 0; c < K; ++c) out.c[c] = x.c[c];
+    return out;
+}
+template <int L, typename S> __device__ inline vec<L, S> kl_tile_full(S x) { return vec<L, S>(x); }
+template <int L, typename S, int K> __device__ inline vec<L, S> kl_tile_full(const vec<K, S>& x) {
+    vec<L, S> out;
+    for (int e = 0; e < L / K; ++e)
+        for (int c = 0; c < K; ++c) out.c[e * K + c] = x.c[c];
+    return out;
+}
+// Element i of a tile whose elements are K scalars (K == 1: the scalar itself).
+template <typename R, int K, int L, typename S> struct kl_tile_elem {
+    __device__ static R get(const vec<L, S>& t, int64 i) {
+        R r;
+        for (int c = 0; c < K; ++c) r.c[c] = t.c[i * K + c];
+        return r;
+    }
+};
+template <int L, typename S> struct kl_tile_elem<S, 1, L, S> {
+    __device__ static S get(const vec<L, S>& t, int64 i) { return t.c[i]; }
+};
+template <typename R, int K, int L, typename S>
+__device__ inline R kl_tile_sum(const vec<L, S>& t) {
+    R acc = R();
+    for (int64 e = 0; e < L / K; ++e) acc = acc + kl_tile_elem<R, K, L, S>::get(t, e);
+    return acc;
+}
+template <int K, int Rows, int Cols, int L, typename S>
+__device__ inline vec<L, S> kl_tile_transpose(const vec<L, S>& t) {
+    vec<L, S> out;
+    for (int i = 0; i < Rows; ++i)
+        for (int j = 0; j < Cols; ++j)
+            for (int c = 0; c < K; ++c) out.c[(j * Rows + i) * K + c] = t.c[(i * Cols + j) * K + c];
+    return out;
+}
+// The unnormalised DFT (Sign -1) or inverse (+1) along the last dimension (N, a power of
+// two) of a tile of complex values: radix-2 Cooley-Tukey in place, each stage's twiddle
+// advanced by one complex multiply per butterfly (Warp's CPU algorithm).
+template <int Sign, int N, int L, typename S>
+__device__ inline vec<L, S> kl_tile_fft(vec<L, S> t) {
+    int log_n = 0;
+    while ((1 << log_n) < N) ++log_n;
+    for (int b = 0; b < L / (2 * N); ++b) {
+        S* x = t.c + 2 * N * b;
+        for (int i = 0; i < N; ++i) {
+            int j = 0;
+            for (int k = 0; k < log_n; ++k) j |= ((i >> k) & 1) << (log_n - 1 - k);
+            if (i < j)
+                for (int c = 0; c < 2; ++c) { S tmp = x[2 * i + c]; x[2 * i + c] = x[2 * j + c]; x[2 * j + c] = tmp; }
+        }
+        for (int len = 2; len <= N; len <<= 1) {
+            const int half = len >> 1;
+            const S theta = S(Sign) * S(6.28318530717958647692528676655900576839433879875021) / S(len);
+            const S wm_re = cos(theta), wm_im = sin(theta);
+            for (int k = 0; k < N; k += len) {
+                S w_re = S(1), w_im = S(0);
+                for (int j = 0; j < half; ++j) {
+                    S* lo = x + 2 * (k + j);
+                    S* hi = x + 2 * (k + j + half);
+                    const S t_re = w_re * hi[0] - w_im * hi[1];
+                    const S t_im = w_re * hi[1] + w_im * hi[0];
+                    const S u_re = lo[0], u_im = lo[1];
+                    lo[0] = u_re + t_re; lo[1] = u_im + t_im;
+                    hi[0] = u_re - t_re; hi[1] = u_im - t_im;
+                    const S nw_re = w_re * wm_re - w_im * wm_im;
+                    w_im = w_re * wm_im + w_im * wm_re;
+                    w_re = nw_re;
+                }
+            }
+        }
+    }
+    return t;
+}
+
 }  // namespace kl

@@ -74,6 +74,8 @@ def ctype(t: Type) -> str:
         return f"array_t<{ctype(t.dtype)}>"
     if t.is_scalar:
         return "bool" if t.kind == "b" else t.name  # float16: the header's half type
+    if t.is_tile:  # all its scalars in one value (kernlab_cuda.h, tiles)
+        return f"vec<{t.length}, {ctype(t.scalar)}>"
     short = repr(t)
     if short in HEADER_TYPEDEFS:
         return short  # vec3, mat33d, ...
@@ -367,6 +369,9 @@ class _Renderer:
                       zip(ins.args[1:], self.func.sites[site].shape)]
             self.emit(f"if (!kl_components_ok(status, {site}, {', '.join(bounds)})) return;")
         expr = call_expression(ins, [self.arg(a) for a in ins.args])
+        if ins.result is None:  # called for its effect (tile_store)
+            self.emit(f"{_unwrap(expr)};")
+            return
         self.emit(f"{self.declare(ins.result)} = {_unwrap(expr)};")
 
     def op_SHAPE(self, ins: Instr):
@@ -510,6 +515,9 @@ def call_expression(ins: Instr, args: list[str]) -> str:
     if spelling is None:  # every registered builtin has one (tests/test_cuda.py)
         raise KernelError(f"internal error: builtin '{bi.name}' has no CUDA spelling",
                           ins.loc, stage="rendering CUDA C")
+    if callable(spelling):  # a spelling that depends on the operand types (tiles)
+        return spelling([a.type for a in ins.args],
+                        ins.result.type if ins.result is not None else None, args)
     t = ctype(target) if target is not None else ""
     return spelling.format(*args, args=", ".join(args), T=t)
 

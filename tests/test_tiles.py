@@ -1,0 +1,264 @@
+"""Tiles (Warp's tile programming model): each op against NumPy, gradients against float64
+finite differences, and bad input as kernlab errors naming the kernel and the line.
+
+Every block of a tiled launch is one thread owning its whole tile (Warp on the CPU), so
+the expected values are plain NumPy on the same blocks of the arrays.
+"""
+import numpy as np
+import pytest
+
+import kernlab as kl
+from kernlab.errors import KernelError, LaunchError
+
+TM, TN = 2, 16
+
+
+def _complex(a):
+    return a[..., 0].astype(np.float64) + 1j * a[..., 1].astype(np.float64)
+
+
+@kl.kernel
+def copy_blocks(a: kl.array2d(dtype=float), b: kl.array2d(dtype=float)):
+    i, j = kl.tid()
+    t = kl.tile_load(a, shape=(2, 4), offset=(i * 2, j * 4))
+    kl.tile_store(b, t, offset=(i * 2, j * 4))
+
+
+@kl.kernel
+def shift_blocks(a: kl.array2d(dtype=float), b: kl.array2d(dtype=float)):
+    i, j = kl.tid()  # each block reads 2x4 one row and one column down: past the end reads 0
+    t = kl.tile_load(a, shape=(2, 4), offset=(i * 2 + 1, j * 4 + 1))
+    kl.tile_store(b, t, offset=(i * 2, j * 4))
+
+
+def test_load_store_blocks_and_zero_fill(backend, rng):
+    a_np = rng.standard_normal((6, 8)).astype(np.float32)
+    a, b = kl.array(a_np), kl.zeros((6, 8), dtype=float)
+    kl.launch_tiled(copy_blocks, dim=(3, 2), inputs=[a, b], block_dim=8)
+    np.testing.assert_array_equal(b.numpy(), a_np)
+    kl.launch_tiled(shift_blocks, dim=(3, 2), inputs=[a, b], block_dim=8)
+    padded = np.zeros((7, 9), np.float32)
+    padded[:6, :8] = a_np
+    np.testing.assert_array_equal(b.numpy(), padded[1:, 1:])
+
+
+@kl.kernel
+def fft_rows(x: kl.array2d(dtype=kl.vec2), y: kl.array2d(dtype=kl.vec2),
+             z: kl.array2d(dtype=kl.vec2)):
+    i, _, _ = kl.tid()
+    t = kl.tile_load(x, shape=(TM, TN), offset=(i * TM, 0))
+    kl.tile_fft(t)
+    kl.tile_store(y, t, offset=(i * TM, 0))
+    kl.tile_ifft(t)
+    kl.tile_store(z, t, offset=(i * TM, 0))
+
+
+def test_fft_and_ifft_match_numpy(backend, rng):
+    x_np = rng.standard_normal((3 * TM, TN, 2)).astype(np.float32)
+    x = kl.array(x_np, dtype=kl.vec2)
+    y, z = kl.zeros_like(x), kl.zeros_like(x)
+    kl.launch_tiled(fft_rows, dim=[3, 1], inputs=[x, y, z], block_dim=TN // 2)
+    want = np.fft.fft(_complex(x_np), axis=-1)
+    np.testing.assert_allclose(_complex(y.numpy()), want, atol=2e-5 * np.abs(want).max())
+    # the inverse is unnormalised: ifft(fft(x)) = N x
+    np.testing.assert_allclose(_complex(z.numpy()), TN * _complex(x_np), atol=1e-4 * TN)
+
+
+@kl.kernel
+def transpose_blocks(x: kl.array2d(dtype=kl.vec2), y: kl.array2d(dtype=kl.vec2)):
+    i, j = kl.tid()
+    t = kl.tile_load(x, shape=(4, 4), offset=(i * 4, j * 4), storage="shared")
+    kl.tile_store(y, kl.tile_transpose(t), offset=(j * 4, i * 4))
+
+
+@kl.kernel
+def transpose_rect(a: kl.array2d(dtype=float), b: kl.array2d(dtype=float)):
+    t = kl.tile_load(a, shape=(3, 5))
+    kl.tile_store(b, kl.tile_transpose(t))
+
+
+def test_transpose(backend, rng):
+    x_np = rng.standard_normal((8, 8, 2)).astype(np.float32)
+    x = kl.array(x_np, dtype=kl.vec2)
+    y = kl.zeros_like(x)
+    kl.launch_tiled(transpose_blocks, dim=(2, 2), inputs=[x, y], block_dim=16)
+    np.testing.assert_array_equal(y.numpy(), x_np.transpose(1, 0, 2))
+    a_np = rng.standard_normal((3, 5)).astype(np.float32)
+    b = kl.zeros((5, 3), dtype=float)
+    kl.launch_tiled(transpose_rect, dim=1, inputs=[kl.array(a_np), b], block_dim=4)
+    np.testing.assert_array_equal(b.numpy(), a_np.T)
+
+
+@kl.kernel
+def block_sums(a: kl.array(dtype=float), s: kl.array(dtype=float), old: kl.array(dtype=float)):
+    i = kl.tid()
+    t = kl.tile_sum(kl.tile(a[i] * 2.0))  # one thread per block: a one-element tile
+    before = kl.tile_atomic_add(s, t)
+    old[i] = before[0]
+
+
+def test_tile_sum_and_atomic_add(backend):
+    a_np = np.arange(1, 11, dtype=np.float32)
+    a, s, old = kl.array(a_np), kl.zeros(1, dtype=float), kl.zeros(10, dtype=float)
+    kl.launch(block_sums, dim=10, inputs=[a, s, old])
+    assert s.numpy()[0] == pytest.approx(2 * a_np.sum())
+    # each atomic add returned what was there before it: partial sums, in some order
+    olds = np.sort(old.numpy())
+    assert olds[0] == 0 and len(set(olds)) == 10 and olds[-1] < 2 * a_np.sum()
+
+
+@kl.kernel
+def fill_and_combine(a: kl.array2d(dtype=float), out: kl.array2d(dtype=float),
+                     sums: kl.array(dtype=float), corner: kl.array(dtype=float)):
+    t = kl.tile_ones(shape=(2, 3), dtype=float) * 2.0 + kl.tile_load(a, shape=(2, 3))
+    t = t - kl.tile_zeros(shape=(2, 3), dtype=float) - kl.tile_full((2, 3), 0.5) / 2.0
+    t = -t
+    kl.tile_store(out, t)
+    kl.tile_store(sums, kl.tile_sum(t))
+    corner[0] = t[1, 2]
+
+
+def test_constructors_arithmetic_and_indexing(backend, rng):
+    a_np = rng.standard_normal((2, 3)).astype(np.float32)
+    out, sums, corner = kl.zeros((2, 3), dtype=float), kl.zeros(1, dtype=float), \
+        kl.zeros(1, dtype=float)
+    kl.launch_tiled(fill_and_combine, dim=1, inputs=[kl.array(a_np), out, sums, corner],
+                    block_dim=32)
+    want = -(2.0 + a_np - 0.25)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6)
+    assert sums.numpy()[0] == pytest.approx(want.sum(), rel=1e-5)
+    assert corner.numpy()[0] == pytest.approx(want[1, 2], rel=1e-6)
+
+
+def test_launch_tiled_passes_block_indices(backend):
+    @kl.kernel
+    def where(out: kl.array2d(dtype=int)):
+        i, j = kl.tid()
+        out[i, j] = i * 10 + j
+
+    out = kl.zeros((3, 4), dtype=int)
+    kl.launch_tiled(where, dim=(3, 4), inputs=[out], block_dim=64)
+    np.testing.assert_array_equal(out.numpy(), np.add.outer(np.arange(3) * 10, np.arange(4)))
+
+
+# ---- gradients against float64 finite differences --------------------------------------------
+
+@kl.kernel
+def spectrum_pipeline(x: kl.array2d(dtype=kl.vec2d), y: kl.array2d(dtype=kl.vec2d)):
+    i, _, _ = kl.tid()
+    t = kl.tile_load(x, shape=(2, 8), offset=(i * 2, 0))
+    kl.tile_fft(t)
+    t = t * 0.5
+    kl.tile_store(y, kl.tile_transpose(t), offset=(0, i * 2))
+    kl.tile_ifft(t)
+
+
+@kl.kernel
+def weighted_sum(y: kl.array2d(dtype=kl.vec2d), w: kl.array2d(dtype=kl.vec2d),
+                 loss: kl.array(dtype=kl.float64)):
+    i, j = kl.tid()
+    kl.atomic_add(loss, 0, kl.dot(y[i, j], w[i, j]) + y[i, j][0] * y[i, j][1])
+
+
+@kl.kernel
+def energy(a: kl.array(dtype=kl.float64), loss: kl.array(dtype=kl.float64)):
+    i = kl.tid()
+    kl.tile_atomic_add(loss, kl.tile_sum(kl.tile(a[i] * a[i])))
+
+
+def _loss_pipeline(x_np, w):
+    x = kl.array(x_np, dtype=kl.vec2d, requires_grad=True)
+    y = kl.zeros((8, 4), dtype=kl.vec2d, requires_grad=True)
+    loss = kl.zeros(1, dtype=kl.float64, requires_grad=True)
+    tape = kl.Tape()
+    with tape:
+        kl.launch_tiled(spectrum_pipeline, dim=[2, 1], inputs=[x, y], block_dim=4)
+        kl.launch(weighted_sum, dim=(8, 4), inputs=[y, w, loss])
+    return x, loss, tape
+
+
+def test_gradient_through_fft_transpose_and_store(backend, rng):
+    x_np = rng.standard_normal((4, 8, 2))
+    w = kl.array(rng.standard_normal((8, 4, 2)), dtype=kl.vec2d)
+    x, loss, tape = _loss_pipeline(x_np, w)
+    tape.backward(loss)
+    grad = x.grad.numpy()
+    fd = np.zeros_like(x_np)
+    h = 1e-6
+    for idx in np.ndindex(*x_np.shape):
+        plus, minus = x_np.copy(), x_np.copy()
+        plus[idx] += h
+        minus[idx] -= h
+        fp = _loss_pipeline(plus, w)[1].numpy()[0]
+        fm = _loss_pipeline(minus, w)[1].numpy()[0]
+        fd[idx] = (fp - fm) / (2 * h)
+    np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6)
+
+
+def test_gradient_through_tile_sum_and_atomic_add(backend, rng):
+    a_np = rng.standard_normal(6)
+    a = kl.array(a_np, dtype=kl.float64, requires_grad=True)
+    loss = kl.zeros(1, dtype=kl.float64, requires_grad=True)
+    tape = kl.Tape()
+    with tape:
+        kl.launch(energy, dim=6, inputs=[a, loss])
+    assert loss.numpy()[0] == pytest.approx((a_np ** 2).sum())
+    tape.backward(loss)
+    np.testing.assert_allclose(a.grad.numpy(), 2 * a_np, rtol=1e-12)
+
+
+# ---- bad input -------------------------------------------------------------------------------
+
+def _compile_error(fn, *args) -> str:
+    with pytest.raises(KernelError) as info:
+        kl.launch_tiled(fn, dim=1, inputs=list(args), block_dim=1)
+    return str(info.value)
+
+
+def test_tile_shape_of_the_wrong_rank_names_kernel_and_line():
+    @kl.kernel
+    def wrong_rank(a: kl.array2d(dtype=float)):
+        t = kl.tile_load(a, shape=(4,))
+        kl.tile_store(a, t)
+
+    text = _compile_error(wrong_rank, kl.zeros((4, 4), dtype=float))
+    assert "wrong_rank" in text and "t = kl.tile_load(a, shape=(4,))" in text
+    assert "has 1 dimension(s) but the array has 2" in text
+
+
+def test_storing_a_tile_of_another_dtype_is_refused():
+    @kl.kernel
+    def wrong_dtype(a: kl.array(dtype=float), b: kl.array(dtype=kl.float64)):
+        kl.tile_store(b, kl.tile_load(a, shape=4))
+
+    text = _compile_error(wrong_dtype, kl.zeros(4, dtype=float), kl.zeros(4, dtype=kl.float64))
+    assert "wrong_dtype" in text and "a tile of float32 into an array of float64" in text
+
+
+@pytest.mark.parametrize("body, message", [
+    ("t = kl.tile_load(a, shape=(1, 6))\n    kl.tile_fft(t)", "power-of-two sizes"),
+    ("t = kl.tile_load(b, shape=(1, 8))\n    kl.tile_fft(t)", "needs a tile of vec2f or vec2d"),
+    ("kl.tile_fft(kl.tile_load(a, shape=(1, 8)))", "pass the local's name"),
+    ("t = kl.tile_load(a, shape=(n, 8))", "positive integer constants"),
+    ("t = kl.tile_load(a, shape=(1, 8), offset=(0,))", "offset has 1 value(s)"),
+    ("t = kl.tile_load(a, shape=(1, 8), storage='global')", "storage must be a constant"),
+    ("t = kl.tile_load(a, shape=(256, 256))", "at most 16384"),
+    ("t = kl.tile_load(a, shap=(1, 8))", "no parameter 'shap'"),
+])
+def test_bad_tile_calls(body, message, tmp_path):
+    ns = {"kl": kl}
+    src = ("def bad(a: kl.array2d(dtype=kl.vec2), b: kl.array2d(dtype=float), n: int):\n"
+           f"    {body}\n")
+    path = tmp_path / "bad_tiles.py"
+    path.write_text(src)
+    exec(compile(src, str(path), "exec"), ns)
+    kernel = kl.kernel(ns["bad"])
+    text = _compile_error(kernel, kl.zeros((1, 8), dtype=kl.vec2), kl.zeros((1, 8), dtype=float),
+                          1)
+    line = 2 + body.count("\n")  # the call at fault is the body's last line
+    assert "'bad'" in text and f"line {line}" in text and message in text, text
+
+
+def test_launch_tiled_needs_block_dim():
+    with pytest.raises(LaunchError, match="block_dim"):
+        kl.launch_tiled(copy_blocks, dim=(1, 1), inputs=[])
