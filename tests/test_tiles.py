@@ -207,6 +207,29 @@ def test_gradient_through_tile_sum_and_atomic_add(backend, rng):
     np.testing.assert_allclose(a.grad.numpy(), 2 * a_np, rtol=1e-12)
 
 
+@kl.kernel
+def element_products(a: kl.array(dtype=kl.float64), out: kl.array(dtype=kl.float64)):
+    t = kl.tile_load(a, shape=4) + kl.tile_full(4, kl.float64(1.0))
+    out[0] = t[1] * t[2] + t[3] * kl.tile_sum(t)[0]
+
+
+def test_gradient_through_indexing_and_full(backend, rng):
+    a_np = rng.standard_normal(4)
+    a = kl.array(a_np, dtype=kl.float64, requires_grad=True)
+    out = kl.zeros(1, dtype=kl.float64, requires_grad=True)
+    tape = kl.Tape()
+    with tape:
+        kl.launch_tiled(element_products, dim=1, inputs=[a, out], block_dim=1)
+    t = a_np + 1
+    assert out.numpy()[0] == pytest.approx(t[1] * t[2] + t[3] * t.sum())
+    tape.backward(out)
+    want = np.full(4, t[3])  # d(t3 * sum t) = t3 for every element, plus sum t for t3
+    want[1] += t[2]
+    want[2] += t[1]
+    want[3] += t.sum()
+    np.testing.assert_allclose(a.grad.numpy(), want, rtol=1e-12)
+
+
 # ---- bad input -------------------------------------------------------------------------------
 
 def _compile_error(fn, *args) -> str:

@@ -246,8 +246,8 @@ def _np_extract(t, *idx):
 
 
 def _extract_grad(g, t, *rest):
-    raise GradientError("the gradient of a tile element read (t[i]) is not supported yet; "
-                        "tile_sum, tile_load and tile_store are differentiable", g.loc)
+    *idx, ret, adj = rest
+    return (g.call("tile_put", [g.zeros(t.type), adj, *idx]),) + (None,) * len(idx)
 
 
 builtin("tile_extract", [sig("L", *_offsets(n), ret=_extract_ret)
@@ -259,6 +259,49 @@ builtin("tile_extract", [sig("L", *_offsets(n), ret=_extract_ret)
                                    f"{_flat_index(types[0], a[1:])})",
         grad=_extract_grad,
         doc="t[i, ...]: one element of a tile")
+
+
+def _np_put(t, x, *idx):
+    out = np.array(t, copy=True)
+    out[tuple(int(i) for i in idx)] = x
+    return out
+
+
+def _put_ret(b):
+    t, x = b["L"], b["_x"]
+    return t if x == t.dtype else None
+
+
+class _TileValueIndex:
+    """(tile, element, int indices...) signatures: the element must be the tile's dtype."""
+
+    def __init__(self, n):
+        self.params = ("L", "X|V") + ("i",) * n
+
+    def match(self, types):
+        if len(types) != len(self.params) or not types[0].is_tile:
+            return None
+        if not all(t.is_scalar and t.is_int for t in types[2:]):
+            return None
+        if len(types) - 2 != len(types[0].tile_shape):
+            return None
+        return {"L": types[0], "_x": types[1]}
+
+    def result(self, bind):
+        return _put_ret(bind)
+
+    def __str__(self):
+        return f"(tile, element, {', '.join(['int'] * (len(self.params) - 2))}) -> tile"
+
+
+builtin("tile_put", [_TileValueIndex(n) for n in range(1, MAX_DIMS + 1)], _np_put,
+        llvm=lambda cx, t, x, *idx: cx.tile_put(t, x, cx.types[0], idx),
+        cuda=lambda types, ret, a: f"kl_tile_put<{_parts(types[0])}>({a[0]}, {a[1]}, "
+                                   f"{_flat_index(types[0], a[2:])})",
+        grad=lambda g, t, x, *rest: (
+            g.call("tile_put", [rest[-1], g.zeros(x.type), *rest[:-2]]),
+            g.call("tile_extract", [rest[-1], *rest[:-2]])) + (None,) * (len(rest) - 2),
+        doc="(internal) tile t with element [i, ...] replaced by x: the adjoint of t[i, ...]")
 
 
 # ---- reductions and rearrangements -----------------------------------------------------------

@@ -1059,6 +1059,16 @@ template <typename R, int K, int L, typename S> struct kl_tile_elem {
 template <int L, typename S> struct kl_tile_elem<S, 1, L, S> {
     __device__ static S get(const vec<L, S>& t, int64 i) { return t.c[i]; }
 };
+template <int K, int L, typename S>
+__device__ inline vec<L, S> kl_tile_put(vec<L, S> t, S x, int64 i) {
+    t.c[i] = x;
+    return t;
+}
+template <int K, int L, typename S>
+__device__ inline vec<L, S> kl_tile_put(vec<L, S> t, const vec<K, S>& x, int64 i) {
+    for (int c = 0; c < K; ++c) t.c[i * K + c] = x.c[c];
+    return t;
+}
 template <typename R, int K, int L, typename S>
 __device__ inline R kl_tile_sum(const vec<L, S>& t) {
     R acc = R();

@@ -208,6 +208,19 @@ class TileContext:
                                                                    _I32(c))), _I32(c))
         return out
 
+    def tile_put(self, v, x, t, idx):
+        """Tile v with element idx (i32 values) replaced by x."""
+        b, k = self.b, _parts(t)
+        flat = _I32(0)
+        for i, n in zip(idx, t.tile_shape):
+            flat = b.add(b.mul(flat, _I32(n)), i)
+        if k == 1:
+            return b.insert_element(v, x, flat)
+        for c in range(k):
+            v = b.insert_element(v, b.extract_element(x, _I32(c)),
+                                 b.add(b.mul(flat, _I32(k)), _I32(c)))
+        return v
+
     # ---- reductions and transforms --------------------------------------------------------
 
     def tile_sum(self, v, t, out):
