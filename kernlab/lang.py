@@ -10,6 +10,7 @@ import numpy as np
 from .builtins import REGISTRY
 from .builtins.expand import EXPANSIONS, call_on_python_values
 from .builtins.random import PUBLIC as RANDOM_BUILTINS
+from .builtins.reference import TILE_FORMS as _TILE_DOCS
 from .builtins.spatial import PUBLIC as SPATIAL_BUILTINS
 from .types import Type, to_type
 
@@ -80,7 +81,7 @@ PUBLIC_BUILTINS = [
     "rint", "frac", "cbrt", "degrees", "radians", "copysign", "step", "nonzero", "isfinite",
     "isnan", "isinf", "argmin", "argmax", "add", "sub", "div", "mod", "floordiv", "neg",
     "bit_and", "bit_or", "bit_xor", "lshift", "rshift", "invert", "cw_mul", "cw_div",
-    "erf", "erfc", "erfinv", "erfcinv", "trace",
+    "erf", "erfc", "erfinv", "erfcinv", "trace", "tile_extract",
 ]
 FUNCTIONS = {name: BuiltinFunction(name) for name in PUBLIC_BUILTINS + SPATIAL_BUILTINS
              + RANDOM_BUILTINS}
@@ -88,26 +89,9 @@ FUNCTIONS["transformation"] = BuiltinFunction("transformation")
 FUNCTIONS["select"] = BuiltinFunction("select")  # Warp's order: (cond, if_false, if_true)
 
 # Warp's tile functions (frontend/tiles.py reads their compile-time arguments; the builtins
-# are in builtins/tiles.py). Each kernlab block is one thread, as Warp runs blocks on the CPU.
-TILE_FORMS = {name: SpecialForm(name, doc) for name, doc in {
-    "tile_load": "tile_load(a, shape, offset=None): the tile of this shape read from array a "
-                 "at offset (elements outside the array read as zero)",
-    "tile_store": "tile_store(a, t, offset=None): writes tile t into array a at offset "
-                  "(elements outside the array are left out)",
-    "tile_atomic_add": "tile_atomic_add(a, t, offset=None): adds tile t into array a at offset, "
-                       "atomically; returns the tile of the values before",
-    "tile": "tile(x): the tile of this block's values of x (one thread per block: a "
-            "one-element tile)",
-    "tile_zeros": "tile_zeros(shape, dtype=float): a tile of zeros",
-    "tile_ones": "tile_ones(shape, dtype=float): a tile of ones",
-    "tile_full": "tile_full(shape, value, dtype=None): a tile with every element value",
-    "tile_sum": "tile_sum(t): the one-element tile of the sum of t's elements",
-    "tile_transpose": "tile_transpose(t): the transpose of a 2-D tile",
-    "tile_fft": "tile_fft(t): in place, the unnormalised FFT along the last dimension of a "
-                "tile of vec2 (complex) values",
-    "tile_ifft": "tile_ifft(t): in place, the unnormalised inverse FFT along the last "
-                 "dimension",
-}.items()}
+# are in builtins/tiles.py; what each does is builtins/reference.py's TILE_FORMS).
+TILE_FORMS = {name: SpecialForm(name, f"{form.signature}: {form.summary}")
+              for name, form in _TILE_DOCS.items()}
 TILE_FORMS_BY_ID = {id(f): name for name, f in TILE_FORMS.items()}
 
 tid = SpecialForm("tid", "This thread's index: i = tid(), or i, j = tid() for a 2-D launch.")

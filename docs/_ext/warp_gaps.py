@@ -12,9 +12,20 @@ from __future__ import annotations
 import fnmatch
 
 MISSING = [
-    (["launch_tiled", "tile", "tile_*", "untile", "block_dim"],
+    (["block_dim", "untile", "tile_add_inplace", "tile_arange", "tile_argmax", "tile_argmin",
+      "tile_assign", "tile_astype", "tile_atomic_add_indexed", "tile_axpy",
+      "tile_bit_and_inplace", "tile_bit_or_inplace", "tile_bit_xor_inplace",
+      "tile_broadcast", "tile_bvh_*", "tile_cholesky*", "tile_diag_add", "tile_dot",
+      "tile_empty", "tile_from_thread", "tile_load_indexed", "tile_lower_solve*",
+      "tile_map", "tile_matmul", "tile_max", "tile_mesh_*", "tile_min", "tile_query_valid",
+      "tile_randf", "tile_randi", "tile_reduce", "tile_reshape", "tile_scan_*",
+      "tile_scatter_*", "tile_slice_indexed", "tile_sort", "tile_squeeze", "tile_stack*",
+      "tile_store_indexed", "tile_sub_inplace", "tile_upper_solve*", "tile_view"],
      "Tile programming",
-     "cooperative tiles (launch_tiled, tile_load, tile_matmul, ...) and block_dim"),
+     "the tile operations beyond those kernlab has (launch_tiled, tile_load, tile_store, "
+     "tile_atomic_add, tile, tile_zeros/ones/full, tile_sum, tile_transpose, tile_fft/"
+     "tile_ifft, tile_extract and tile arithmetic exist): tile_matmul, tile_map, "
+     "tile_reduce, scans, sorts, solvers and the rest"),
     (["Mesh", "Mesh*", "mesh_*", "Bvh", "Bvh*", "bvh_*", "HashGridQuery", "Volume", "volume_*", "Texture", "Texture*", "texture_sample",
       "closest_point_edge_edge", "intersect_tri_tri", "MemoryKind"],
      "Geometry queries",

@@ -82,6 +82,8 @@ SUMMARIES = {
     "insert": "(operator) v[i] = s, m[i, j] = s: a copy with one component replaced",
     "inner": "(internal) the sum of componentwise products, behind dot",
     "sum": "(internal) the sum of all components",
+    "tile_extract": "t[i, ...]: one element of a tile",
+    "tile_put": "(internal) a tile with one element replaced: the adjoint of t[i, ...]",
     "reshape": "(internal) the same components in another shape",
     # vectors and matrices (linalg.py)
     "dot": "the dot product of two vectors", "cross": "the cross product of two 3-vectors",
@@ -195,20 +197,60 @@ SPECIAL_FORMS = {
                                       "the index-th point of the grid in cell order", "no"),
 }
 
+# Tiles (builtins/tiles.py, frontend/tiles.py): every block of a tiled launch is one thread
+# owning its whole tile, as Warp runs blocks on the CPU. Warp's parameter names; shapes and
+# dtypes are compile-time constants. kernlab.lang makes the kl.tile_* names from this table.
+TILE_FORMS = {
+    "tile_load": SpecialForm(
+        "tile_load(a, shape, offset=None, storage='register', bounds_check=True) -> tile",
+        "the tile of this shape read from array a at offset; elements outside the array "
+        "read as zero", "yes (into a.grad, atomically)"),
+    "tile_store": SpecialForm(
+        "tile_store(a, t, offset=None, bounds_check=True)",
+        "writes tile t into array a at offset; elements outside the array are left out",
+        "yes (reads a.grad there, then zeroes it)"),
+    "tile_atomic_add": SpecialForm(
+        "tile_atomic_add(a, t, offset=None, bounds_check=True) -> tile",
+        "adds tile t into array a at offset atomically; returns the tile of the values "
+        "before", "yes (t gets a.grad there)"),
+    "tile": SpecialForm("tile(x, preserve_type=False) -> tile",
+                        "the tile of the block's values of x: one thread per block, so a "
+                        "one-element tile (a vector x without preserve_type: its components "
+                        "along the first axis)", "yes"),
+    "tile_zeros": SpecialForm("tile_zeros(shape, dtype=float) -> tile", "a tile of zeros",
+                              "no (a constant)"),
+    "tile_ones": SpecialForm("tile_ones(shape, dtype=float) -> tile", "a tile of ones",
+                             "no (a constant)"),
+    "tile_full": SpecialForm("tile_full(shape, value, dtype=None) -> tile",
+                             "a tile with every element value", "yes"),
+    "tile_sum": SpecialForm("tile_sum(t) -> tile", "the one-element tile of the sum of t's "
+                            "elements", "yes"),
+    "tile_transpose": SpecialForm("tile_transpose(t) -> tile", "the transpose of a 2-D tile",
+                                  "yes"),
+    "tile_fft": SpecialForm("tile_fft(t)", "in place: the unnormalised DFT along the last "
+                            "dimension of a tile of vec2 (complex) values, as numpy.fft.fft; "
+                            "power-of-two sizes", "yes (the inverse FFT of the gradient)"),
+    "tile_ifft": SpecialForm("tile_ifft(t)", "in place: the unnormalised inverse DFT along "
+                             "the last dimension (N times numpy.fft.ifft)",
+                             "yes (the FFT of the gradient)"),
+}
+SPECIAL_FORMS.update(TILE_FORMS)
+
 # The file of the registry that defines a builtin, as the reference's section title.
 CATEGORIES = {
     "math": "Scalar math", "special": "Scalar math", "numpy": "Scalar math",
     "scalars": "Scalars, comparisons and bits", "core": "Arithmetic and operators",
     "linalg": "Vectors and matrices", "spatial": "Quaternions, transforms, spatial vectors",
-    "random": "Random numbers",
+    "random": "Random numbers", "tiles": "Tiles",
 }
 ORDER = ["Scalar math", "Scalars, comparisons and bits", "Arithmetic and operators",
          "Vectors and matrices", "Quaternions, transforms, spatial vectors",
-         "Random numbers", "Funcs written in kernlab", "Kernel-language forms"]
+         "Random numbers", "Tiles", "Funcs written in kernlab", "Kernel-language forms"]
 
 # What the registry's signature letters mean, as the reference prints them.
 LETTERS = {"F": "float", "I": "int", "N": "number", "X": "scalar", "B": "bool", "i": "int",
-           "V": "vector", "M": "matrix", "FV": "floatvec", "FM": "floatmat", "T": "scalar"}
+           "V": "vector", "M": "matrix", "FV": "floatvec", "FM": "floatmat", "T": "scalar",
+           "L": "tile", "FL": "floattile", "A": "array"}
 _FLOAT_KINDS = ("float", "quat", "transform", "vector", "matrix", "vec", "mat")
 
 
@@ -246,7 +288,7 @@ def all_names() -> list[str]:
 
 
 def _readable(sig: str) -> str:
-    sig = re.sub(r"\b(FV|FM|F|I|N|X|B|V|M|i|T)\b", lambda m: LETTERS[m.group(1)], sig)
+    sig = re.sub(r"\b(FV|FM|FL|F|I|N|X|B|V|M|L|A|i|T)\b", lambda m: LETTERS[m.group(1)], sig)
     return sig.replace("-> …", "-> (by argument types)")
 
 
