@@ -336,18 +336,12 @@ def _transpose_ret(b):
     return Tile(t.dtype, tuple(reversed(t.tile_shape)))
 
 
-def _transpose_source(t):
-    """For each element of the transpose of tile t (row-major), its element in t."""
-    rows, cols = t.tile_shape
-    return np.arange(rows * cols).reshape(rows, cols).T.reshape(-1)
-
-
 def _np_transpose(t):
     return np.swapaxes(t, 0, 1).copy()
 
 
 builtin("tile_transpose", [sig("L", ret=_transpose_ret)], _np_transpose,
-        llvm=lambda cx, t: cx.tile_permute(t, cx.types[0], _transpose_source(cx.types[0])),
+        llvm=lambda cx, t: cx.tile_transpose(t, cx.types[0]),
         cuda=lambda types, ret, a: f"kl_tile_transpose<{_parts(types[0])}, "
                                    f"{types[0].tile_shape[0]}, {types[0].tile_shape[1]}>({a[0]})",
         grad=lambda g, t, r, adj: (g.call("tile_transpose", [adj]),),

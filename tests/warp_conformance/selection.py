@@ -19,6 +19,16 @@ FILES = [
     "test_quat", "test_spatial",
 ]
 
+# Files run on request (python tests/warp_conformance/run.py <file>), outside the figure
+# of FILES; one file name per line.
+EXTRA_FILES = [
+    "tile/test_tile_fft",
+    "tile/test_tile_reduce",
+    "tile/test_tile",
+    "tile/test_tile_construction",
+    "tile/test_tile_load",
+]
+
 # The quick subset CI runs (the whole run is a documented command: see README.md).
 CI_FILES = ["test_lerp", "test_smoothstep", "test_rounding", "test_iter", "test_unpack",
             "test_vec_lite", "matrix/test_mat_lite", "test_overwrite", "test_scalar_ops"]

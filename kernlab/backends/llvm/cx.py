@@ -12,7 +12,7 @@ import numpy as np
 from llvmlite import ir
 
 from ...builtins.linalg import cofactor_expand, det_expand
-from .tiles import TileContext
+from .tiles import TileContext, storage_type
 from ...types import Matrix, Scalar, Tile, Type, Vector, float32, float64
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
@@ -31,9 +31,14 @@ def ll_type(t: Type) -> ir.Type:
         return I1 if t.kind == "b" else ir.IntType(t.bits)
     if isinstance(t, (Vector, Matrix)):
         return ir.VectorType(ll_type(t.dtype), t.length)
-    if isinstance(t, Tile):  # every scalar of the tile in one register (types.Tile)
-        return ir.VectorType(ll_type(t.scalar), t.length)
+    if isinstance(t, Tile):  # a pointer to a buffer of its scalars (tiles.py)
+        return storage_type(t).as_pointer()
     raise TypeError(f"{t} has no LLVM register type")
+
+
+def slot_type(t: Type) -> ir.Type:
+    """What a local of type t occupies: its register, or a tile's whole buffer."""
+    return storage_type(t) if isinstance(t, Tile) else ll_type(t)
 
 
 def mem_type(s: Scalar) -> ir.Type:
@@ -96,6 +101,9 @@ class BuiltinContext(TileContext):
     def call_builtin(self, builtin, args, types, ret):
         """Lower one CALL: set the operand/result types, then run the record's lambda."""
         self.types, self.ret = list(types), ret
+        if not builtin.name.startswith("tile") and (
+                (ret is not None and ret.is_tile) or any(t.is_tile for t in types)):
+            return self.tile_lift(builtin, args, self.types, ret)  # element-wise (tiles.py)
         return builtin.llvm(self, *args)
 
     # ---- helpers --------------------------------------------------------------------------

@@ -8,7 +8,8 @@ from llvmlite import ir
 
 from ...ir.nodes import Function, Op
 from ...types import ArrayType
-from .cx import I1, I8, I32, I64, PTR, BuiltinContext, ll_type, mem_type
+from .cx import I1, I8, I32, I64, PTR, BuiltinContext, ll_type, mem_type, slot_type
+from .tiles import pin_buffer
 from .lower import (INTERRUPT_SYMBOL, STATUS_GENERAL, ArrayView, _BodyLowering, _size,
                     interrupt_checks, tid_values)
 
@@ -116,7 +117,10 @@ class _EntryBuilder:
     def build(self) -> ir.Module:
         b, func = self.b, self.func
         args, start, end = self.fn.args
-        self.slots = {v: b.alloca(ll_type(v.type), name=v.name) for v in func.vars}
+        self.slots = {v: b.alloca(slot_type(v.type), name=v.name) for v in func.vars}
+        for v, slot in self.slots.items():
+            if v.type.is_tile:
+                pin_buffer(b, slot)  # backends/llvm/tiles.py
         if self.uses_stack:
             self.stack = {k: b.alloca(t, name=f"stack_{k}")
                           for k, t in (("buf", PTR), ("top", I64), ("cap", I64))}
@@ -317,7 +321,10 @@ class _EntryBuilder:
     def _thread(self, tids, fast):
         """One thread: zeroed locals and stack, then the kernel body."""
         for var, slot in self.slots.items():
-            self.b.store(ir.Constant(ll_type(var.type), None), slot)
+            if var.type.is_tile:  # a loop of vector stores (an aggregate store is slow to compile)
+                self.cx.tile_fill_zero(slot, var.type)
+                continue
+            self.b.store(ir.Constant(slot_type(var.type), None), slot)
         if self.uses_stack:
             self.b.store(I64(0), self.stack["top"])
         _BodyLowering(self, tids, fast).block(self.func.body)

@@ -144,16 +144,25 @@ class _BodyLowering:
     # ---- values and locals ----------------------------------------------------------------
 
     def op_const(self, ins):
+        if ins.result.type.is_tile:  # a read-only global (backends/llvm/tiles.py)
+            return self.cx.tile_constant(ins.result.type, ins.attrs["value"])
         return constant(ins.result.type, ins.attrs["value"])
 
     def op_tid(self, ins):
         return self.thread_ids[ins.attrs["dim"]]
 
     def op_load_var(self, ins):
-        return self.b.load(self.e.slots[ins.attrs["var"]], name=ins.result.name)
+        slot = self.e.slots[ins.attrs["var"]]
+        if ins.result.type.is_tile:  # a copy: the local's buffer may be stored to later
+            return self.cx.tile_fresh_copy(slot, ins.result.type)
+        return self.b.load(slot, name=ins.result.name)
 
     def op_store_var(self, ins):
-        self.b.store(self.get(ins.args[0]), self.e.slots[ins.attrs["var"]])
+        slot = self.e.slots[ins.attrs["var"]]
+        if ins.args[0].type.is_tile:
+            self.cx.tile_copy(slot, self.get(ins.args[0]), ins.args[0].type)
+            return
+        self.b.store(self.get(ins.args[0]), slot)
 
     def op_call(self, ins):
         bi = ins.attrs["builtin"]
@@ -539,16 +548,21 @@ class _BodyLowering:
             value = self._stack_load(b.gep(b.load(st["buf"]), [new_top], source_etype=I8), t)
             loaded_in = b.block
         phi = b.phi(ll_type(t), name=ins.result.name)
-        phi.add_incoming(constant(t, 0), pre)
+        phi.add_incoming(self.cx.tile_constant(t, 0) if t.is_tile else constant(t, 0), pre)
         phi.add_incoming(value, loaded_in)
         return phi
 
     def _stack_store(self, ptr, t, value):
+        if t.is_tile:  # the tile's bytes
+            self.cx.tile_copy(self.b.bitcast(ptr, value.type), value, t)
+            return
         if t.scalar.kind == "b":
             value = self.b.zext(value, _stack_type(t))
         self.b.store(value, ptr, align=1)
 
     def _stack_load(self, ptr, t):
+        if t.is_tile:
+            return self.cx.tile_fresh_copy(self.b.bitcast(ptr, ll_type(t)), t)
         v = self.b.load(ptr, typ=_stack_type(t), align=1)
         return self.b.icmp_unsigned("!=", v, ir.Constant(v.type, None)) \
             if t.scalar.kind == "b" else v

@@ -1,12 +1,15 @@
-"""LLVM lowering of the tile builtins (builtins/tiles.py): the ``cx.tile_*`` methods.
+"""LLVM lowering of tiles (types.Tile): the tile builtins' ``cx.tile_*`` methods, the
+element-wise lifting of arithmetic builtins to tiles, and tile locals, constants and stack
+slots.
 
-A tile's value is one LLVM vector register holding all its scalars, row-major, each
-element's components together (``types.Tile``), so locals, constants, the per-thread stack
-and element-wise arithmetic treat it like any vector. An operation that walks a tile in an
-order other than element-wise (a load from an array, a store, an FFT, a sum) spills the
-register to a stack buffer made once in the function's entry block, runs an LLVM loop over
-it and reloads the register. Each kernlab thread runs a whole block (block_dim 1, as Warp
-on the CPU), so no operation needs another thread.
+A tile's value is a pointer to a stack buffer ``[L x S]`` of all its scalars, row-major,
+each element's components together. Every operation writes a fresh buffer (allocated once,
+in the entry block) and never its operands, so a pointer can be passed around as a value:
+a local of tile type owns a buffer that a store copies into and a load copies out of, a
+constant is a read-only global, and the per-thread stack holds a tile's bytes. The loops
+run over the buffer in chunks of ``CHUNK`` scalars (LLVM vectorises them), so a tile of
+thousands of scalars costs a loop, not thousands of instructions. Each kernlab thread runs
+a whole block (block_dim 1, as Warp on the CPU), so no operation needs another thread.
 """
 from __future__ import annotations
 
@@ -17,11 +20,26 @@ from llvmlite import ir
 
 _I1, _I32, _I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 _PTR = ir.PointerType()
+CHUNK = 8  # scalars a lifted or copying loop handles per iteration
+
+
+def storage_type(t) -> ir.ArrayType:
+    """The buffer type of a tile: all its scalars."""
+    from .cx import ll_type
+    return ir.ArrayType(ll_type(t.scalar), t.length)
 
 
 def _parts(t) -> int:
     """Components per tile element (2 for a tile of vec2)."""
     return t.dtype.length if t.dtype.is_vector else 1
+
+
+def pin_buffer(builder, buf):
+    """Let a tile buffer's address escape (an empty inline asm that takes it), so SROA
+    keeps it one buffer: with whole-buffer copies LLVM would otherwise split a tile of
+    thousands of scalars into as many values, and compile time would grow with the size."""
+    fty = ir.FunctionType(ir.VoidType(), [buf.type])
+    builder.call(ir.InlineAsm(fty, "", "r", side_effect=True), [buf])
 
 
 class TileContext:
@@ -35,29 +53,110 @@ class TileContext:
 
     def tile_buffer(self, t, name="tile_buf"):
         """A stack buffer of t.length scalars, allocated once in the entry block."""
-        sty, _, _ = self._tile_types(t)
         entry = self.b.function.entry_basic_block
         ib = ir.IRBuilder(entry)
         ib.position_at_start(entry)
-        buf = ib.alloca(ir.ArrayType(sty, t.length), name=name)
+        buf = ib.alloca(storage_type(t), name=name)
         buf.align = 16
+        pin_buffer(ib, buf)
         return buf
-
-    def _align(self, t) -> int:
-        return t.scalar.nbytes
-
-    def tile_spill(self, v, t):
-        buf = self.tile_buffer(t)
-        self.b.store(v, self.b.bitcast(buf, v.type.as_pointer()), align=self._align(t))
-        return buf
-
-    def tile_reload(self, buf, t):
-        _, _, vty = self._tile_types(t)
-        return self.b.load(self.b.bitcast(buf, vty.as_pointer()), align=self._align(t))
 
     def _slot(self, buf, t, flat):
         """Pointer to scalar ``flat`` (i64) of a tile buffer."""
         return self.b.gep(buf, [_I64(0), flat])
+
+    def _chunk(self, buf, t, off, w):
+        """Pointer to the w scalars of a buffer from scalar ``off``, as a <w x S>*."""
+        sty, _, _ = self._tile_types(t)
+        return self.b.bitcast(self._slot(buf, t, off), ir.VectorType(sty, w).as_pointer())
+
+    def tile_chunks(self, t, body):
+        """body(off, w) over the tile's scalars in chunks: a loop of CHUNK-wide ones, then
+        the remainder once."""
+        full, rest = divmod(t.length, CHUNK)
+        if full:
+            self.tile_loop(_I64(0), _I64(full * CHUNK), lambda i: body(i, CHUNK), step=CHUNK)
+        if rest:
+            body(_I64(full * CHUNK), rest)
+
+    def tile_copy(self, dst, src, t):
+        al = t.scalar.nbytes
+        self.tile_chunks(t, lambda off, w: self.b.store(
+            self.b.load(self._chunk(src, t, off, w), align=al), self._chunk(dst, t, off, w),
+            align=al))
+
+    def tile_fill_zero(self, buf, t):
+        sty, _, _ = self._tile_types(t)
+        self.tile_chunks(t, lambda off, w: self.b.store(
+            ir.Constant(ir.VectorType(sty, w), None), self._chunk(buf, t, off, w),
+            align=t.scalar.nbytes))
+
+    def tile_fresh_copy(self, src, t):
+        out = self.tile_buffer(t)
+        self.tile_copy(out, src, t)
+        return out
+
+    def tile_constant(self, t, value):
+        """A read-only global holding a constant tile."""
+        from .cx import constant
+        flat = np.broadcast_to(np.asarray(value, t.scalar.np), t.shape).reshape(-1)
+        ty = storage_type(t)
+        if not flat.any() and not np.signbit(flat).any():
+            init = ir.Constant(ty, None)
+        else:
+            init = ir.Constant(ty, [constant(t.scalar, x) for x in flat])
+        g = ir.GlobalVariable(self.module, ty, self.module.get_unique_name("tile_const"))
+        g.global_constant, g.linkage, g.initializer = True, "internal", init
+        g.align = 16
+        return g
+
+    # ---- element-wise arithmetic on tiles ------------------------------------------------
+
+    def tile_lift(self, builtin, args, types, ret):
+        """A builtin given tile signatures (add, sub, neg, mul and div by a scalar, inner)
+        applied chunk by chunk: its own lowering runs on <w x S> slices of the tiles, with
+        scalar operands broadcast, as it runs on vectors."""
+        from ...types import Vector as V
+        tile = next(t for t in types if t.is_tile)
+        al = tile.scalar.nbytes
+        b = self.b
+        if not ret.is_tile:  # inner(tile, tile): a sum of products
+            sty, _, _ = self._tile_types(tile)
+            acc = [ir.Constant(sty, None)]
+
+            def dot(off, w):
+                pa, pb = (b.load(self._chunk(a, tile, off, w), align=al) for a in args)
+                self.types, self.ret = [V(w, tile.scalar)] * 2, tile.scalar
+                part = builtin.llvm(self, pa, pb)
+                acc[0] = b.fadd(acc[0], part) if tile.scalar.is_float else b.add(acc[0], part)
+
+            full, rest = divmod(tile.length, CHUNK)
+            if full:
+                def loop_body(i, total):
+                    pa, pb = (b.load(self._chunk(a, tile, i, CHUNK), align=al) for a in args)
+                    self.types, self.ret = [V(CHUNK, tile.scalar)] * 2, tile.scalar
+                    part = builtin.llvm(self, pa, pb)
+                    return [b.fadd(total, part) if tile.scalar.is_float else b.add(total, part)]
+                acc[0], = self.tile_loop(_I64(0), _I64(full * CHUNK), loop_body, acc, step=CHUNK)
+            if rest:
+                dot(_I64(full * CHUNK), rest)
+            return acc[0]
+        out = self.tile_buffer(ret)
+
+        def body(off, w):
+            vals, chunk_types = [], []
+            for a, t in zip(args, types):
+                if t.is_tile:
+                    vals.append(b.load(self._chunk(a, t, off, w), align=al))
+                    chunk_types.append(V(w, t.scalar))
+                else:
+                    vals.append(a)
+                    chunk_types.append(t)
+            self.types, self.ret = chunk_types, V(w, ret.scalar)
+            b.store(builtin.llvm(self, *vals), self._chunk(out, ret, off, w), align=al)
+
+        self.tile_chunks(ret, body)
+        return out
 
     def tile_loop(self, lo, hi, body, carried=(), step=1):
         """for i in range(lo, hi, step) (i64; step a positive constant): body(i, *carried)
@@ -78,13 +177,27 @@ class TileContext:
             phis.append(p)
         b.cbranch(b.icmp_signed("<", i, hi), loop, done)
         b.position_at_end(loop)
-        nxt = body(i, *phis) or ()
+        nxt = body(i, *phis) if phis else (body(i), ())[1]
         i.add_incoming(b.add(i, _I64(step)), b.block)
         for p, v in zip(phis, nxt):
             p.add_incoming(v, b.block)
-        b.branch(head)
+        b.branch(head).set_metadata("llvm.loop", self._no_unroll_md())
         b.position_at_end(done)
         return phis
+
+    def _no_unroll_md(self):
+        """Loop metadata that keeps LLVM from unrolling a tile loop: unrolled, its constant
+        offsets let SROA split a tile's buffer into hundreds of values, and compile time
+        grows with the tile's size. A loop ID lists itself first (patched in: llvmlite has
+        no self-referencing nodes)."""
+        md = getattr(self, "_tile_loop_md", None)
+        if md is None:
+            off = self.module.add_metadata([ir.MetaDataString(self.module,
+                                                              "llvm.loop.unroll.disable")])
+            md = self.module.add_metadata([off])
+            md.operands = (md, off)
+            self._tile_loop_md = md
+        return md
 
     def _coords(self, e, shape):
         """The tile coordinates (i64) of flat element e."""
@@ -133,14 +246,14 @@ class TileContext:
                                 self._slot(buf, t, b.add(b.mul(e, _I64(k)), _I64(c))))
 
         self.tile_loop(_I64(0), _I64(t.size), body)
-        return self.tile_reload(buf, t)
+        return buf
 
     def tile_store(self, view, v, t, offs, atomic=False):
         """Write (or atomically add) tile v into the array at offs; elements outside the
         array are left out. Atomically: returns the tile of the values before the add."""
         b, k = self.b, _parts(t)
         sty, mty, _ = self._tile_types(t)
-        buf = self.tile_spill(v, t)
+        buf = v
         old = self.tile_buffer(t, "tile_old") if atomic else None
         op = "fadd" if t.scalar.is_float else "add"
 
@@ -164,62 +277,76 @@ class TileContext:
                                 old, t, b.add(b.mul(e, _I64(k)), _I64(c))))
 
         self.tile_loop(_I64(0), _I64(t.size), body)
-        return self.tile_reload(old, t) if atomic else None
+        return old if atomic else None
 
     # ---- register rearrangements --------------------------------------------------------
 
+    def _put_element(self, buf, t, e, x):
+        """Store element x (a scalar, or a vector of the tile's components) at element e."""
+        k = _parts(t)
+        if k == 1:
+            self.b.store(x, self._slot(buf, t, e))
+            return
+        for c in range(k):
+            self.b.store(self.b.extract_element(x, _I32(c)),
+                         self._slot(buf, t, self.b.add(self.b.mul(e, _I64(k)), _I64(c))))
+
+    def _get_element(self, buf, t, e):
+        k = _parts(t)
+        if k == 1:
+            return self.b.load(self._slot(buf, t, e))
+        return self.b.load(self._chunk(buf, t, self.b.mul(e, _I64(k)), k),
+                           align=t.scalar.nbytes)
+
     def tile_from_value(self, x, t):
-        """A one-element tile holding x (a scalar or a vector)."""
-        _, _, vty = self._tile_types(t)
+        """A tile holding x: one element, or (a vector without preserve_type) its
+        components as a column."""
+        out = self.tile_buffer(t)
         if isinstance(x.type, ir.VectorType):
-            return x  # same register layout
-        return self.b.insert_element(ir.Constant(vty, ir.Undefined), x, _I32(0))
+            for c in range(x.type.count):
+                self.b.store(self.b.extract_element(x, _I32(c)), self._slot(out, t, _I64(c)))
+        else:
+            self.b.store(x, self._slot(out, t, _I64(0)))
+        return out
 
     def tile_full(self, x, t):
         """Every element of tile t set to x."""
-        _, _, vty = self._tile_types(t)
-        if not isinstance(x.type, ir.VectorType):
-            x = self.b.insert_element(ir.Constant(ir.VectorType(x.type, 1), ir.Undefined),
-                                      x, _I32(0))
-        k = _parts(t)
-        mask = [c for _ in range(t.size) for c in range(k)]
-        return self.b.shuffle_vector(x, ir.Constant(x.type, ir.Undefined),
-                                     ir.Constant(ir.VectorType(_I32, len(mask)), mask))
-
-    def tile_permute(self, v, t, source):
-        """The tile whose element e is element source[e] of v (a constant permutation)."""
-        k = _parts(t)
-        mask = [int(s) * k + c for s in source for c in range(k)]
-        return self.b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined),
-                                     ir.Constant(ir.VectorType(_I32, len(mask)), mask))
-
-    def tile_extract(self, v, t, idx):
-        """Element idx (i32 values, one per tile dimension) of tile v."""
-        b, k = self.b, _parts(t)
-        flat = _I32(0)
-        for i, n in zip(idx, t.tile_shape):
-            flat = b.add(b.mul(flat, _I32(n)), i)
-        if k == 1:
-            return b.extract_element(v, flat)
-        sty, _, _ = self._tile_types(t)
-        out = ir.Constant(ir.VectorType(sty, k), ir.Undefined)
-        for c in range(k):
-            out = b.insert_element(out, b.extract_element(v, b.add(b.mul(flat, _I32(k)),
-                                                                   _I32(c))), _I32(c))
+        out = self.tile_buffer(t)
+        self.tile_loop(_I64(0), _I64(t.size), lambda e: self._put_element(out, t, e, x))
         return out
 
-    def tile_put(self, v, x, t, idx):
-        """Tile v with element idx (i32 values) replaced by x."""
-        b, k = self.b, _parts(t)
-        flat = _I32(0)
+    def tile_transpose(self, v, t):
+        """The transpose of a 2-D tile (t is the operand's type)."""
+        rows, cols = t.tile_shape
+        out = self.tile_buffer(t)
+        b = self.b
+
+        def row(i):
+            def col(j):
+                x = self._get_element(v, t, b.add(b.mul(i, _I64(cols)), j))
+                self._put_element(out, t, b.add(b.mul(j, _I64(rows)), i), x)
+            self.tile_loop(_I64(0), _I64(cols), col)
+
+        self.tile_loop(_I64(0), _I64(rows), row)
+        return out
+
+    def _flat(self, t, idx):
+        b = self.b
+        flat = _I64(0)
         for i, n in zip(idx, t.tile_shape):
-            flat = b.add(b.mul(flat, _I32(n)), i)
-        if k == 1:
-            return b.insert_element(v, x, flat)
-        for c in range(k):
-            v = b.insert_element(v, b.extract_element(x, _I32(c)),
-                                 b.add(b.mul(flat, _I32(k)), _I32(c)))
-        return v
+            i = b.sext(i, _I64) if i.type.width < 64 else i
+            flat = b.add(b.mul(flat, _I64(n)), i)
+        return flat
+
+    def tile_extract(self, v, t, idx):
+        """Element idx (int values, one per tile dimension) of tile v."""
+        return self._get_element(v, t, self._flat(t, idx))
+
+    def tile_put(self, v, x, t, idx):
+        """Tile v with element idx replaced by x."""
+        out = self.tile_fresh_copy(v, t)
+        self._put_element(out, t, self._flat(t, idx), x)
+        return out
 
     # ---- reductions and transforms --------------------------------------------------------
 
@@ -228,16 +355,16 @@ class TileContext:
         b, k = self.b, _parts(t)
         sty, _, _ = self._tile_types(t)
         ety = ir.VectorType(sty, k)
-        buf = self.tile_spill(v, t)
         add = b.fadd if t.scalar.is_float else b.add
 
         def body(e, acc):
-            x = b.load(b.bitcast(self._slot(buf, t, b.mul(e, _I64(k))), ety.as_pointer()),
-                       align=t.scalar.nbytes)
+            x = b.load(self._chunk(v, t, b.mul(e, _I64(k)), k), align=t.scalar.nbytes)
             return [add(acc, x)]
 
         acc, = self.tile_loop(_I64(0), _I64(t.size), body, [ir.Constant(ety, None)])
-        return acc  # ll_type of a one-element tile: k scalars
+        out_buf = self.tile_buffer(out)
+        b.store(acc, self._chunk(out_buf, out, _I64(0), k), align=t.scalar.nbytes)
+        return out_buf
 
     def tile_fft(self, v, t, sign: int):
         """The unnormalised DFT (sign -1) or inverse DFT (+1) along the last dimension of
@@ -247,7 +374,7 @@ class TileContext:
         n = t.tile_shape[-1]
         log_n = n.bit_length() - 1
         sty, _, _ = self._tile_types(t)
-        buf = self.tile_spill(v, t)
+        buf = self.tile_fresh_copy(v, t)
         rev = np.array([int(format(i, f"0{log_n}b")[::-1], 2) if log_n else 0
                         for i in range(n)], np.int32)
         table = ir.GlobalVariable(self.module, ir.ArrayType(_I32, n),
@@ -301,5 +428,5 @@ class TileContext:
                 length *= 2
 
         self.tile_loop(_I64(0), _I64(t.size // n), batch)
-        return self.tile_reload(buf, t)
+        return buf
 
