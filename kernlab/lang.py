@@ -81,7 +81,7 @@ PUBLIC_BUILTINS = [
     "rint", "frac", "cbrt", "degrees", "radians", "copysign", "step", "nonzero", "isfinite",
     "isnan", "isinf", "argmin", "argmax", "add", "sub", "div", "mod", "floordiv", "neg",
     "bit_and", "bit_or", "bit_xor", "lshift", "rshift", "invert", "cw_mul", "cw_div",
-    "erf", "erfc", "erfinv", "erfcinv", "trace", "tile_extract",
+    "erf", "erfc", "erfinv", "erfcinv", "trace",
 ]
 FUNCTIONS = {name: BuiltinFunction(name) for name in PUBLIC_BUILTINS + SPATIAL_BUILTINS
              + RANDOM_BUILTINS}

@@ -82,7 +82,6 @@ SUMMARIES = {
     "insert": "(operator) v[i] = s, m[i, j] = s: a copy with one component replaced",
     "inner": "(internal) the sum of componentwise products, behind dot",
     "sum": "(internal) the sum of all components",
-    "tile_extract": "t[i, ...]: one element of a tile",
     "tile_put": "(internal) a tile with one element replaced: the adjoint of t[i, ...]",
     "reshape": "(internal) the same components in another shape",
     # vectors and matrices (linalg.py)
@@ -230,6 +229,8 @@ TILE_FORMS = {
     "tile_fft": SpecialForm("tile_fft(t)", "in place: the unnormalised DFT along the last "
                             "dimension of a tile of vec2 (complex) values, as numpy.fft.fft; "
                             "power-of-two sizes", "yes (the inverse FFT of the gradient)"),
+    "tile_extract": SpecialForm("tile_extract(t, i, ...) -> element", "one element of a "
+                                "tile, as t[i, ...]", "yes"),
     "tile_ifft": SpecialForm("tile_ifft(t)", "in place: the unnormalised inverse DFT along "
                              "the last dimension (N times numpy.fft.ifft)",
                              "yes (the FFT of the gradient)"),

@@ -47,6 +47,12 @@ class TileMixin:
         name = lang.TILE_FORMS_BY_ID.get(id(obj))
         if name is None:
             return NOT_TILE
+        if name == "tile_extract":  # tile_extract(t, i, ...): t[i, ...]
+            if node.keywords or not node.args:
+                raise KernelTypeError("tile_extract(t, i, ...) takes a tile and its indices",
+                                      self.b.loc)
+            t = self._tile_value(node.args[0], name)
+            return self.tile_index(t, [self.expr(a) for a in node.args[1:]])
         args = self._tile_bind(name, node)
         return getattr(self, "_tile_" + name)(args, node)
 
