@@ -209,3 +209,20 @@ def test_a_launch_at_or_above_the_threshold_runs_the_general_path(monkeypatch):
     expected = xs.copy()
     expected[:10] *= 2
     np.testing.assert_allclose(y.numpy(), expected, rtol=1e-6)
+
+
+def test_a_recorded_launch_remakes_the_short_path_after_a_settings_change(monkeypatch):
+    xs = np.arange(4, dtype=np.float32)
+    x, y = kl.array(xs), kl.zeros(4)
+    cmd = kl.launch(axpy, 4, inputs=[x, y, 1.0], record_cmd=True)
+    cmd.launch()
+    made = axpy._quick
+    assert made
+    monkeypatch.setattr(kl.config, "bounds_check", False)
+    cmd.launch()  # declined (compiled for other settings), ran the general path, remade
+    assert axpy._quick and axpy._quick is not made
+    monkeypatch.undo()
+    cmd.launch()  # and again for the settings restored
+    short_path_only(monkeypatch)
+    cmd.launch()
+    np.testing.assert_allclose(y.numpy(), 4.0 * xs)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 
@@ -176,3 +177,49 @@ def _structured(ins, depth, lines, args, lhs):
             _block(ins.regions[1], depth + 1, lines)
     else:  # pragma: no cover - every op is printed above
         raise AssertionError(op)
+
+
+def canonical_ir(func: Function) -> str:
+    """The printed IR without what does not change the machine code: value numbers come
+    from a process-wide counter (renumbered here in order of appearance) and the
+    ``# file:line`` comments (error messages read them from the live Function)."""
+    text = print_function(func)
+    names = {repr(p.value): p.value for p in func.params}
+    names.update((repr(i.result), i.result) for i in func.body.walk() if i.result is not None)
+    numbers: dict = {}
+
+    def renumber(m):
+        v = names.get(m.group(0))
+        if v is None:
+            return m.group(0)
+        return f"%{v.name}.{numbers.setdefault(v, len(numbers))}"
+
+    lines = (_COMMENT.sub("", line) for line in text.splitlines())
+    return "\n".join(_VALUE.sub(renumber, line) for line in lines)
+
+
+_VALUE = re.compile(r"%\w+")
+_COMMENT = re.compile(r"\s+# [^#\n]*$")
+
+
+def identities(func: Function) -> str:
+    """What the printed IR leaves out: which Var each access names (two locals may share a
+    name) and the bounds-check site of each array access."""
+    index = {v: k for k, v in enumerate(func.vars)}
+    out = []
+    for ins in func.body.walk():
+        if "var" in ins.attrs:
+            out.append(f"v{index[ins.attrs['var']]}")
+        if "site" in ins.attrs:
+            out.append(f"s{ins.attrs['site']}")
+    return " ".join(out)
+
+
+def canonical_parts(func: Function) -> tuple:
+    """(canonical_ir, identities) of ``func``, made once per Function: the part of a
+    compiled variant's cache key that comes from the IR. Kept with an IR in the cache
+    (runtime/ir_cache.py), so a warm start does not print the IR again."""
+    parts = getattr(func, "_canonical", None)
+    if parts is None:
+        parts = func._canonical = (canonical_ir(func), identities(func))
+    return parts

@@ -219,10 +219,14 @@ class _Pickler(pickle.Pickler):
 
     def reducer_override(self, obj):
         from ..ir.nodes import Function
-        if type(obj) is Function:  # without the per-process caches (plans, sizes)
-            state = {k: v for k, v in vars(obj).items() if not k.startswith("_")}
+        if type(obj) is Function:  # without the per-process caches (sizes, entry lists)
+            state = {k: v for k, v in vars(obj).items()  # but with the in-place plan and
+                     if not k.startswith("_") or k in _KEPT}     # the canonical text
             return _rebuild_function, (state,)
         return NotImplemented
+
+
+_KEPT = ("_inplace_plan", "_canonical")  # per-Function caches a warm start wants
 
 
 def _rebuild_function(state):
@@ -315,6 +319,15 @@ def store(kernel) -> None:
     if getattr(kernel._ir, "struct_signature", None) is not None \
             or getattr(kernel._ir, "hash_grid_hidden", None):
         return  # their launches hold on to frontend objects by identity
+    from ..autodiff.inplace import plan
+    from ..ir.printer import canonical_parts
+    try:
+        plan(kernel._ir)  # made now, kept with the IR: every launch reads it
+        for func in (kernel._ir, kernel._adjoint):
+            if func is not None:
+                canonical_parts(func)  # the compiled code's cache key reads it
+    except Exception:  # noqa: BLE001 — its launches report it; this only saves time
+        return
     payload = dumps(kernel._ir, kernel._adjoint)
     if payload is not None:
         cache.store(key, payload)

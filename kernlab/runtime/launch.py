@@ -235,6 +235,9 @@ class Launch:
         if _capture.defer(f"launch {kernel.key}", run):
             return  # recorded into the open graph capture (kl.ScopedCapture)
         run()
+        if kernel._quick is None and not adjoint and self.struct_args is None \
+                and device is _CPU and not grids:
+            kernel._quick = _Quick.make(kernel)  # the next small launches take the short path
 
     def set_dim(self, dim):
         self.dim = _dims(dim)
