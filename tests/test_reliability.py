@@ -682,7 +682,7 @@ def test_processes_racing_to_fill_an_empty_cache_leave_it_sound(tmp_path):
     assert third["stats"]["loaded"] == 6 and third["stats"]["compiled"] == 0
     np.testing.assert_allclose(third["results"], expected, rtol=1e-6)
     assert sorted(p.suffix for p in folder.iterdir() if p.name != cache.SECRET_NAME) \
-        == [".klc"] * 6  # no temporaries left
+        == [".klc"] * 12  # object code and IR (ir_cache) of 6 kernels; no temporaries left
 
 
 # ---- launch validation --------------------------------------------------------------------
