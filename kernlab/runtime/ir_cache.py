@@ -199,27 +199,38 @@ def _named_types() -> tuple:
 
 
 class _Pickler(pickle.Pickler):
-    def persistent_id(self, obj):
+    def __init__(self, file, protocol):
+        super().__init__(file, protocol)
         from ..builtins.registry import REGISTRY, Builtin
+        from ..ir.nodes import Function
         from ..types import ArrayType, Type
-        if isinstance(obj, Builtin):
-            if REGISTRY.get(obj.name) is not obj:
+        self.registry, self.builtin, self.function = REGISTRY, Builtin, Function
+        self.type, self.array_type = Type, ArrayType
+        self.named = _named_types()[1]
+        # the types most objects of an IR have: nothing to decide for them
+        self.plain = {int, float, bool, str, tuple, list, dict, frozenset, type(None)}
+
+    def persistent_id(self, obj):
+        t = type(obj)
+        if t in self.plain:
+            return None
+        if t is self.builtin:
+            if self.registry.get(obj.name) is not obj:
                 raise Uncacheable
             return ("builtin", obj.name)
-        if isinstance(obj, Type) and not isinstance(obj, ArrayType):
-            name = _named_types()[1].get(id(obj))
+        if isinstance(obj, self.type) and t is not self.array_type:
+            name = self.named.get(id(obj))
             if name is None:
                 raise Uncacheable  # a struct, a custom vector: kept by identity elsewhere
             return ("type", name)
-        if isinstance(obj, pytypes.ModuleType) or (
-                isinstance(obj, (pytypes.FunctionType, type))
+        if t is pytypes.ModuleType or (
+                (t is pytypes.FunctionType or isinstance(obj, type))
                 and not _allowed_module(getattr(obj, "__module__", None) or "")):
             raise Uncacheable  # a user's function or class: by reference, could change
         return None
 
     def reducer_override(self, obj):
-        from ..ir.nodes import Function
-        if type(obj) is Function:  # without the per-process caches (sizes, entry lists)
+        if type(obj) is self.function:  # without the per-process caches (sizes, entries)
             state = {k: v for k, v in vars(obj).items()  # but with the in-place plan and
                      if not k.startswith("_") or k in _KEPT}     # the canonical text
             return _rebuild_function, (state,)
