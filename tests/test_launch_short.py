@@ -105,6 +105,13 @@ def bounds_error(monkeypatch, general: bool):
         kl.launch(shifted, 8, inputs=[x, y])
     assert y._version == before + 1  # some threads wrote before the error, as on the pool
     np.testing.assert_array_equal(y.numpy()[:7], np.arange(1, 8, dtype=np.float32))
+    for _ in range(2):  # the blocks kept between launches carry no stale status
+        y.zero_()
+        kl.launch(shifted, 7, inputs=[x, y])
+        kl.launch(shifted, 7, inputs=[x, y])
+        np.testing.assert_array_equal(y.numpy()[:7], np.arange(1, 8, dtype=np.float32))
+        with pytest.raises(IndexError):
+            kl.launch(shifted, 8, inputs=[x, y])
     return info.value
 
 

@@ -418,10 +418,16 @@ class _Quick:
         q.kernel, q.runner = kernel, runner
         q.state, q.changes = _Quick.settings(kernel), config.changes
         q.block, q.pack = runner._block, runner.layout.packer.pack_into
+        # the packed argument blocks of recent launches, by the values packed (arrays'
+        # addresses, shapes and strides, scalars, thread count): the same values make the
+        # same bytes, so a hit skips packing; with the thread count as ctypes.c_int64.
+        # SPARE (in the generated code) holds ready blocks between launches: a launch takes
+        # one out (dict.pop: no two launches share one) and puts it back after a clean run.
         q.blocks = {}
         names = {"array": array, "CPU": _CPU, "DEFAULT": _default, "describe": jit._describe,
                  "generic": np.generic, "Q": q, "config": config, "KOPTIONS": kernel.options,
-                 "BLOCKS": q.blocks, "FROM": runner._block.from_buffer_copy, "FN": fn,
+                 "BLOCKS": q.blocks, "SPARE": {}, "FROM": runner._block.from_buffer_copy,
+                 "FN": fn,
                  "ZERO": _ZERO, "RUNNER": runner, "KEY": kernel.key, "SENTINEL": _Quick,
                  "BC": q.state[3], "ZEROS": ("+0", "-0"), "copysign": math.copysign}
         for k, (kind, a, b) in enumerate(kinds):
@@ -504,14 +510,19 @@ def _quick_source(kinds, written, snapshot, most, status, converted) -> str:
     for k in written:  # the general path refuses it, with its message
         out += [f"    if not a{k}._data.flags.writeable:", "        return False"]
     out += [f"    key = ({''.join(v + ', ' for v in keys)}total)",
-            "    hit = BLOCKS.get(key)",
-            "    if hit is None:",
-            f"        hit = Q.packed(key, ({''.join(v + ', ' for v in values)}total))",
-            "    buf = FROM(hit[0])",
+            "    spare = SPARE.pop(key, None)  # a block of these values no launch is using",
+            "    if spare is None:",
+            "        hit = BLOCKS.get(key)",
+            "        if hit is None:",
+            f"            hit = Q.packed(key, ({''.join(v + ', ' for v in values)}total))",
+            "        spare = (FROM(hit[0]), hit[1])",
+            "    buf = spare[0]",
             "    try:",
-            "        FN(buf, ZERO, hit[1])",
+            "        FN(buf, ZERO, spare[1])",
             f"        if buf[{status}] != b'\\0':  # an index out of bounds, or the general entry",
             "            RUNNER.settle(buf, [0, total], list(args))",
+            "        elif len(SPARE) < 16:  # untouched: the kernel writes only the status",
+            "            SPARE[key] = spare",
             "    finally:  # as in _run, also after an error"]
     out += [f"        a{k}._vbox[0] += 1" for k in written]
     out += [f"        a{k}._overwritten_by = (KEY, a{k}._vbox[0])" for k in snapshot]
