@@ -233,3 +233,22 @@ def test_a_recorded_launch_remakes_the_short_path_after_a_settings_change(monkey
     short_path_only(monkeypatch)
     cmd.launch()
     np.testing.assert_allclose(y.numpy(), 4.0 * xs)
+
+
+def test_numpy_scalars_take_the_short_path_with_the_general_paths_values(monkeypatch):
+    xs = np.linspace(-1, 1, 5, dtype=np.float32)
+    x, y = kl.array(xs), kl.zeros(5)
+    kl.launch(axpy, 5, inputs=[x, y, 1.0])
+    short_path_only(monkeypatch)
+    for a in (np.float32(0.1), np.float64(0.1), np.int64(-2), np.float32(-0.0)):
+        y.zero_()
+        kl.launch(axpy, 5, inputs=[x, y, a])
+        np.testing.assert_array_equal(y.numpy(), np.float32(a) * xs)
+    monkeypatch.undo()
+    with pytest.raises(LaunchError, match="out of range"):
+        kl.launch(axpy, 5, inputs=[x, y, np.float64(1e39)])
+    c = kl.zeros(3, dtype=kl.int32)
+    kl.launch(counts, 3, inputs=[c, np.int32(2)])
+    short_path_only(monkeypatch)
+    kl.launch(counts, 3, inputs=[c, np.uint8(3)])
+    np.testing.assert_array_equal(c.numpy(), 5 * np.arange(3, dtype=np.int32))

@@ -429,7 +429,8 @@ class _Quick:
                  "BLOCKS": q.blocks, "SPARE": {}, "FROM": runner._block.from_buffer_copy,
                  "FN": fn,
                  "ZERO": _ZERO, "RUNNER": runner, "KEY": kernel.key, "SENTINEL": _Quick,
-                 "BC": q.state[3], "ZEROS": ("+0", "-0"), "copysign": math.copysign}
+                 "BC": q.state[3], "ZEROS": ("+0", "-0"), "copysign": math.copysign,
+                 "INTS": _INTS, "NUMBERS": _INTS | _FLOATS}
         for k, (kind, a, b) in enumerate(kinds):
             names[f"T{k}"], names[f"L{k}"], names[f"H{k}"] = a, a, b
         for which in ("run", "run_converted"):
@@ -466,6 +467,11 @@ class _Quick:
         return hit
 
 
+_INTS = frozenset([int, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+                   np.uint64])
+_FLOATS = frozenset([float, np.float16, np.float32, np.float64])
+
+
 def _quick_source(kinds, written, snapshot, most, status, converted) -> str:
     """The Python source of a _Quick's ``run(total, args)`` for parameters ``kinds`` ((0,
     dtype, ndim) an array, (1, low, high) a float, (2, low, high) an int): True when it ran
@@ -494,10 +500,11 @@ def _quick_source(kinds, written, snapshot, most, status, converted) -> str:
         if converted:  # a NumPy scalar of the parameter's type, in range already
             out += [f"    if not isinstance(a{k}, generic):", "        return False",
                     f"    a{k} = a{k}.item()"]
-        else:  # a float parameter takes an int, as on the general path
-            accept = f"type(a{k}) is int" if kind == 2 else \
-                f"(type(a{k}) is float or type(a{k}) is int)"
-            out += [f"    if not ({accept} and L{k} <= a{k} <= H{k}):", "        return False"]
+        else:  # Python and NumPy numbers; a float parameter takes an int, as on the
+            # general path (which converts them the same way: struct packs their value)
+            accept = "INTS" if kind == 2 else "NUMBERS"
+            out += [f"    if not (type(a{k}) in {accept} and L{k} <= a{k} <= H{k}):",
+                    "        return False"]
         values.append(f"a{k}")
         # 0.0 == -0.0 (one key for two blocks): zeros are keyed by their sign
         keys.append(f"a{k}" if kind == 2 else f"(a{k} if a{k} != 0 else "
