@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import threading
 
 import numpy as np
 
@@ -37,17 +38,19 @@ class _Names:
 
 _names: _Names | None = None
 _locations = True
+_printing = threading.RLock()
 
 
 def print_function(func: Function, locations: bool = True) -> str:
     """The listing of ``func``; with locations=False without the ``# file:line`` comments
     (the text the disk-cache key hashes: moving a kernel in its file keeps its code)."""
     global _names, _locations
-    _names, _locations = _Names(func), locations
-    try:
-        return _print(func)
-    finally:
-        _names, _locations = None, True
+    with _printing:  # one listing at a time: threads that compile at once share these globals
+        _names, _locations = _Names(func), locations
+        try:
+            return _print(func)
+        finally:
+            _names, _locations = None, True
 
 
 def _print(func: Function) -> str:
