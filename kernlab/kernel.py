@@ -135,15 +135,15 @@ class Kernel:
             if self.is_generic:
                 raise KernelError(f"kernel '{self.key}' is generic (it has Any parameters): "
                                   "launch it, or pick a variant with kl.overload", kernel=self.key)
-            self._ir = _user_facing(source_to_ir, self.pyfunc, self.key, self.extra_globals,
-                                    self.param_types)
+            self._ir = _compiling(source_to_ir, self.pyfunc, self.key, self.extra_globals,
+                                  self.param_types)
         return self._ir
 
     @property
     def adjoint_ir(self) -> Function:
         if self._adjoint is None:
             from .autodiff import reverse_mode
-            self._adjoint = _user_facing(reverse_mode, self.ir)
+            self._adjoint = _compiling(reverse_mode, self.ir)
         return self._adjoint
 
     def adjoint_variant(self, retain: frozenset = frozenset(), shared: bool = False) -> Function:
@@ -156,8 +156,8 @@ class Kernel:
         func = self._adjoint_retain.get(key)
         if func is None:
             from .autodiff import reverse_mode
-            func = self._adjoint_retain[key] = _user_facing(reverse_mode, self.ir, retain,
-                                                            shared)
+            func = self._adjoint_retain[key] = _compiling(reverse_mode, self.ir, retain,
+                                                          shared)
         return func
 
     def tangent_variant(self, adjoint: bool = False, retain: frozenset = frozenset(),
@@ -172,7 +172,7 @@ class Kernel:
         if func is None:
             from .autodiff import tangent_mode
             base = self.adjoint_variant(frozenset(retain), shared) if adjoint else self.ir
-            func = self._tangents[key] = _user_facing(tangent_mode, base, effects)
+            func = self._tangents[key] = _compiling(tangent_mode, base, effects)
         return func
 
     @property
@@ -283,13 +283,18 @@ def gc_paused():
                 gc.enable()
 
 
+def _compiling(stage, *args):
+    """_user_facing for the stages that build a kernel's IR (see gc_paused)."""
+    with gc_paused():
+        return _user_facing(stage, *args)
+
+
 def _user_facing(stage, *args):
     """Run a compiler stage; a KernelError surfaces without the compiler's internal frames
     (the message already shows the user's line). A kernel too deeply nested for the
     compiler's recursion is a KernelError too, at the kernel's line."""
     try:
-        with gc_paused():
-            return stage(*args)
+        return stage(*args)
     except KernelError as err:
         err.__traceback__ = None
         error = err

@@ -122,7 +122,9 @@ def test_split_long_blocks_keeps_phis_and_the_entry_block_right():
     jit._host()
     module = llvm.parse_assembly(split, context=llvm.create_context())
     module.verify()
-    engine = llvm.create_mcjit_compiler(module, jit._host()[0])
+    # an engine owns (and frees) its target machine: one of its own, not the backend's
+    machine = llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine(jit=True)
+    engine = llvm.create_mcjit_compiler(module, machine)
     engine.finalize_object()
     import ctypes
     fn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(engine.get_function_address("sum"))
