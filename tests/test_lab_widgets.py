@@ -102,10 +102,10 @@ def line_of(kernel, text):
     return first + next(k for k, line in enumerate(lines) if text in line)
 
 
-def ir_lines_from(kernel, line, adjoint=False):
+def ir_lines_from(kernel, line, adjoint=False, tangent=False):
     """Listing lines whose '# file:line' comment names ``line`` (read off the text)."""
     tag = f"{os.path.basename(kernel.pyfunc.__code__.co_filename)}:{line}"
-    text = kl.source(kernel, "ir", adjoint=adjoint)
+    text = kl.source(kernel, "ir", adjoint=adjoint, tangent=tangent)
     return [k + 1 for k, ln in enumerate(text.splitlines()) if ln.rstrip().endswith(tag)]
 
 
@@ -135,7 +135,7 @@ def assert_deterministic_repr(view, again, pattern):
     assert repr(again) == text
     assert "0x" not in text and "model" not in text
     bundle, metadata = view._repr_mimebundle_()
-    assert bundle["text/plain"] == text
+    assert bundle["text/plain"].splitlines()[0] == text  # inspect's adds its IR listings
     assert "<" in bundle["text/html"]
     # no widget view in the saved output: it would show "model not found" once reopened
     assert "application/vnd.jupyter.widget-view+json" not in bundle
@@ -164,17 +164,36 @@ def test_selecting_a_user_line_highlights_the_lines_generated_from_it():
     assert expected and view.highlighted("ir") == expected
     assert kl_display.HIGHLIGHT_COLOR in view.panes["ir"].value
     assert view.highlighted("ir", adjoint=True) == ir_lines_from(power, line, adjoint=True)
+    tangent = ir_lines_from(power, line, tangent=True)
+    assert tangent and view.highlighted("ir", tangent=True) == tangent
     view.select(None)
     assert view.highlighted("ir") == []
     assert kl_display.HIGHLIGHT_COLOR not in view.panes["ir"].value
 
 
-def test_inspect_shows_forward_and_adjoint_side_by_side():
+def test_inspect_shows_forward_adjoint_and_tangent_side_by_side():
     view = kl.lab.inspect(power)
     pane = text_of(view.panes["ir"].value)
     assert pane.index("forward") < pane.index("kernel power(") < pane.index("adjoint") \
-        < pane.index("adjoint kernel power(")
+        < pane.index("adjoint kernel power(") < pane.index("tangent") \
+        < pane.index("tangent kernel power(")
+    assert "repeat(3, minmax(0, 1fr))" in view.panes["ir"].value  # three columns
     assert "white-space: pre;" in view.panes["ir"].value  # comments never wrap
+    # the tangent of sin(v) is cos(v) times v's tangent: the column holds that listing
+    assert "%tan_x" in pane and "cos(" in pane.split("tangent kernel power(")[1]
+
+
+def test_inspect_static_and_plain_forms_carry_the_tangent_listing():
+    view = kl.lab.inspect(power, targets=("ir",))
+    page = text_of(view._repr_html_())
+    assert page.index("forward") < page.index("adjoint kernel power(") \
+        < page.index("tangent kernel power(")
+    bundle, _ = view._repr_mimebundle_()
+    plain = bundle["text/plain"]
+    assert plain.startswith("<kernlab inspect: kernel 'power' (3 listings)>")
+    assert plain.index("--- IR ---") < plain.index("--- IR (adjoint) ---") \
+        < plain.index("--- IR (tangent) ---") < plain.index("tangent kernel power(")
+    assert repr(view) == "<kernlab inspect: kernel 'power' (3 listings)>"
 
 
 def test_inspect_of_a_kernel_without_adjoint_shows_forward_and_the_reason():
@@ -205,24 +224,24 @@ def test_listing_that_fails_shows_its_error_in_its_tab(monkeypatch):
     kernel_module = sys.modules["kernlab.kernel"]
     real = kernel_module.source
 
-    def fake(k, target="ir", adjoint=False):
+    def fake(k, target="ir", adjoint=False, tangent=False):
         if target == "llvm":
             raise RuntimeError("LLVM is being rebuilt")
         if target in ("cuda", "ptx"):
             raise ImportError("no module named cuda")
-        return real(k, target, adjoint)
+        return real(k, target, adjoint, tangent=tangent)
 
     monkeypatch.setattr(kernel_module, "source", fake)
     view = kl.lab.inspect(power)
     assert "RuntimeError: LLVM is being rebuilt" in view.panes["llvm"].value
     assert "not available:" in view.panes["cuda"].value
     assert "not available:" in view.panes["ptx"].value
-    assert repr(view) == "<kernlab inspect: kernel 'power' (2 listings)>"
+    assert repr(view) == "<kernlab inspect: kernel 'power' (3 listings)>"  # IR: 3 kinds
 
 
 def test_cuda_listing_lines_link_back_when_the_backend_exists():
     view = kl.lab.inspect(power)
-    listing = view.listings[("cuda", False)]
+    listing = view.listings[("cuda", "forward")]
     if not listing.ok:
         assert listing.error.startswith("not available:")
         return
