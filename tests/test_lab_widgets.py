@@ -545,6 +545,63 @@ def test_stepper_shows_source_values_and_adjoints():
     assert [r[0] for r in view.rows()] == ["n", "i", "v", "_"]
 
 
+def test_stepper_steps_a_tangent_sweep_line_by_line():
+    x, y = kl.array(X), kl.zeros(4)
+    view = kl.lab.step(power, 4, [x, y, 3], tid=2, mode="tangent")
+    xv = 1.5
+    assert {s.section for s in view.steps} == {"tangent"}  # one sweep, in program order
+    loop = steps_at(view, "v = v * x[i]", "tangent")
+    assert [s.iteration for s in loop] == [(0,), (1,), (2,)]
+    # v = x^k and, beside it, its tangent d(x^k)/dx = k x^(k-1) (x's tangent is 1)
+    np.testing.assert_allclose([s.values["v"] for s in loop], [xv, xv ** 2, xv ** 3],
+                               rtol=1e-6)
+    np.testing.assert_allclose([s.values["tan_v"] for s in loop],
+                               [1.0, 2 * xv, 3 * xv ** 2], rtol=1e-6)
+    view.position = len(view.steps) - 1
+    assert view.arrays["tan_y"][2] == pytest.approx(analytic_power_grad(X)[2], rel=1e-5)
+    assert not np.any(np.delete(view.arrays["tan_y"], 2))  # one thread wrote only y[2]
+    np.testing.assert_array_equal(view.arrays["tan_x"], 1.0)  # the default direction
+    assert ("v", pytest.approx(xv ** 3), pytest.approx(3 * xv ** 2)) == view.rows()[2]
+    assert "tangent" in text_of(view.values_view.value)
+    assert "tangent" in text_of(view.header.value)
+    np.testing.assert_array_equal(y.numpy(), 0)  # on copies
+    np.testing.assert_array_equal(x.numpy(), X)
+
+
+def test_stepper_tangent_seeds_pick_the_direction():
+    view = kl.lab.step(power, 4, [kl.array(X), kl.zeros(4), 3], tid=2, mode="tangent",
+                       seeds={"x": np.array([0.0, 0.0, 2.0, 0.0])})
+    view.position = len(view.steps) - 1
+    assert view.arrays["tan_y"][2] == pytest.approx(2 * analytic_power_grad(X)[2], rel=1e-5)
+    view = kl.lab.step(power, 4, [kl.array(X), kl.zeros(4), 3], tid=1, mode="tangent",
+                       seeds={"tan_x": 0.0})
+    view.position = len(view.steps) - 1
+    assert not np.any(view.arrays["tan_y"])
+    with pytest.raises(ValueError, match="not a float"):
+        kl.lab.step(power, 4, [kl.array(X), kl.zeros(4), 3], mode="tangent", seeds={"n": 1})
+    with pytest.raises(ValueError, match="mode must be"):
+        kl.lab.step(power, 4, [kl.array(X), kl.zeros(4), 3], mode="sideways")
+
+
+def test_stepper_tangent_through_a_while_loop():
+    view = kl.lab.step(halve_until, 1, [kl.array(np.array([5.0], np.float32)), kl.zeros(1)],
+                       tid=0, mode="tangent")
+    body = steps_at(view, "v = v * 0.5", "tangent")
+    assert [s.iteration for s in body] == [(0,), (1,), (2,)]
+    np.testing.assert_allclose([s.values["tan_v"] for s in body], [0.5, 0.25, 0.125])
+    view.position = len(view.steps) - 1
+    assert view.arrays["tan_y"][0] == pytest.approx(3 * 0.5 ** 3)  # y = 3 x / 8
+
+
+def test_tangent_step_repr_and_static_form():
+    args = (power, 4, [kl.array(X), kl.zeros(4), 3])
+    assert_deterministic_repr(
+        kl.lab.step(*args, tid=2, mode="tangent"), kl.lab.step(*args, tid=2, mode="tangent"),
+        r"<kernlab step: kernel 'power' thread 2, tangent sweep \(\d+ steps\)>")
+    page = text_of(kl.lab.step(*args, tid=2, mode="tangent")._repr_html_())
+    assert "tangents" in page and "tan_v=" in page and "adj_" not in page
+
+
 def test_step_repr_is_deterministic():
     args = (power, 4, [kl.array(X), kl.zeros(4), 3])
     assert_deterministic_repr(kl.lab.step(*args, tid=2), kl.lab.step(*args, tid=2),
