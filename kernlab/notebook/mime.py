@@ -158,8 +158,10 @@ def tape_payload(model) -> dict:
 def tape_title(model) -> str:
     launches = sum(1 for r in model.records if r.kind == "launch")
     ops = len(model.records) - launches
+    memory = model.tape.memory()  # the copies the tape keeps for in-place updates
+    kept = f", keeps {memory}" if memory.snapshots else ""
     return (f"<kernlab tape: {launches} launch{'es' if launches != 1 else ''}, "
-            f"{ops} array op{'s' if ops != 1 else ''}, {len(model.arrays)} arrays>")
+            f"{ops} array op{'s' if ops != 1 else ''}, {len(model.arrays)} arrays{kept}>")
 
 
 def _array_payload(name: str, a, norm) -> dict:
