@@ -630,3 +630,19 @@ def test_tape_graph_fits_its_output_and_labels_versions_without_primes():
     assert f'viewBox="0 0 {width} ' in svg and "max-width: 100%" in svg
     assert "′" not in svg
     assert ">y@1<" in svg  # y written once by the first launch
+
+
+def test_tape_view_names_arrays_by_keyword_over_their_notebook_names():
+    InteractiveShell = pytest.importorskip("IPython.core.interactiveshell").InteractiveShell
+    shell = InteractiveShell.instance()
+    x, y, loss = arrays()
+    tape = record(x, y, loss)
+    shell.user_ns.update(x_in_notebook=x, y_in_notebook=y)
+    try:
+        named = kl.lab.tape(tape, loss=loss, state=x)
+        assert "state" in named.model.arrays and "x_in_notebook" not in named.model.arrays
+        assert named.model.arrays["state"] is x
+        plain = kl.lab.tape(tape, loss=loss)  # without a keyword, the notebook's name
+        assert plain.model.arrays["y_in_notebook"] is y
+    finally:
+        del shell.user_ns["x_in_notebook"], shell.user_ns["y_in_notebook"]
