@@ -600,6 +600,10 @@ def test_tangent_step_repr_and_static_form():
         r"<kernlab step: kernel 'power' thread 2, tangent sweep \(\d+ steps\)>")
     page = text_of(kl.lab.step(*args, tid=2, mode="tangent")._repr_html_())
     assert "tangents" in page and "tan_v=" in page and "adj_" not in page
+    # the saved form ends with what the thread left in the tangent arrays: y[2]'s tangent
+    tan_y = page.split("after the last step:")[1].split("tan_y = ")[1].split(")")[0]
+    np.testing.assert_allclose(numbers_in(tan_y), [0, 0, analytic_power_grad(X)[2], 0],
+                               rtol=1e-5)
 
 
 def test_step_repr_is_deterministic():

@@ -156,5 +156,9 @@ class StepView(RichRepr, widgets.VBox):
                          ", ".join(str(loop.iteration) for loop in step.loops),
                          step.text.strip(), vals, adjs))
         head = f"<div><b>{escape(self._text())}</b></div>"
+        tail = ""
+        if self.steps:  # what the thread left in the adjoint (tangent) arrays
+            tail = (f"<div style='margin-top: 4px'>after the last step:</div>"
+                    + self._arrays_html(self.steps[-1]))
         return head + html_table(["phase", "line", "iteration", "source", "values",
-                                  f"{self.companion}s"], rows)
+                                  f"{self.companion}s"], rows) + tail
