@@ -94,6 +94,7 @@ class Kernel:
         self._tangents: dict = {}  # (adjoint, retain, effects) -> tangent IR (forward mode)
         self._compiled: dict = {}
         self._launch_plan: list | None = None  # argument checkers (runtime/launch.py)
+        self._quick = None  # the short path of small launches (runtime/launch.py _Quick)
         self._generic: bool | None = None
         self._specialisations: dict = {}
         functools.update_wrapper(self, pyfunc)
