@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-import re
+import threading
 
 import numpy as np
 
@@ -37,15 +37,20 @@ class _Names:
 
 
 _names: _Names | None = None
+_locations = True
+_printing = threading.RLock()
 
 
-def print_function(func: Function) -> str:
-    global _names
-    _names = _Names(func)
-    try:
-        return _print(func)
-    finally:
-        _names = None
+def print_function(func: Function, locations: bool = True) -> str:
+    """The listing of ``func``; with locations=False without the ``# file:line`` comments
+    (the text the disk-cache key hashes: moving a kernel in its file keeps its code)."""
+    global _names, _locations
+    with _printing:  # one listing at a time: threads that compile at once share these globals
+        _names, _locations = _Names(func), locations
+        try:
+            return _print(func)
+        finally:
+            _names, _locations = None, True
 
 
 def _print(func: Function) -> str:
@@ -53,7 +58,8 @@ def _print(func: Function) -> str:
     kind = "adjoint kernel" if func.is_adjoint else "kernel"
     if getattr(func, "is_tangent", False):
         kind = "tangent of adjoint kernel" if func.is_adjoint else "tangent kernel"
-    lines = [f"{kind} {func.name}({params}) {{   # {_where(func.loc)}"]
+    lines = [f"{kind} {func.name}({params}) {{" + (f"   # {_where(func.loc)}" if _locations
+                                                  else "")]
     if func.vars:
         lines.append("  locals " + ", ".join(f"{_names.var(v)}:{v.type}" for v in func.vars))
     split = func.reverse_start if func.is_adjoint else None
@@ -79,6 +85,9 @@ def _where(loc) -> str:
 
 def _emit(lines, depth, text, loc):
     line = "  " * depth + text
+    if not _locations:
+        lines.append(line)
+        return
     pad = max(1, COMMENT_COLUMN - len(line))
     lines.append(f"{line}{' ' * pad}# {_where(loc)}")
 
@@ -180,26 +189,10 @@ def _structured(ins, depth, lines, args, lhs):
 
 
 def canonical_ir(func: Function) -> str:
-    """The printed IR without what does not change the machine code: value numbers come
-    from a process-wide counter (renumbered here in order of appearance) and the
-    ``# file:line`` comments (error messages read them from the live Function)."""
-    text = print_function(func)
-    names = {repr(p.value): p.value for p in func.params}
-    names.update((repr(i.result), i.result) for i in func.body.walk() if i.result is not None)
-    numbers: dict = {}
-
-    def renumber(m):
-        v = names.get(m.group(0))
-        if v is None:
-            return m.group(0)
-        return f"%{v.name}.{numbers.setdefault(v, len(numbers))}"
-
-    lines = (_COMMENT.sub("", line) for line in text.splitlines())
-    return "\n".join(_VALUE.sub(renumber, line) for line in lines)
-
-
-_VALUE = re.compile(r"%\w+")
-_COMMENT = re.compile(r"\s+# [^#\n]*$")
+    """The printed IR without what does not change the machine code: the ``# file:line``
+    comments (error messages read them from the live Function). The printer already numbers
+    values in order of appearance, not by the process-wide counter."""
+    return print_function(func, locations=False)
 
 
 def identities(func: Function) -> str:

@@ -253,14 +253,79 @@ def _body_size(func: Function) -> int:
 
 
 FAST_CODEGEN_MIN_INSTRUCTIONS = 12000  # IR instructions: a body this large gets O0 codegen
+BLOCK_SPLIT_INSTRUCTIONS = 1000  # ... and its basic blocks are cut into pieces this long
 _fast_codegen: list = []
+
+
+def _emit_object(func: Function, module) -> bytes:
+    """The object code of an optimised module. A huge body (thousands of statements, as a
+    long kernel's adjoint) gets O0 code generation, and its straight-line blocks are cut
+    into pieces first: LLVM selects instructions one basic block at a time, in time
+    superlinear in the block (the loop body of a 4,000-line adjoint, 25,000 instructions
+    in one block, took 3 s at O0, 0.3 s in pieces of 1,000), and after O2 the whole body
+    of a loop-free kernel is one block."""
+    if _body_size(func) < FAST_CODEGEN_MIN_INSTRUCTIONS:
+        return _codegen_machine(func).emit_object(module)
+    text = split_long_blocks(str(module), BLOCK_SPLIT_INSTRUCTIONS)
+    split = llvm.parse_assembly(text, context=llvm.create_context())
+    split.name = module.name
+    return _codegen_machine(func).emit_object(split)
+
+
+_LABEL = re.compile(r"([A-Za-z_.$][\w.$-]*):")  # a block label at the start of a line
+_PLAIN_DEF = re.compile(r"  %[\w.$-]+ = (?!phi |landingpad |alloca )")  # a non-phi definition
+
+
+def split_long_blocks(text: str, limit: int) -> str:
+    """LLVM IR text in which each named basic block (not a function's entry block) longer
+    than ``limit`` instructions is cut into a chain of blocks joined by unconditional
+    branches; phi nodes that named the block as a predecessor now name its last piece.
+    Cuts fall only before an instruction that defines a value and is no phi, landingpad or
+    alloca, so every instruction (one per line in LLVM's text) stays whole, and what each
+    piece computes dominates the pieces after it."""
+    out: list = []
+    lines = text.split("\n")
+    k = 0
+    while k < len(lines):
+        line = lines[k]
+        out.append(line)
+        k += 1
+        if not line.startswith("define "):
+            continue
+        body, renames, label, count, cuts, entry = [], {}, None, 0, 0, True
+        while k < len(lines) and lines[k] != "}":
+            line = lines[k]
+            k += 1
+            if not line.startswith((" ", ";")) and line.strip():
+                found = _LABEL.match(line)
+                # the entry block (labelled or not) is never cut: its allocas must stay there
+                entry = entry and not count
+                label = found.group(1) if found and not entry else None
+                count = 0
+                body.append(line)
+                continue
+            if (label is not None and count >= limit and _PLAIN_DEF.match(line)):
+                cuts += 1
+                piece = f"kl.piece.{cuts}"
+                body += [f"  br label %{piece}", f"{piece}:"]
+                renames[label] = piece
+                count = 0
+            if line.startswith("  ") and not line.startswith("   "):
+                count += 1
+            body.append(line)
+        if renames:
+            def rename(found, renames=renames):
+                return f", %{renames.get(found.group(1), found.group(1))} ]"
+            body = [re.sub(r", %([A-Za-z_.$][\w.$-]*) \]", rename, b) if " = phi " in b
+                    else b for b in body]
+        out += body
+    return "\n".join(out)
 
 
 def _codegen_machine(func: Function):
     """The target machine that emits ``func``'s object code: O3 code generation, except for
-    huge bodies (thousands of statements, as a long kernel's adjoint), whose instruction
-    scheduling and register allocation at O3 take time superlinear in the body; their IR is
-    still optimised at O2."""
+    huge bodies (see _emit_object), whose instruction scheduling and register allocation
+    at O3 take time superlinear in the body; their IR is still optimised at O2."""
     if _body_size(func) < FAST_CODEGEN_MIN_INSTRUCTIONS:
         return _host()[0]
     with _lock:
@@ -438,7 +503,7 @@ def _load_or_compile(func, bounds_check, key, verify_fp=False, part="general") -
         _say(f"loaded kernel '{func.name}' ({part} entry) from the cache ({_ms(t0)})")
         return _entry(func, symbol, address, ArgLayout(func), arena)
     module, layout = build_module(func, bounds_check, symbol, verify_fp, part)
-    obj = _codegen_machine(func).emit_object(module)
+    obj = _emit_object(func, module)
     address, arena = _add_object(obj, symbol)
     if not address:
         raise LoweringError("internal error: the compiled kernel has no entry point",
