@@ -23,8 +23,8 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
-import inspect
 import io
+import linecache
 import os
 import pickle
 import sys
@@ -103,18 +103,30 @@ class _Deps:
         if not isinstance(pyfunc, pytypes.FunctionType):
             raise Uncacheable
         code = pyfunc.__code__
-        try:
-            lines, first = inspect.getsourcelines(pyfunc)
-        except (OSError, TypeError):
-            raise Uncacheable from None
-        self.parts += [code.co_filename, str(first), "".join(lines)]
-        names = set()
-        stack = [code]
+        codes, stack = [], [code]
         while stack:
             c = stack.pop()
+            codes.append(c)
+            stack += [k for k in c.co_consts if isinstance(k, pytypes.CodeType)]
+        # the function's lines, from its first decorator to the end of its last statement,
+        # as linecache has them (files and notebook cells alike): inspect.getsource would
+        # tokenize the file, which a warm start cannot afford
+        first, last = code.co_firstlineno, code.co_firstlineno
+        for c in codes:  # (end line of each instruction; Python 3.10: its line)
+            spans = c.co_positions() if hasattr(c, "co_positions") else \
+                ((line, line) for _, _, line in c.co_lines())
+            for span in spans:
+                if span[1] is not None:
+                    last = max(last, span[1])
+        linecache.checkcache(code.co_filename)
+        lines = linecache.getlines(code.co_filename, pyfunc.__globals__)[first - 1:last]
+        if not lines:
+            raise Uncacheable
+        self.parts += [code.co_filename, str(first), "".join(lines)]
+        names = set()
+        for c in codes:
             names.update(c.co_names)
             names.update(c.co_freevars)
-            stack += [k for k in c.co_consts if isinstance(k, pytypes.CodeType)]
         if "static" in names:
             raise Uncacheable  # kl.static runs arbitrary Python at compile time
         for ann in getattr(pyfunc, "__annotations__", {}).values():
