@@ -90,7 +90,21 @@ FUNCTIONS["select"] = BuiltinFunction("select")  # Warp's order: (cond, if_false
 
 # Warp's tile functions (frontend/tiles.py reads their compile-time arguments; the builtins
 # are in builtins/tiles.py; what each does is builtins/reference.py's TILE_FORMS).
-TILE_FORMS = {name: SpecialForm(name, f"{form.signature}: {form.summary}")
+class _TileForm(SpecialForm):
+    """``tile(x)`` in kernels; ``tile[dtype, M, N]`` the type of such a tile (Warp's
+    annotation for a func parameter that takes a tile)."""
+
+    def __getitem__(self, args):
+        from .types import Tile, to_type
+        dtype, *shape = args if isinstance(args, tuple) else (args,)
+        if not shape or not all(isinstance(n, int) and n > 0 for n in shape):
+            raise TypeError("tile[dtype, M, ...] takes an element type and positive int "
+                            "extents")
+        return Tile(to_type(dtype), tuple(shape))
+
+
+TILE_FORMS = {name: (_TileForm if name == "tile" else SpecialForm)(
+                  name, f"{form.signature}: {form.summary}")
               for name, form in _TILE_DOCS.items()}
 TILE_FORMS_BY_ID = {id(f): name for name, f in TILE_FORMS.items()}
 

@@ -141,6 +141,23 @@ def test_launch_tiled_passes_block_indices(backend):
     np.testing.assert_array_equal(out.numpy(), np.add.outer(np.arange(3) * 10, np.arange(4)))
 
 
+@kl.func
+def tile_total(t: kl.tile[float, 2, 4]):  # Warp's annotation of a tile parameter
+    return kl.tile_sum(t)
+
+
+@kl.kernel
+def sum_through_func(a: kl.array(dtype=float, ndim=2), s: kl.array(dtype=float)):
+    kl.tile_store(s, tile_total(kl.tile_load(a, shape=(2, 4))))
+
+
+def test_a_func_takes_a_tile(backend, rng):
+    a_np = rng.standard_normal((2, 4)).astype(np.float32)
+    s = kl.zeros(1, dtype=float)
+    kl.launch_tiled(sum_through_func, dim=1, inputs=[kl.array(a_np), s], block_dim=8)
+    assert s.numpy()[0] == pytest.approx(a_np.sum(), rel=1e-5)
+
+
 # ---- gradients against float64 finite differences --------------------------------------------
 
 @kl.kernel
@@ -285,3 +302,11 @@ def test_bad_tile_calls(body, message, tmp_path):
 def test_launch_tiled_needs_block_dim():
     with pytest.raises(LaunchError, match="block_dim"):
         kl.launch_tiled(copy_blocks, dim=(1, 1), inputs=[])
+
+
+def test_array_annotation_with_a_literal_ndim():
+    from typing import Literal  # Warp's tile tests annotate arrays as array[float, Literal[2]]
+    ann = kl.array[float, Literal[2]]
+    assert (ann.ndim, ann.dtype) == (2, kl.float32)
+    with pytest.raises(TypeError, match="Literal"):
+        kl.array[float, Literal[5]]

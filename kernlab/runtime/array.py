@@ -17,6 +17,8 @@ views (slicing, reshape, transpose, dtype views) are array_views.py; the constru
 """
 from __future__ import annotations
 
+import typing
+
 import contextvars
 import math
 from typing import Any
@@ -156,7 +158,15 @@ class array:
         self._data = None
 
     def __class_getitem__(cls, dtype) -> "array":
-        """``kl.array[float]``: Warp's subscript spelling of a 1-D array annotation."""
+        """``kl.array[float]``: Warp's subscript spelling of a 1-D array annotation;
+        ``kl.array[float, Literal[2]]`` one of that many dimensions."""
+        if isinstance(dtype, tuple) and len(dtype) == 2:
+            dtype, ndim = dtype
+            n = typing.get_args(ndim)
+            if typing.get_origin(ndim) is not typing.Literal or len(n) != 1 \
+                    or not isinstance(n[0], int) or not 1 <= n[0] <= 4:
+                raise TypeError(f"array[dtype, Literal[n]] takes n in 1..4, not {ndim!r}")
+            return cls(dtype=dtype, ndim=n[0])
         return cls(dtype=dtype)
 
     @classmethod

@@ -156,7 +156,9 @@ def _no_device(self):
 
 
 def add_function_test(cls, name, func, devices=None, check_output=True, device_check=None,
-                      **kwargs):
+                      enable_cpu_blocks=False, **kwargs):
+    # enable_cpu_blocks: Warp runs the test with block_dim threads per block on the CPU;
+    # kernlab runs every block as one thread whatever the setting, with the same results
     if devices is None:
         setattr(cls, name, _device_test(func, None, check_output, device_check, **kwargs))
         return
