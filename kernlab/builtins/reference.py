@@ -228,7 +228,8 @@ TILE_FORMS = {
                                   "yes"),
     "tile_fft": SpecialForm("tile_fft(t)", "in place: the unnormalised DFT along the last "
                             "dimension of a tile of vec2 (complex) values, as numpy.fft.fft; "
-                            "power-of-two sizes", "yes (the inverse FFT of the gradient)"),
+                            "other sizes than powers of two by a direct DFT (at most 4096)",
+                            "yes (the inverse FFT of the gradient)"),
     "tile_extract": SpecialForm("tile_extract(t, i, ...) -> element", "one element of a "
                                 "tile, as t[i, ...]", "yes"),
     "tile_ifft": SpecialForm("tile_ifft(t)", "in place: the unnormalised inverse DFT along "

@@ -354,12 +354,12 @@ builtin("tile_transpose", [sig("L", ret=_transpose_ret)], _np_transpose,
 def _fft_ret(b):
     t = b["L"]
     ok = t.dtype.is_vector and t.dtype.length == 2 and t.is_float \
-        and len(t.tile_shape) >= 2 and _power_of_two(t.tile_shape[-1])
+        and len(t.tile_shape) >= 2 and (t.tile_shape[-1] & (t.tile_shape[-1] - 1) == 0
+                                        or t.tile_shape[-1] <= MAX_DFT)
     return t if ok else None
 
 
-def _power_of_two(n: int) -> bool:
-    return n > 0 and n & (n - 1) == 0
+MAX_DFT = 4096  # the largest transform that is not a power of two (Warp's CPU limit)
 
 
 def _np_fft(sign):
@@ -375,7 +375,7 @@ builtin("tile_fft", [sig("L", ret=_fft_ret)], _np_fft(-1),
         cuda=lambda types, ret, a: f"kl_tile_fft<-1, {types[0].tile_shape[-1]}>({a[0]})",
         grad=lambda g, t, r, adj: (g.call("tile_ifft", [adj]),), linear_in="all",
         doc="tile_fft(t): in place, the unnormalised DFT along the last dimension of a "
-            "tile of vec2 (complex) values, as numpy.fft.fft; the size a power of two")
+            "tile of vec2 (complex) values, as numpy.fft.fft")
 
 builtin("tile_ifft", [sig("L", ret=_fft_ret)], _np_fft(+1),
         llvm=lambda cx, t: cx.tile_fft(t, cx.types[0], +1),

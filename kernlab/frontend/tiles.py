@@ -237,8 +237,9 @@ class TileMixin:
             raise KernelTypeError(f"{name} needs a tile of at least 2 dimensions (batches, "
                                   f"size), got shape {tt.tile_shape}", self.b.loc)
         n = tt.tile_shape[-1]
-        if n & (n - 1):
-            raise KernelTypeError(f"{name}: kernlab transforms power-of-two sizes; the last "
+        if n & (n - 1) and n > 4096:
+            raise KernelTypeError(f"{name}: a size that is not a power of two goes through a "
+                                  f"direct DFT of at most 4096 points (as in Warp); the last "
                                   f"dimension is {n}", self.b.loc)
         if not isinstance(node, ast.Name):
             raise KernelTypeError(f"{name}(t) transforms a tile local in place: pass the "

@@ -1088,6 +1088,26 @@ __device__ inline vec<L, S> kl_tile_transpose(const vec<L, S>& t) {
 // advanced by one complex multiply per butterfly (Warp's CPU algorithm).
 template <int Sign, int N, int L, typename S>
 __device__ inline vec<L, S> kl_tile_fft(vec<L, S> t) {
+    if (N & (N - 1)) {  // not a power of two: the direct O(N^2) DFT (Warp's CPU fallback)
+        const S base = S(Sign) * S(6.28318530717958647692528676655900576839433879875021) / S(N);
+        for (int b = 0; b < L / (2 * N); ++b) {
+            S* x = t.c + 2 * N * b;
+            S out[2 * N];
+            for (int k = 0; k < N; ++k) {
+                S acc_re = S(0), acc_im = S(0);
+                for (int j = 0; j < N; ++j) {
+                    const S theta = base * S(k) * S(j);
+                    const S c = cos(theta), s = sin(theta);
+                    acc_re += c * x[2 * j] - s * x[2 * j + 1];
+                    acc_im += c * x[2 * j + 1] + s * x[2 * j];
+                }
+                out[2 * k] = acc_re;
+                out[2 * k + 1] = acc_im;
+            }
+            for (int e = 0; e < 2 * N; ++e) x[e] = out[e];
+        }
+        return t;
+    }
     int log_n = 0;
     while ((1 << log_n) < N) ++log_n;
     for (int b = 0; b < L / (2 * N); ++b) {

@@ -386,6 +386,9 @@ class TileContext:
             at = b.mul(b.add(base, idx), _I64(2))
             return self._slot(buf, t, at), self._slot(buf, t, b.add(at, _I64(1)))
 
+        if n & (n - 1):  # not a power of two: the direct O(n^2) DFT, as Warp on the CPU
+            return self._tile_dft(buf, t, sign)
+
         def batch(bi):
             base = b.mul(bi, _I64(n))
 
@@ -430,3 +433,43 @@ class TileContext:
         self.tile_loop(_I64(0), _I64(t.size // n), batch)
         return buf
 
+    def _tile_dft(self, buf, t, sign: int):
+        """X[k] = sum_j x[j] exp(sign 2 pi i k j / n) per batch, each angle computed as
+        (base k) j in the tile's precision, as Warp's CPU fallback does."""
+        b = self.b
+        n = t.tile_shape[-1]
+        sty, _, _ = self._tile_types(t)
+        real = np.float32 if t.scalar.bits == 32 else np.float64
+        base = ir.Constant(sty, float(real(sign) * real(2 * math.pi) / real(n)))
+        from ...types import Tile
+        row = Tile(t.dtype, (n,))
+        out = self.tile_buffer(row, "dft_out")
+
+        def batch(bi):
+            first = b.mul(bi, _I64(2 * n))
+
+            def bin_k(k):
+                kf = b.sitofp(k, sty)
+
+                def term(j, acc_re, acc_im):
+                    theta = b.fmul(b.fmul(base, kf), b.sitofp(j, sty))
+                    c, s_ = self.libm("cos", theta), self.libm("sin", theta)
+                    at = b.add(first, b.mul(j, _I64(2)))
+                    xr = b.load(self._slot(buf, t, at))
+                    xi = b.load(self._slot(buf, t, b.add(at, _I64(1))))
+                    return [b.fadd(acc_re, b.fsub(b.fmul(c, xr), b.fmul(s_, xi))),
+                            b.fadd(acc_im, b.fadd(b.fmul(c, xi), b.fmul(s_, xr)))]
+
+                re, im = self.tile_loop(_I64(0), _I64(n), term,
+                                        [ir.Constant(sty, 0.0), ir.Constant(sty, 0.0)])
+                b.store(re, self._slot(out, row, b.mul(k, _I64(2))))
+                b.store(im, self._slot(out, row, b.add(b.mul(k, _I64(2)), _I64(1))))
+
+            self.tile_loop(_I64(0), _I64(n), bin_k)
+
+            def back(e):
+                b.store(b.load(self._slot(out, row, e)), self._slot(buf, t, b.add(first, e)))
+            self.tile_loop(_I64(0), _I64(2 * n), back)
+
+        self.tile_loop(_I64(0), _I64(t.size // n), batch)
+        return buf
