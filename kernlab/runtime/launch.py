@@ -282,7 +282,10 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
     names it. Scalars, vectors and matrices take Python numbers, tuples, NumPy arrays or
     kernlab values. Inside a ``kl.Tape`` the launch is recorded (``record_tape=False`` opts
     out). ``adjoint=True`` runs the kernel's adjoint with ``adj_inputs``/``adj_outputs``
-    (None or 0 for an array means its own ``.grad``, as in Warp). ``tangent=True`` runs
+    (None or 0 for an array means its own ``.grad``, as in Warp); as in Warp, a store's
+    adjoint zeroes the gradient it reads only in the array's own ``.grad``, not in a
+    buffer passed explicitly (except for arrays the kernel also reads: _kept_gradients).
+    ``tangent=True`` runs
     its tangent kernel (forward mode) from ``tan_inputs`` into ``tan_outputs``.
     ``record_cmd=True`` returns a :class:`kl.Launch` to run later instead of running. ``stream``,
     ``max_blocks`` and ``block_dim`` are accepted for Warp code; kernlab picks its own.
@@ -436,12 +439,16 @@ def _adjoint_args(kernel, params, args, adj_inputs, adj_outputs, n_in):
             for p, a, g in zip(params, args, adj)]
 
 
-def _run(kernel: Kernel, dims, args, device, adjoint):
+def _run(kernel: Kernel, dims, args, device, adjoint, retain=None):
+    """Run the kernel (its adjoint with adjoint=True; ``retain``: the parameters whose
+    gradients its stores leave in place, by default those _kept_gradients gives)."""
     from ..autodiff.inplace import mark_overwritten
     if math.prod(dims) == 0:
         return
-    retain = frozenset(k for k, a in enumerate(args[:len(kernel.params)])
-                       if isinstance(a, array) and a.retain_grad) if adjoint else frozenset()
+    if not adjoint:
+        retain = frozenset()
+    elif retain is None:
+        retain = _kept_gradients(kernel.ir, args)
     func = kernel.adjoint_variant(retain) if adjoint else kernel.ir
     shared = adjoint and bool(func.owned) and _gradients_overlap(func, args)
     if shared:  # the per-thread ownership proof does not hold for these arrays
@@ -462,6 +469,45 @@ def _run(kernel: Kernel, dims, args, device, adjoint):
                 args[k]._bump_version()
         if not adjoint:
             mark_overwritten(kernel.ir, kernel.key, args)
+
+
+def _kept_gradients(func, args) -> frozenset:
+    """The array parameters of an adjoint launch whose stores must leave the incoming
+    gradient in place (func: the kernel's forward IR). As in Warp 1.19, a store's adjoint
+    zeroes (consumes) the element's gradient only in the array's own ``.grad`` (and not
+    when the array has retain_grad): a gradient buffer passed explicitly in
+    ``adj_inputs``/``adj_outputs`` for an array the kernel only writes belongs to the caller
+    and is only read. Warp tests the buffer's address against ``.grad``'s, so a different
+    array object over the same memory counts as ``.grad``.
+
+    On purpose unlike Warp: for an array the kernel also reads (an in-place update), the
+    one buffer carries the gradient with respect to the values after the launch in and
+    must carry that with respect to the values before it out, which needs the consumption
+    (``x[i] = 2 x[i]`` seeded with g gives 2 g; Warp's unzeroed buffer gives 3 g), so such
+    a buffer is always consumed (retain_grad aside)."""
+    n = len(args) // 2
+    read = _read_params(func)
+    kept = []
+    for k in range(n):
+        a, g = args[k], args[n + k]
+        if not isinstance(a, array):
+            continue
+        own = a.grad
+        if a.retain_grad or (k not in read and (
+                not isinstance(g, array) or own is None
+                or (g is not own and (g.ptr != own.ptr or g.shape != own.shape)))):
+            kept.append(k)
+    return frozenset(kept)
+
+
+def _read_params(func) -> frozenset:
+    """Indices of the array parameters the function loads from (cached on the Function)."""
+    cached = getattr(func, "_read", None)
+    if cached is None:
+        sources = {ins.args[0] for ins in func.body.walk() if ins.op is Op.LOAD}
+        cached = func._read = frozenset(k for k, p in enumerate(func.params)
+                                        if p.value in sources)
+    return cached
 
 
 def _gradients_overlap(func, args) -> bool:

@@ -440,7 +440,10 @@ class Tape:
         primal = list(cmd.params)
         for k, snap in self._info[id(cmd)].snapshots.items():
             primal[k] = snap  # the values the launch read (in-place updates)
-        _run(cmd.kernel, cmd.dim, primal + adj, cmd.device, True)
+        # the adjoints are the arrays' own gradients: stores consume them (retain_grad aside)
+        retain = frozenset(k for k, a in enumerate(cmd.params)
+                           if isinstance(a, array) and a.retain_grad)
+        _run(cmd.kernel, cmd.dim, primal + adj, cmd.device, True, retain)
 
     def adjoint_of(self, param, value):
         """The adjoint argument of a launch argument: an array's gradient, a struct with its
