@@ -102,9 +102,17 @@ def test_loops_branches_funcs_vectors_matrices(backend, rng):
     h = 1e-6
     plus = _run_program([v + h * t for v, t in zip(values, tangents)])
     minus = _run_program([v - h * t for v, t in zip(values, tangents)])
+    # a tangent launch computes the tangents only: the outputs are left as they were
+    assert not np.any(y.numpy()) and not np.any(q.numpy())
+    np.testing.assert_allclose(jvp, (plus - minus) / (2 * h), rtol=1e-5, atol=1e-7)
+    # kl.jvp writes both, in one launch
+    ty2, tq2 = kl.jvp(program, 3, inputs=ins, outputs=[y, q],
+                      tan_inputs=[kl.array(tx, dtype=F), kl.array(tp, dtype=kl.vec3d),
+                                  kl.array(tm, dtype=kl.mat33d), ts, None])
     np.testing.assert_allclose(np.concatenate([y.numpy(), q.numpy().reshape(-1)]),
                                _run_program(values), rtol=1e-12)
-    np.testing.assert_allclose(jvp, (plus - minus) / (2 * h), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(np.concatenate([ty2.numpy(), tq2.numpy().reshape(-1)]), jvp,
+                               rtol=1e-12)
     # <J u, w> = <u, J^T w>, with J^T w from the reverse mode (the scalar s's adjoint is
     # not reported by an adjoint launch, so s is held fixed here)
     w = rng.normal(size=jvp.size)
@@ -173,12 +181,44 @@ def in_place(x: kl.array(dtype=F), v: kl.array(dtype=F)):
 
 
 def test_in_place_updates_are_exact_in_forward_mode(backend):
+    """x's one tangent array carries the tangent before the launch in and the tangent after
+    it out. The tangent launch leaves x itself alone (its kernel reads x back after the
+    first store: a per-thread local stands in for the element); kl.jvp updates it."""
     x0, v = np.array([0.3, -0.4]), np.array([0.1, 0.2])
+    expected = np.cos(x0 * x0 + v) * 2 * x0 * [1.0, -2.0]
     x, tx = kl.array(x0, dtype=F), kl.array([1.0, -2.0], dtype=F)
     kl.launch(in_place, 2, inputs=[x, kl.array(v, dtype=F)], tangent=True,
               tan_inputs=[tx, None])
+    np.testing.assert_array_equal(x.numpy(), x0)
+    np.testing.assert_allclose(tx.numpy(), expected)
+    tx = kl.array([1.0, -2.0], dtype=F)
+    assert kl.jvp(in_place, 2, inputs=[x, kl.array(v, dtype=F)], tan_inputs=[tx, None]) == []
     np.testing.assert_allclose(x.numpy(), np.sin(x0 * x0 + v))
-    np.testing.assert_allclose(tx.numpy(), np.cos(x0 * x0 + v) * 2 * x0 * [1.0, -2.0])
+    np.testing.assert_allclose(tx.numpy(), expected)
+
+
+@kl.kernel
+def gather_back(x: kl.array(dtype=F), y: kl.array(dtype=F), z: kl.array(dtype=F)):
+    i = kl.tid()
+    y[2 * i] = x[i] * x[i]      # not the thread's own element (2 i): no local stands in
+    y[2 * i + 1] = x[i]
+    z[i] = kl.sin(y[2 * i]) * y[2 * i + 1]
+
+
+def test_a_tangent_launch_reading_back_another_index_writes_a_copy(backend):
+    """y is written and read back at 2i and 2i + 1: the tangents-only kernel keeps those
+    writes, on a scratch copy, so y stays as it was and the tangent is exact."""
+    x0, u = np.array([0.3, -0.7, 1.1]), np.array([1.0, 0.5, -2.0])
+    y, z = kl.full(6, 5.0, dtype=F), kl.zeros(3, dtype=F)
+    ty, tz = kl.zeros(6, dtype=F), kl.zeros(3, dtype=F)
+    kl.launch(gather_back, 3, inputs=[kl.array(x0, dtype=F)], outputs=[y, z], tangent=True,
+              tan_inputs=[kl.array(u, dtype=F)], tan_outputs=[ty, tz])
+    assert np.all(y.numpy() == 5.0) and not np.any(z.numpy())
+    # z = sin(x²) x: dz = (cos(x²) 2x · x + sin(x²)) u
+    np.testing.assert_allclose(tz.numpy(), (np.cos(x0 ** 2) * 2 * x0 ** 2 + np.sin(x0 ** 2))
+                               * u, rtol=1e-12)
+    np.testing.assert_allclose(ty.numpy()[0::2], 2 * x0 * u, rtol=1e-12)
+    np.testing.assert_allclose(ty.numpy()[1::2], u, rtol=1e-12)
 
 
 @kl.kernel
@@ -289,13 +329,18 @@ def test_hvp_on_vectors_through_a_loop(backend, rng):
         np.testing.assert_allclose(hv[i], h @ v[i], rtol=1e-12)
 
 
-def test_a_tangent_launch_on_a_tape_is_recorded_as_its_forward(backend):
+def test_jvp_on_a_tape_is_recorded_as_its_forward_a_tangent_launch_is_not(backend):
     x0 = np.array([0.3, -0.4])
     x = kl.array(x0, dtype=F, requires_grad=True)
     total = kl.zeros(2, dtype=F, requires_grad=True)
     with kl.Tape() as tape:
         kl.launch(accumulate, 2, inputs=[x], outputs=[total], tangent=True,
                   tan_inputs=[kl.array([1.0, 1.0], dtype=F)], tan_outputs=[None])
+        assert tape.launches == [] and not np.any(total.numpy())  # changed nothing
+        kl.jvp(accumulate, 2, inputs=[x], outputs=[total],
+               tan_inputs=[kl.array([1.0, 1.0], dtype=F)])
+    assert len(tape.launches) == 1
+    np.testing.assert_allclose(total.numpy(), [x0 @ x0, -np.exp(x0).sum()])
     tape.backward(grads={total: kl.array([1.0, 2.0], dtype=F)})
     np.testing.assert_allclose(x.grad.numpy(), 2 * x0 - 2 * np.exp(x0))
 

@@ -3,7 +3,8 @@ programs of the reverse-mode fuzzer (tests/test_fuzz_grad.py: its generator, imp
 
 For each program, with a random input x, direction u and output weights w:
 
-* the tangent launch's outputs equal a plain launch's, on LLVM and on the interpreter;
+* kl.jvp's outputs equal a plain launch's, on LLVM and on the interpreter, and the
+  tangents-only launch gives kl.jvp's tangents and writes no output;
 * its tangents J·u agree with float64 central finite differences of the forward along u,
   and between LLVM and the interpreter;
 * ⟨J·u, w⟩ = ⟨u, Jᵀ·w⟩ with Jᵀ·w from the reverse mode (a tape's backward);
@@ -42,13 +43,22 @@ def tanh_loss(v: kl.array(dtype=kl.float64), w: kl.array(dtype=kl.float64),
 
 
 def tangent(kernel, backend, x, n, u):
+    """kl.jvp's outputs and tangents; the tangents-only launch must give the same tangents
+    and leave the outputs alone."""
     kl.config.cpu_backend = backend
     out, acc = kl.zeros(N, dtype=kl.float64), kl.zeros(2, dtype=kl.float64)
     t_out, t_acc = kl.zeros(N, dtype=kl.float64), kl.zeros(2, dtype=kl.float64)
     kl.launch(kernel, N, inputs=[kl.from_numpy(x.copy(), dtype=kl.float64), n, out, acc],
               tangent=True, tan_inputs=[kl.from_numpy(u.copy(), dtype=kl.float64), None,
                                         t_out, t_acc])
-    return out.numpy().copy(), acc.numpy().copy(), t_out.numpy().copy(), t_acc.numpy().copy()
+    assert not np.any(out.numpy()) and not np.any(acc.numpy()), "a tangent launch wrote"
+    j_out, j_acc = kl.jvp(kernel, N, inputs=[kl.from_numpy(x.copy(), dtype=kl.float64), n],
+                          outputs=[out, acc],
+                          tan_inputs=[kl.from_numpy(u.copy(), dtype=kl.float64), None])
+    for t, j in ((t_out, j_out), (t_acc, j_acc)):
+        assert np.allclose(t.numpy(), j.numpy(), rtol=1e-12, atol=1e-12), \
+            f"tangent launch {t.numpy()} vs kl.jvp {j.numpy()}"
+    return out.numpy().copy(), acc.numpy().copy(), j_out.numpy().copy(), j_acc.numpy().copy()
 
 
 def loss_tape(kernel, x, n, w):

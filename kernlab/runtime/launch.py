@@ -13,7 +13,7 @@ import numpy as np
 from .. import config
 from ..errors import LaunchError, LaunchValueError
 from ..ir.nodes import Op
-from ..kernel import Kernel
+from ..kernel import Kernel, _user_facing
 from . import capture as _capture
 from . import tape as _tape
 from .array import array
@@ -318,17 +318,15 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
                 for check, p, v in zip(plan, kernel.params, primal)]
     else:
         args = [check(v, dev) for check, v in zip(plan, primal)]
+    if tangent:  # True: the tangents only; "jvp" (kl.jvp): the outputs too
+        _tangent_launch(kernel, dims, args, dev, tan_inputs, tan_outputs, n_in,
+                        adjoint or record_cmd or structs is not None, tangent == "jvp",
+                        record_tape)
+        return None
     tape = _tape.active_tape() if record_tape and not adjoint and not record_cmd \
         and not _capture.is_capturing() else None
     if tape is not None:  # copies what the launch overwrites and an adjoint needs
         tape.prepare_launch(kernel, args)
-    if tangent:
-        _tangent_launch(kernel, dims, args, dev, tan_inputs, tan_outputs, n_in,
-                        adjoint or record_cmd or structs is not None)
-        tape = _tape.active_tape() if record_tape else None
-        if tape is not None:  # it ran the forward too: a tape records that
-            tape.record_launch(Launch(kernel, dev, params=args, dim=dims), n_inputs=n_in)
-        return None
     if adjoint:
         from ..autodiff.inplace import refuse_manual_adjoint
         refuse_manual_adjoint(kernel.ir, kernel.key, args)
@@ -352,14 +350,25 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
     return None
 
 
-def _tangent_launch(kernel, dims, args, dev, tan_inputs, tan_outputs, n_in, unsupported):
+def _tangent_launch(kernel, dims, args, dev, tan_inputs, tan_outputs, n_in, unsupported,
+                    jvp, record_tape):
+    """A tangent launch (runtime/tangent.py): the tangents only, or with jvp the kernel's
+    outputs too, which a recording tape then records as the forward launch."""
+    from ..autodiff.forward import check_launchable
     from .tangent import run_variant, tangent_args
     if unsupported:
         raise LaunchError(f"kl.launch({kernel.key}, tangent=True): a tangent launch runs now, "
                           "on plain (non-struct) arguments; it cannot be an adjoint launch or "
                           "a recorded command (for second derivatives use Tape.hvp)")
+    _user_facing(check_launchable, kernel.ir)
     tans = tangent_args(kernel, kernel.params, args, tan_inputs, tan_outputs, n_in, dev)
-    run_variant(kernel, dims, args + tans, dev, False, "tangent")
+    tape = _tape.active_tape() if jvp and record_tape and not _capture.is_capturing() \
+        else None
+    if tape is not None:
+        tape.prepare_launch(kernel, args)
+    run_variant(kernel, dims, args + tans, dev, False, "jvp" if jvp else "tangent")
+    if tape is not None:  # it ran the forward too: a tape records that
+        tape.record_launch(Launch(kernel, dev, params=args, dim=dims), n_inputs=n_in)
 
 
 def _plan(kernel: Kernel) -> list:

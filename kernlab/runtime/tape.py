@@ -390,7 +390,7 @@ class Tape:
         for cmd in self.launches:  # refuse before any gradient is touched
             info = self._info.get(id(cmd))
             if info is not None:
-                _check_replayable(info, exact_reads=False)
+                _check_replayable(info)
         for rec in reversed(self.launches):
             if isinstance(rec, RecordedArrayOp):
                 _array_op_adjoint(rec)
@@ -583,11 +583,11 @@ def _aliased(func, args, read, written) -> tuple | None:
     return None
 
 
-def _check_replayable(record: RecordedLaunch, exact_reads: bool = True):
-    """Refuse a record whose adjoint would be wrong. exact_reads=False (backward): the
-    arrays the adjoint reads nonlinearly must be as the launch left them, or copied by the
-    tape; exact_reads=True (for callers that replay the forward itself): every array read
-    must be unchanged, and in-place copies are not understood."""
+def _check_replayable(record: RecordedLaunch):
+    """Refuse a record whose adjoint would be wrong (before backward or an HVP runs): a
+    read array bound to a written one, an in-place update the tape could not copy, or an
+    array the adjoint reads nonlinearly changed since the launch and not copied by the
+    tape."""
     cmd = record.launch
     if record.aliased is not None:
         src, dst = record.aliased
@@ -603,18 +603,9 @@ def _check_replayable(record: RecordedLaunch, exact_reads: bool = True):
                 "gradient needs the values before the launch, but the tape could not copy "
                 "them (the argument is not a plain kernlab array); pass a kl.array.",
                 kernel=cmd.kernel.key)
-        if exact_reads:
-            raise GradientError(
-                f"array '{names[k]}' of kernel '{cmd.kernel.key}' was overwritten after the "
-                "launch read it (the tape keeps a copy for backward, but this pass does not "
-                "use it yet); write into a new array instead.", kernel=cmd.kernel.key)
-    if not exact_reads:
-        _refuse_modified(((k, a, n, v) for k, (a, n, v, _) in record.needs.items()), record,
-                         cmd, "Modify it after backward(), or modify a kl.clone of it (a "
-                         "recorded launch may overwrite it: the tape copies it first).")
-        return
-    _refuse_modified(((k, a, n, v) for k, (a, n, v) in record.versions.items()), record, cmd,
-                     "Write into a new array instead of updating it in place.")
+    _refuse_modified(((k, a, n, v) for k, (a, n, v, _) in record.needs.items()), record,
+                     cmd, "Modify it after backward(), or modify a kl.clone of it (a "
+                     "recorded launch may overwrite it: the tape copies it first).")
 
 
 def _refuse_modified(entries, record, cmd, advice: str) -> None:
