@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from ..ir.builder import Builder
 from ..ir.nodes import Block, Function, Instr, Op
 from ..types import int32
-from .checks import (_stale_loads, first_needing_use, fixed_vars, own_element_arrays,
-                     taint)
+from .checks import _stale_loads, first_needing_use, fixed_vars, taint
+from .ownership import owned_arrays
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,11 @@ def _in_custom_regions(func: Function) -> set:
 
 def _snapshot_blocker(func: Function, arr, walk, custom) -> str | None:
     """Why a copy before the launch cannot make this array's adjoint exact, or None."""
-    if arr not in own_element_arrays(func):
+    if arr in custom:
+        return ("A kl.Tape cannot keep the values before the launch for an array a custom "
+                "gradient accesses.")
+    own = owned_arrays(func, exact=True)
+    if not any(func.params[k].value is arr for k in own):
         return ("A kl.Tape keeps the values before the launch only for arrays whose every "
                 "access is the thread's own element (x[i] with i = kl.tid()); an access of "
                 "this one may be another thread's element.")
@@ -118,9 +122,6 @@ def _snapshot_blocker(func: Function, arr, walk, custom) -> str | None:
     if kinds - {"add", "sub"}:
         return (f"A kl.Tape keeps the values before the launch only for arrays updated by "
                 f"stores and atomic add/sub; this one takes atomic_{sorted(kinds)[0]}.")
-    if arr in custom:
-        return ("A kl.Tape cannot keep the values before the launch for an array a custom "
-                "gradient accesses.")
     return None
 
 
