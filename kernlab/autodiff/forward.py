@@ -76,7 +76,10 @@ def tangent_mode(func: Function, effects: bool = True, keep=()) -> Function:
 
 def check_launchable(func: Function):
     """Refuse, before a tangent launch, what only a tangent after the forward can do: the
-    tangent of atomic_min/max needs the element's final value."""
+    tangent of atomic_min/max needs the element's final value. (Checked once per
+    function.)"""
+    if getattr(func, "_launchable", False):
+        return
     for ins in func.body.walk():
         if ins.op is Op.ATOMIC and ins.attrs["kind"] in ("min", "max") \
                 and _differentiable(ins.args[-1]):
@@ -85,6 +88,7 @@ def check_launchable(func: Function):
                 "thread's value wins is known only after every thread ran. Launch the "
                 "kernel, then differentiate it with a tape (tape.backward or tape.hvp)",
                 ins.loc, kernel=func.name)
+    func._launchable = True
 
 
 _PURE = (Op.CONST, Op.TID, Op.SHAPE, Op.LOAD, Op.LOAD_VAR, Op.CALL)

@@ -69,7 +69,6 @@ def active_tape():
 @dataclass(eq=False)
 class RecordedLaunch:
     launch: object            # the kl.Launch that ran
-    versions: dict            # id(array) -> (array, param name, version after the launch)
     aliased: tuple | None = None  # (read param, written param) bound to overlapping memory
     sums: dict = field(default_factory=dict)  # id(array) -> _Snapshot (see exports.py)
     # in-place updates: id(array) -> (array, param name, version, param index) for the arrays
@@ -260,11 +259,10 @@ class Tape:
         from .launch import written_params
         func = cmd.kernel.ir
         read = {ins.args[0] for ins in func.body.walk() if ins.op is Op.LOAD}
-        versions, sums = {}, {}
+        sums = {}
         for p, a in zip(func.params, cmd.params):
             self._track(a)
             if isinstance(a, array) and p.value in read:
-                versions[id(a)] = (a, p.name, a._version)
                 if id(a) not in sums and a._data is not None:
                     # writes through NumPy views and other exports bump no version: such
                     # memory gets a checksum, now or when it is first exported
@@ -273,7 +271,7 @@ class Tape:
                         snap()
                     else:
                         exports.watch(a._data, snap)
-        info = RecordedLaunch(cmd, versions, _aliased(
+        info = RecordedLaunch(cmd, _aliased(
             func, cmd.params, read, written_params(func)), sums)
         self._record_needs(info)
         self._info[id(cmd)] = info
