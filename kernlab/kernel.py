@@ -518,15 +518,17 @@ def source(k: Kernel, target: str = "ir", adjoint: bool = False, *,
            arch: int | None = None, tangent: bool = False) -> str:
     """The listing of a kernel: "ir", "llvm" (as lowered, with the user's lines), "llvm-opt"
     (after optimisation), "cuda" or "ptx"; the adjoint's with adjoint=True, the tangent
-    kernel's (forward mode: the tangents only, what kl.launch(..., tangent=True) runs) with
-    tangent=True (both: the tangent of the adjoint, which Hessian-vector products run).
+    kernel's (forward mode: the values and their tangents, what kl.jvp runs; the
+    tangents-only kernel of kl.launch(..., tangent=True) is it without the kernel's stores
+    and what only they needed) with tangent=True (both: the tangent of the adjoint, which
+    Hessian-vector products run).
     ``arch`` picks
     the GPU architecture of "ptx" (80 for sm_80; default kl.config.ptx_target_arch, else
     the first GPU's, else 80): PTX for any GPU can be made on a machine without one."""
     if not isinstance(k, Kernel):
         raise TypeError(f"kl.source() takes a kernel, not {k!r}")
     if tangent:
-        func = k.tangent_variant(adjoint=adjoint, effects=False)
+        func = k.tangent_variant(adjoint=adjoint)
     else:
         func = k.adjoint_ir if adjoint else k.ir
     if target == "ir":

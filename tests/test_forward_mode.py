@@ -358,6 +358,31 @@ def test_listings():
     assert "program_tan(" in cuda and "(tangent)" in cuda
 
 
+@kl.kernel
+def saxpy(x: kl.array(dtype=F), y: kl.array(dtype=F), z: kl.array(dtype=F), a: F):
+    i = kl.tid()
+    z[i] = a * x[i] + y[i]
+
+
+def test_the_tangents_only_kernel_reads_and_writes_only_what_tangents_need(backend):
+    """dz = a dx + da x + dy: the tangent launch's kernel loads x, dx, dy and stores dz;
+    y is never loaded, z never stored (kl.jvp's kernel does both), and z keeps its
+    values."""
+    from kernlab.ir.nodes import Op
+    func = saxpy.tangent_variant(effects=False)
+    params = {p.value: p.name for p in func.params}
+    loads = sorted(params[i.args[0]] for i in func.body.walk() if i.op is Op.LOAD)
+    stores = [params[i.args[0]] for i in func.body.walk() if i.op is Op.STORE]
+    assert loads == ["tan_x", "tan_y", "x"] and stores == ["tan_z"]
+    x, dx, dy = np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0]), np.ones(3)
+    dz, z = kl.zeros(3, dtype=F), kl.full(3, 7.0, dtype=F)
+    kl.launch(saxpy, 3, inputs=[kl.array(x, dtype=F), kl.zeros(3, dtype=F), z, 2.0],
+              tangent=True, tan_inputs=[kl.array(dx, dtype=F), kl.array(dy, dtype=F), dz,
+                                        0.25])
+    np.testing.assert_allclose(dz.numpy(), 2.0 * dx + 0.25 * x + dy)
+    assert np.all(z.numpy() == 7.0)
+
+
 def test_errors():
     x = kl.zeros(3, dtype=F)
     with pytest.raises(LaunchError, match="tan_inputs needs one entry per input"):
