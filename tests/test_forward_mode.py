@@ -219,6 +219,19 @@ def test_a_tangent_launch_reading_back_another_index_writes_a_copy(backend):
                                * u, rtol=1e-12)
     np.testing.assert_allclose(ty.numpy()[0::2], 2 * x0 * u, rtol=1e-12)
     np.testing.assert_allclose(ty.numpy()[1::2], u, rtol=1e-12)
+    # and through Tape.hvp (its sweep runs the same kernel, y on a scratch copy):
+    # Σ z = Σ sin(x²) x has the diagonal Hessian 6x cos(x²) - 4x³ sin(x²)
+    x = kl.array(x0, dtype=F, requires_grad=True)
+    y, z = kl.zeros(6, dtype=F, requires_grad=True), kl.zeros(3, dtype=F, requires_grad=True)
+    loss = kl.zeros(1, dtype=F, requires_grad=True)
+    with kl.Tape() as tape:
+        kl.launch(gather_back, 3, inputs=[x], outputs=[y, z])
+        kl.launch(rosen_sum, 3, inputs=[z, kl.zeros(3, dtype=F)], outputs=[loss])
+    hv = tape.hvp(loss, {x: u})[x].numpy()
+    zz = np.sin(x0 ** 2) * x0  # loss = Σ 100 z²: H = 200 (z'² + z z'')
+    d1 = np.cos(x0 ** 2) * 2 * x0 ** 2 + np.sin(x0 ** 2)
+    d2 = 6 * x0 * np.cos(x0 ** 2) - 4 * x0 ** 3 * np.sin(x0 ** 2)
+    np.testing.assert_allclose(hv, 200 * (d1 ** 2 + zz * d2) * u, rtol=1e-12)
 
 
 @kl.kernel
