@@ -72,7 +72,7 @@ def run(settings) -> list[Row]:
     rows[-1].note += "; bound: 4 streams"
 
     def jvp():
-        kl.jvp(kk.saxpy_out, n, inputs=tan_args[:2], outputs=[tan_args[2]],
+        kl.jvp(kk.saxpy_out, n, inputs=tan_args[:2], outputs=[tan_args[2], A],
                tan_inputs=tans[:2])
         kl.synchronize()
     times = race({"kernlab": jvp, "fwd": _forward_call(kk.saxpy_out, n, fwd_args),
