@@ -19,7 +19,6 @@ MISSING = [
       "closest_point_edge_edge", "intersect_tri_tri", "MemoryKind"],
      "Geometry queries",
      "meshes, BVHs, sparse volumes and textures (kl.HashGrid and its queries exist)"),
-    (["noise", "pnoise", "curlnoise"], "Noise", "Perlin and curl noise"),
     (["poisson", "sample_cdf", "sample_triangle", "sample_unit_cube",
       "sample_unit_disk", "sample_unit_hemisphere", "sample_unit_hemisphere_surface",
       "sample_unit_ring", "sample_unit_sphere", "sample_unit_square"],

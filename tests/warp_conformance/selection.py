@@ -19,6 +19,12 @@ FILES = [
     "test_quat", "test_spatial",
 ]
 
+# Further Warp test files that run on kernlab, outside the fixed list above (its
+# figure stays over FILES): `run.py FILE` runs one, and baseline.txt holds their tests too.
+EXTRA_FILES = [
+    "test_noise",  # Perlin noise: noise, pnoise, curlnoise and their gradients
+]
+
 # The quick subset CI runs (the whole run is a documented command: see README.md).
 CI_FILES = ["test_lerp", "test_smoothstep", "test_rounding", "test_iter", "test_unpack",
             "test_vec_lite", "matrix/test_mat_lite", "test_overwrite", "test_scalar_ops"]
