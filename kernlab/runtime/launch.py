@@ -217,12 +217,12 @@ class Launch:
                 if p.type.is_array and args[n + k] is None and args[k] is not None:
                     args[n + k] = args[k].grad
         kernel, dim, device, adjoint = self.kernel, self.dim, self.device, self.adjoint
-        grids = getattr(kernel.ir, "hash_grid_hidden", None)
+        handles = getattr(kernel.ir, "handle_hidden", None)
 
         def run():
-            if grids:  # a grid rebuilt since this launch was made: its current arrays
-                from ..hashgrid import refresh_grid_args
-                refresh_grid_args(kernel, args)
+            if handles:  # a grid rebuilt or mesh refitted since this launch was made
+                from ..handles import refresh_handle_args
+                refresh_handle_args(kernel, args)
             _run(kernel, dim, args, device, adjoint)
 
         if _capture.defer(f"launch {kernel.key}", run):
