@@ -60,6 +60,13 @@ globals().update(_NAMED)  # vec2i, vec3ub, mat33h ... (every named vector/matrix
 globals().update(_FUNCTIONS)  # kl.sin, kl.dot, ... (also callable on NumPy values)
 from .hashgrid import (HashGrid, hash_grid_point_id, hash_grid_query,  # noqa: E402
                        hash_grid_query_next)
+from .mesh import (Mesh, MeshQueryPoint, MeshQueryRay, mesh_eval_face_normal,  # noqa: E402
+                   mesh_eval_position, mesh_eval_velocity, mesh_get_index, mesh_get_point,
+                   mesh_get_velocity, mesh_query_aabb, mesh_query_aabb_next,
+                   mesh_query_furthest_point_no_sign, mesh_query_next, mesh_query_point,
+                   mesh_query_point_no_sign, mesh_query_point_sign_normal,
+                   mesh_query_point_sign_winding_number, mesh_query_ray)
+from .frontend.mesh import MeshQueryAABB  # noqa: E402
 
 from .runtime import cache as _cache  # noqa: E402,F401 — before the preload thread needs it
 from .backends import preload_cpu_backend as _preload  # noqa: E402

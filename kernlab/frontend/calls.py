@@ -22,6 +22,7 @@ from ..types import ANY, Matrix, Type, Vector, bool_, float32, int32, to_type
 from .spatial import NOT_SPATIAL
 from . import structs
 from .hashgrid import NOT_HASHGRID
+from .mesh import NOT_MESH
 from .exprs import PY_BUILTINS, Lit, PyObj, _hashable
 from .grads import GradOf
 from .source import parse_function
@@ -56,6 +57,9 @@ class CallMixin:
         grid = self.hash_grid_call(obj, node)  # frontend/hashgrid.py
         if grid is not NOT_HASHGRID:
             return grid
+        mesh = self.mesh_call(obj, node)  # frontend/mesh.py
+        if mesh is not NOT_MESH:
+            return mesh
         args = self.call_args(node.args)
         kwargs = {}
         for kw in node.keywords:

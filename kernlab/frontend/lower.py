@@ -23,6 +23,7 @@ from .views import ArrayRef, ViewMixin
 from .exprs import ExprMixin, Lit, PyObj, _describe, _Tid
 from .spatial import SpatialMixin
 from .hashgrid import HashGridMixin, HashGridQuery
+from .mesh import MeshMixin, MeshQueryAABB
 from .source import ParsedSource, annotation_type, parse_function
 from . import structs
 
@@ -49,8 +50,8 @@ def source_to_ir(pyfunc, name: str | None = None, extra_globals: dict | None = N
                    param_types).build_kernel(name)
 
 
-class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, ViewMixin, ControlMixin,
-              ExprMixin):
+class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, ViewMixin,
+              ControlMixin, ExprMixin):
     def __init__(self, pyfunc, extra_globals=None, funcs_in_progress=(), param_types=None):
         self.kernel_src = parse_function(pyfunc)
         self.extra_globals = extra_globals
@@ -279,11 +280,12 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, ViewMixin, Cont
         if structs.is_structish(value):
             return structs.assign_name(self, name, value)
         current = self.scope.names.get(name)
-        if isinstance(value, HashGridQuery) or isinstance(current, HashGridQuery):
-            if not isinstance(value, HashGridQuery) or not (
-                    current is None or isinstance(current, HashGridQuery)):
-                raise KernelTypeError(f"'{name}' cannot hold both a hash grid query and a "
-                                      "value", self.b.loc)
+        queries = (HashGridQuery, MeshQueryAABB)
+        if isinstance(value, queries) or isinstance(current, queries):
+            if not isinstance(value, queries) or not (
+                    current is None or type(current) is type(value)):
+                raise KernelTypeError(f"'{name}' cannot hold both a query and a value (or "
+                                      "two kinds of query)", self.b.loc)
             self.scope.names[name] = value
             return
         grid = self.grid_params.get(current) if isinstance(current, Var) else None
