@@ -691,18 +691,14 @@ def sign_by_normals(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, p: k
 
 
 @kl.func
-def point_result(points: Vec3s, indices: Ints, face: int, sign: float, p: kl.vec3,
-                 furthest: bool) -> MeshQueryPoint:
+def closest_result(points: Vec3s, indices: Ints, face: int, sign: float,
+                   p: kl.vec3) -> MeshQueryPoint:
     """The query's result for the face the walk found (-1: none); u, v recomputed here, so
     reverse mode differentiates them with respect to p."""
     out = MeshQueryPoint()
     if face >= 0:
         a, b, c = tri_points(points, indices, face)
-        w = kl.vec2(0.0)
-        if furthest:
-            w = furthest_bary(a, b, c, p)
-        else:
-            w = closest_bary(a, b, c, p)
+        w = closest_bary(a, b, c, p)
         out.result = True
         out.sign = sign
         out.face = face
@@ -712,31 +708,59 @@ def point_result(points: Vec3s, indices: Ints, face: int, sign: float, p: kl.vec
 
 
 @kl.func
-def query_point(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, p: kl.vec3,
-                max_dist: float, how: int, epsilon: float, threshold: float) -> MeshQueryPoint:
-    """The closest point; how: 0 no sign, 1 sign by rays, 2 by normals, 3 by winding."""
-    face = int(-1)
+def query_point_no_sign(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, p: kl.vec3,
+                        max_dist: float) -> MeshQueryPoint:
+    face = closest_face(points, indices, bvh, bounds, p, max_dist)
+    return closest_result(points, indices, face, 0.0, p)
+
+
+@kl.func
+def query_point_rays(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, p: kl.vec3,
+                     max_dist: float) -> MeshQueryPoint:
+    face = closest_face(points, indices, bvh, bounds, p, max_dist)
     sign = float(0.0)
-    if how == 2:
-        face, sign = sign_by_normals(points, indices, bvh, bounds, p, max_dist, epsilon)
-    else:
-        face = closest_face(points, indices, bvh, bounds, p, max_dist)
-        if face >= 0:
-            if how == 1 or (how == 3 and bvh[3] == 0):
-                sign = inside_by_rays(points, indices, bvh, bounds, p)
-            elif how == 3:
-                if winding_number(points, indices, bvh, p) > threshold:
-                    sign = -1.0
-                else:
-                    sign = 1.0
-    return point_result(points, indices, face, sign, p, False)
+    if face >= 0:
+        sign = inside_by_rays(points, indices, bvh, bounds, p)
+    return closest_result(points, indices, face, sign, p)
+
+
+@kl.func
+def query_point_normal(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, p: kl.vec3,
+                       max_dist: float, epsilon: float) -> MeshQueryPoint:
+    face, sign = sign_by_normals(points, indices, bvh, bounds, p, max_dist, epsilon)
+    return closest_result(points, indices, face, sign, p)
+
+
+@kl.func
+def query_point_winding(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, p: kl.vec3,
+                        max_dist: float, accuracy: float, threshold: float) -> MeshQueryPoint:
+    """The sign by the winding number (exact: ``accuracy`` is not needed); a mesh built
+    without support_winding_number falls back to rays, as Warp's does."""
+    face = closest_face(points, indices, bvh, bounds, p, max_dist)
+    sign = float(0.0)
+    if face >= 0:
+        if bvh[3] == 0:
+            sign = inside_by_rays(points, indices, bvh, bounds, p)
+        elif winding_number(points, indices, bvh, p) > threshold:
+            sign = -1.0
+        else:
+            sign = 1.0
+    return closest_result(points, indices, face, sign, p)
 
 
 @kl.func
 def query_furthest(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, p: kl.vec3,
                    min_dist: float) -> MeshQueryPoint:
     face = furthest_face(points, indices, bvh, bounds, p, min_dist)
-    return point_result(points, indices, face, 0.0, p, True)
+    out = MeshQueryPoint()
+    if face >= 0:
+        a, b, c = tri_points(points, indices, face)
+        w = furthest_bary(a, b, c, p)
+        out.result = True
+        out.face = face
+        out.u = w[0]
+        out.v = w[1]
+    return out
 
 
 @kl.func
@@ -816,3 +840,51 @@ def box_next(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, lo: kl.vec3
 def boxes_overlap(alo: kl.vec3, ahi: kl.vec3, blo: kl.vec3, bhi: kl.vec3) -> bool:
     return not (alo[0] > bhi[0] or alo[1] > bhi[1] or alo[2] > bhi[2] or ahi[0] < blo[0]
                 or ahi[1] < blo[1] or ahi[2] < blo[2])
+
+
+# ---- the walks pick faces: no gradient flows through them -------------------------------
+# Each walk is given an empty custom gradient, so reverse mode replays it once to find the
+# face again and differentiates only what is recomputed from that face (the results above).
+
+@kl.func_grad(closest_face)
+def _closest_face_grad(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, p: kl.vec3,
+                       max_dist: float, adj_face: int):
+    pass
+
+
+@kl.func_grad(furthest_face)
+def _furthest_face_grad(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, p: kl.vec3,
+                        min_dist: float, adj_face: int):
+    pass
+
+
+@kl.func_grad(ray_face)
+def _ray_face_grad(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, start: kl.vec3,
+                   d: kl.vec3, max_t: float, adj_face: int, adj_sign: float):
+    pass
+
+
+@kl.func_grad(inside_by_rays)
+def _inside_by_rays_grad(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, p: kl.vec3,
+                         adj_sign: float):
+    pass
+
+
+@kl.func_grad(winding_number)
+def _winding_number_grad(points: Vec3s, indices: Ints, bvh: Ints, p: kl.vec3,
+                         adj_number: float):
+    pass
+
+
+@kl.func_grad(sign_by_normals)
+def _sign_by_normals_grad(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s,
+                          p: kl.vec3, max_dist: float, epsilon: float, adj_face: int,
+                          adj_sign: float):
+    pass
+
+
+@kl.func_grad(box_next)
+def _box_next_grad(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, lo: kl.vec3,
+                   hi: kl.vec3, k: int, slot: int, end: int, adj_found: bool, adj_face: int,
+                   adj_k: int, adj_slot: int, adj_end: int):
+    pass

@@ -13,6 +13,7 @@ walk state lives in locals, advanced by ``mesh_query_aabb_next`` or ``for face i
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir.nodes import Value
@@ -52,8 +53,6 @@ SIGNATURES = {
 # the struct fields each output of the older form takes, in order
 _FIELDS = {"inside": "sign", "face": "face", "bary_u": "u", "bary_v": "v", "t": "t",
            "sign": "sign", "normal": "normal"}
-_HOW = {"mesh_query_point": 1, "mesh_query_point_no_sign": 0,
-        "mesh_query_point_sign_normal": 2, "mesh_query_point_sign_winding_number": 3}
 
 
 class MeshQueryAABB:
@@ -91,7 +90,9 @@ class MeshMixin:
         arrays = self.handle_arrays(bound["id"], name, "mesh")
         vals = {p: self.mesh_arg(name, p, t, bound[p]) for p, t in full
                 if p != "id" and (not older or p not in dict(outputs))}
+        first_site = len(self.func.sites)
         result = self.mesh_lower(M, name, arrays, vals)
+        self.report_at_call(first_site, name)
         if not older:
             return result
         for out, t in outputs:
@@ -107,6 +108,14 @@ class MeshMixin:
                                       f"'{target.id}' holds {var_type}", self.b.loc)
             self.assign_name(target.id, value)
         return structs.get_field(self, result, "result")
+
+    def report_at_call(self, first_site: int, name: str) -> None:
+        """A bounds error inside the query's funcs (a face or vertex index out of range)
+        is reported at the user's call, naming the function."""
+        sites = self.func.sites
+        for k in range(first_site, len(sites)):
+            sites[k] = replace(sites[k], loc=self.b.loc,
+                               array=f"{sites[k].array}' read by '{name}()")
 
     def bind_mesh_args(self, name, full, defaults, node) -> dict:
         names = [p for p, _ in full]
@@ -150,10 +159,17 @@ class MeshMixin:
             return self.call_func(M.vertex_value, [values, indices, a["index"]], {})
         if name == "mesh_get_index":
             return self.call_func(M.index_at, [indices, a["face_vertex_index"]], {})
-        if name in _HOW:
-            return self.call_func(M.query_point, [
-                points, indices, bvh, bounds, a["point"], a["max_dist"], c(_HOW[name], int32),
-                a.get("epsilon", c(1.0e-3, float32)), a.get("threshold", c(0.5, float32))], {})
+        common = [points, indices, bvh, bounds, a.get("point")]
+        if name == "mesh_query_point_no_sign":
+            return self.call_func(M.query_point_no_sign, common + [a["max_dist"]], {})
+        if name == "mesh_query_point":
+            return self.call_func(M.query_point_rays, common + [a["max_dist"]], {})
+        if name == "mesh_query_point_sign_normal":
+            return self.call_func(M.query_point_normal, common + [a["max_dist"],
+                                                                  a["epsilon"]], {})
+        if name == "mesh_query_point_sign_winding_number":
+            return self.call_func(M.query_point_winding, common + [
+                a["max_dist"], a["accuracy"], a["threshold"]], {})
         if name == "mesh_query_furthest_point_no_sign":
             return self.call_func(M.query_furthest, [points, indices, bvh, bounds, a["point"],
                                                      a["min_dist"]], {})
@@ -183,8 +199,10 @@ class MeshMixin:
         points, _, indices, bvh, bounds = query.arrays
         s = query.state
         loaded = [self.b.load(s[k]) for k in ("low", "high", "k", "slot", "end")]
+        first_site = len(self.func.sites)
         found, face, k, slot, end = self.unpack(
             self.call_func(M.box_next, [points, indices, bvh, bounds] + loaded, {}))
+        self.report_at_call(first_site, name)
         for key, v in (("k", k), ("slot", slot), ("end", end)):
             self.b.store(s[key], v)
         self.assign_name(index_node.id, face)
