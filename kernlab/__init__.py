@@ -65,7 +65,8 @@ from .mesh import (Mesh, MeshQueryPoint, MeshQueryRay, mesh_eval_face_normal,  #
                    mesh_get_velocity, mesh_query_aabb, mesh_query_aabb_next,
                    mesh_query_furthest_point_no_sign, mesh_query_next, mesh_query_point,
                    mesh_query_point_no_sign, mesh_query_point_sign_normal,
-                   mesh_query_point_sign_winding_number, mesh_query_ray)
+                   mesh_query_point_sign_winding_number, mesh_query_ray,
+                   mesh_query_ray_anyhit, mesh_query_ray_count_intersections)
 from .frontend.mesh import MeshQueryAABB  # noqa: E402
 
 from .runtime import cache as _cache  # noqa: E402,F401 — before the preload thread needs it

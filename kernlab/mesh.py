@@ -286,7 +286,8 @@ FUNCTIONS = ("mesh_eval_position", "mesh_eval_velocity", "mesh_eval_face_normal"
              "mesh_get_point", "mesh_get_velocity", "mesh_get_index", "mesh_query_point",
              "mesh_query_point_no_sign", "mesh_query_point_sign_normal",
              "mesh_query_point_sign_winding_number", "mesh_query_furthest_point_no_sign",
-             "mesh_query_ray", "mesh_query_aabb", "mesh_query_aabb_next", "mesh_query_next")
+             "mesh_query_ray", "mesh_query_ray_anyhit", "mesh_query_ray_count_intersections",
+             "mesh_query_aabb", "mesh_query_aabb_next", "mesh_query_next")
 for _name in FUNCTIONS:
     globals()[_name] = _kernel_only(_name)
     globals()[_name].__module__ = __name__
@@ -583,6 +584,50 @@ def ray_face(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, start: kl.v
 
 
 @kl.func
+def count_hits(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, start: kl.vec3,
+               d: kl.vec3) -> int:
+    """How many faces the ray meets at t >= 0."""
+    n = int(0)
+    k = int(0)
+    while k < bvh[2]:
+        skip, first, end, leaf = node_of(bvh, k)
+        hit, t0 = ray_box(start, d, bounds[2 * k], bounds[2 * k + 1])
+        if not hit:
+            k = skip
+        else:
+            if leaf:
+                for s in range(first, end):
+                    a, b, c = tri_points(points, indices, slot_face(bvh, s))
+                    h, t, u, v, det, nrm = ray_triangle(start, d, a, b, c)
+                    if h and t >= 0.0:
+                        n += 1
+            k += 1
+    return n
+
+
+@kl.func
+def any_hit(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, start: kl.vec3,
+            d: kl.vec3, max_t: float) -> bool:
+    """Whether the ray meets a face at 0 <= t < max_t (stops at the first found)."""
+    found = False
+    k = int(0)
+    while k < bvh[2] and not found:
+        skip, first, end, leaf = node_of(bvh, k)
+        hit, t0 = ray_box(start, d, bounds[2 * k], bounds[2 * k + 1])
+        if not hit or t0 >= max_t:
+            k = skip
+        else:
+            if leaf:
+                for s in range(first, end):
+                    a, b, c = tri_points(points, indices, slot_face(bvh, s))
+                    h, t, u, v, det, nrm = ray_triangle(start, d, a, b, c)
+                    if h and t < max_t and t >= 0.0:
+                        found = True
+            k += 1
+    return found
+
+
+@kl.func
 def inside_by_rays(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s,
                    p: kl.vec3) -> float:
     """-1 when most of the three rays along +x, +y, +z first meet a face from behind (p is
@@ -861,6 +906,18 @@ def _furthest_face_grad(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, 
 @kl.func_grad(ray_face)
 def _ray_face_grad(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, start: kl.vec3,
                    d: kl.vec3, max_t: float, adj_face: int, adj_sign: float):
+    pass
+
+
+@kl.func_grad(count_hits)
+def _count_hits_grad(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, start: kl.vec3,
+                     d: kl.vec3, adj_count: int):
+    pass
+
+
+@kl.func_grad(any_hit)
+def _any_hit_grad(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, start: kl.vec3,
+                  d: kl.vec3, max_t: float, adj_found: bool):
     pass
 
 

@@ -72,11 +72,13 @@ def brute_closest(P, T, p):
     return best
 
 
-def brute_ray(P, T, o, d):
+def brute_ray(P, T, o, d, every=False):
     """(t, face, u, v, cos of dir and normal) of the nearest hit with t >= 0 (Moeller-
-    Trumbore; u, v the weights of the first and second corner), or None."""
+    Trumbore; u, v the weights of the first and second corner), or None; with every, the
+    list of all the hits' t."""
     P = P.astype(np.float64)
     best = None
+    hits = []
     for f, (i, j, k) in enumerate(T.reshape(-1, 3)):
         a, b, c = P[i], P[j], P[k]
         e1, e2 = b - a, c - a
@@ -91,10 +93,11 @@ def brute_ray(P, T, o, d):
         t = np.dot(e2, q) / det
         if wb < 0 or wc < 0 or wb + wc > 1 or t < 0:
             continue
+        hits.append(t)
         if best is None or t < best[0]:
             n = np.cross(e1, e2)
             best = (t, f, 1 - wb - wc, wb, np.dot(d, n) / np.linalg.norm(n))
-    return best
+    return hits if every else best
 
 
 def aim_points(P, T, rng, n):
@@ -325,6 +328,8 @@ def rays(mesh: kl.uint64, o: V3, d: V3, max_t: float, out: kl.array(dtype=float,
     f = int(0)
     out[i, 5] = float(kl.mesh_query_ray(mesh, o[i], d[i], max_t, t, u, v, sign, n, f))
     out[i, 6] = t
+    out[i, 7] = float(kl.mesh_query_ray_count_intersections(mesh, o[i], d[i]))
+    out[i, 8] = float(kl.mesh_query_ray_anyhit(mesh, o[i], d[i], max_t))
 
 
 def test_rays_find_the_nearest_hit(backend):
@@ -335,14 +340,16 @@ def test_rays_find_the_nearest_hit(backend):
     D = (aim_points(P, T, rng, 48) - O).astype(np.float32)
     D[:4] = [[1, 0, 0], [0, -1, 0], [0, 0, 2], [0, 0.5, 0]]  # zero components
     D[:4] *= np.sign(0.5 - O[:4])
-    out, face, normal = kl.zeros((48, 7)), kl.zeros(48, dtype=int), kl.zeros(48, dtype=kl.vec3)
+    out, face, normal = kl.zeros((48, 9)), kl.zeros(48, dtype=int), kl.zeros(48, dtype=kl.vec3)
     kl.launch(rays, 48, inputs=[mesh.id, kl.array(O, dtype=kl.vec3), kl.array(D, dtype=kl.vec3),
                                 1.0e6, out, face, normal])
     o = out.numpy()
     hits = 0
     for i in range(48):
         ref = brute_ray(P, T, O[i].astype(np.float64), D[i].astype(np.float64))
-        assert o[i, 0] == (ref is not None) and o[i, 5] == o[i, 0], i
+        assert o[i, 0] == (ref is not None) and o[i, 5] == o[i, 0] == o[i, 8], i
+        assert o[i, 7] == len(brute_ray(P, T, O[i].astype(np.float64),
+                                        D[i].astype(np.float64), every=True)), i
         if ref is None:
             continue
         hits += 1
@@ -360,6 +367,7 @@ def test_rays_find_the_nearest_hit(backend):
     kl.launch(rays, 48, inputs=[mesh.id, kl.array(O, dtype=kl.vec3), kl.array(D, dtype=kl.vec3),
                                 limit, out, face, normal])
     assert int(out.numpy()[:, 0].sum()) == int((ts < limit).sum())
+    assert int(out.numpy()[:, 8].sum()) == int((ts < limit).sum())
 
 
 # ---- box queries ----------------------------------------------------------------------------

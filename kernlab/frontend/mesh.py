@@ -48,6 +48,10 @@ SIGNATURES = {
                        {"root": -1},
                        (("t", F), ("bary_u", F), ("bary_v", F), ("sign", F), ("normal", V),
                         ("face", I))),
+    "mesh_query_ray_anyhit": ((("id", None), ("start", V), ("dir", V), ("max_t", F),
+                               ("root", I)), {"root": -1}, None),
+    "mesh_query_ray_count_intersections": ((("id", None), ("start", V), ("dir", V),
+                                            ("root", I)), {"root": -1}, None),
     "mesh_query_aabb": ((("id", None), ("low", V), ("high", V)), {}, None),
 }
 # the struct fields each output of the older form takes, in order
@@ -176,6 +180,12 @@ class MeshMixin:
         if name == "mesh_query_ray":
             return self.call_func(M.query_ray, [points, indices, bvh, bounds, a["start"],
                                                 a["dir"], a["max_t"]], {})
+        if name == "mesh_query_ray_anyhit":
+            return self.call_func(M.any_hit, [points, indices, bvh, bounds, a["start"],
+                                              a["dir"], a["max_t"]], {})
+        if name == "mesh_query_ray_count_intersections":
+            return self.call_func(M.count_hits, [points, indices, bvh, bounds, a["start"],
+                                                 a["dir"]], {})
         assert name == "mesh_query_aabb", name
         state = {}
         for key, t, v in (("k", int32, c(0, int32)), ("slot", int32, c(0, int32)),
