@@ -26,6 +26,7 @@ from .runtime.array import (array, array1d, array2d, array3d, array4d, clone, co
                             empty_like, from_numpy, full, full_like, ones, ones_like, zeros,
                             zeros_like)
 from .runtime.device import (ScopedDevice, ScopedStream, get_device, init, is_cuda_available,
+                             is_cpu_available, is_cubql_available,
                              set_device, synchronize, synchronize_device)
 from .runtime.indexed import (indexedarray, indexedarray1d, indexedarray2d, indexedarray3d,
                               indexedarray4d)
@@ -66,8 +67,11 @@ from .mesh import (Mesh, MeshQueryPoint, MeshQueryRay, mesh_eval_face_normal,  #
                    mesh_query_furthest_point_no_sign, mesh_query_next, mesh_query_point,
                    mesh_query_point_no_sign, mesh_query_point_sign_normal,
                    mesh_query_point_sign_winding_number, mesh_query_ray,
-                   mesh_query_ray_anyhit, mesh_query_ray_count_intersections)
+                   mesh_query_ray_anyhit, mesh_query_ray_count_intersections,
+                   mesh_query_sphere)
 from .frontend.mesh import MeshQueryAABB  # noqa: E402
+
+MeshQuery = MeshQueryAABB  # Warp's parent of the box and sphere query types
 
 from .runtime import cache as _cache  # noqa: E402,F401 — before the preload thread needs it
 from .backends import preload_cpu_backend as _preload  # noqa: E402

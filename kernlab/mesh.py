@@ -98,6 +98,11 @@ class Mesh:
         self.id = next(_IDS)
         _MESHES[self.id] = self
 
+    def __del__(self):
+        """Release the id: a kernel launched with it afterwards is a LaunchError."""
+        if getattr(self, "id", None) is not None:
+            _MESHES.pop(self.id, None)
+
     # ---- Warp's attributes -----------------------------------------------------------------
 
     @property
@@ -287,7 +292,7 @@ FUNCTIONS = ("mesh_eval_position", "mesh_eval_velocity", "mesh_eval_face_normal"
              "mesh_query_point_no_sign", "mesh_query_point_sign_normal",
              "mesh_query_point_sign_winding_number", "mesh_query_furthest_point_no_sign",
              "mesh_query_ray", "mesh_query_ray_anyhit", "mesh_query_ray_count_intersections",
-             "mesh_query_aabb", "mesh_query_aabb_next", "mesh_query_next")
+             "mesh_query_aabb", "mesh_query_sphere", "mesh_query_aabb_next", "mesh_query_next")
 for _name in FUNCTIONS:
     globals()[_name] = _kernel_only(_name)
     globals()[_name].__module__ = __name__
@@ -882,6 +887,69 @@ def box_next(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, lo: kl.vec3
 
 
 @kl.func
+def sphere_touches(points: Vec3s, indices: Ints, f: int, center: kl.vec3,
+                   r_sq: float) -> bool:
+    """Whether face f comes within sqrt(r_sq) of center: its box first, then its closest
+    point (a zero-area face as its longest edge)."""
+    a, b, c = tri_points(points, indices, f)
+    if box_dist_sq(center, kl.min(kl.min(a, b), c), kl.max(kl.max(a, b), c)) > r_sq:
+        return False
+    ab = b - a
+    ac = c - a
+    n = kl.cross(ab, ac)
+    q = kl.vec3(0.0)
+    if kl.dot(n, n) == 0.0:
+        bc = c - b
+        lab = kl.dot(ab, ab)
+        lac = kl.dot(ac, ac)
+        lbc = kl.dot(bc, bc)
+        e0 = b
+        e1 = c
+        n2 = lbc
+        if lab >= lac and lab >= lbc:
+            e0 = a
+            e1 = b
+            n2 = lab
+        elif lac >= lbc:
+            e0 = a
+            e1 = c
+            n2 = lac
+        t = float(0.0)
+        if n2 > 0.0:
+            t = kl.clamp(kl.dot(center - e0, e1 - e0) / n2, 0.0, 1.0)
+        q = e0 + t * (e1 - e0)
+    else:
+        w = closest_bary(a, b, c, center)
+        q = w[0] * a + w[1] * b + (1.0 - w[0] - w[1]) * c
+    return kl.length_sq(q - center) <= r_sq
+
+
+@kl.func
+def sphere_next(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, center: kl.vec3,
+                r_sq: float, k: int, slot: int, end: int):
+    """As box_next, for the faces within a sphere (radius squared r_sq)."""
+    found = False
+    face = int(-1)
+    while not found and (slot < end or k < bvh[2]):
+        if slot < end:
+            f = slot_face(bvh, slot)
+            slot += 1
+            if sphere_touches(points, indices, f, center, r_sq):
+                found = True
+                face = f
+        else:
+            skip, start, stop, leaf = node_of(bvh, k)
+            if box_dist_sq(center, bounds[2 * k], bounds[2 * k + 1]) <= r_sq:
+                if leaf:
+                    slot = start
+                    end = stop
+                k += 1
+            else:
+                k = skip
+    return found, face, k, slot, end
+
+
+@kl.func
 def boxes_overlap(alo: kl.vec3, ahi: kl.vec3, blo: kl.vec3, bhi: kl.vec3) -> bool:
     return not (alo[0] > bhi[0] or alo[1] > bhi[1] or alo[2] > bhi[2] or ahi[0] < blo[0]
                 or ahi[1] < blo[1] or ahi[2] < blo[2])
@@ -937,6 +1005,13 @@ def _winding_number_grad(points: Vec3s, indices: Ints, bvh: Ints, p: kl.vec3,
 def _sign_by_normals_grad(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s,
                           p: kl.vec3, max_dist: float, epsilon: float, adj_face: int,
                           adj_sign: float):
+    pass
+
+
+@kl.func_grad(sphere_next)
+def _sphere_next_grad(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, center: kl.vec3,
+                      r_sq: float, k: int, slot: int, end: int, adj_found: bool,
+                      adj_face: int, adj_k: int, adj_slot: int, adj_end: int):
     pass
 
 

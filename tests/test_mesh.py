@@ -619,3 +619,34 @@ def test_kernel_errors_name_the_call():
 
     with pytest.raises(KernelTypeError, match="already uses it as a hash grid id"):
         kl.launch(mixed, 1, inputs=[0, kl.zeros(1, dtype=kl.vec3)])
+
+
+@kl.kernel
+def spheres(mesh: kl.uint64, c: V3, r: F, mask: kl.array(dtype=int, ndim=2)):
+    i = kl.tid()
+    for f in kl.mesh_query_sphere(mesh, c[i], r[i]):
+        mask[i, f] += 1
+
+
+def test_sphere_queries_visit_the_triangles_within_the_radius(backend):
+    P, T = soup(40)
+    P[3:6] = P[3]  # a zero-area face: its nearest point is its (collapsed) corner
+    mesh = make_mesh(P, T, bvh_leaf_size=2)
+    rng = np.random.default_rng(6)
+    C = rng.uniform(-0.2, 1.2, (20, 3)).astype(np.float32)
+    R = rng.uniform(0.0, 0.3, 20).astype(np.float32)
+    R[0] = -1.0  # a negative radius is zero
+    mask = kl.zeros((20, 40), dtype=int)
+    kl.launch(spheres, 20, inputs=[mesh.id, kl.array(C, dtype=kl.vec3), kl.array(R), mask])
+    P64 = P.astype(np.float64)
+    expect = np.zeros((20, 40), int)
+    for i in range(20):
+        for f in range(40):
+            a, b, c = P64[T[3 * f: 3 * f + 3]]
+            if f == 1:
+                d = np.linalg.norm(a - C[i])
+            else:
+                d = np.linalg.norm(triangle_closest(a, b, c, C[i].astype(np.float64)) - C[i])
+            expect[i, f] = d <= max(R[i], 0.0)
+    np.testing.assert_array_equal(mask.numpy(), expect)
+    assert expect.sum() > 10

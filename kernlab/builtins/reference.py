@@ -246,6 +246,9 @@ SPECIAL_FORMS = {
     "mesh_query_aabb": SpecialForm("mesh_query_aabb(id, low, high) -> MeshQueryAABB",
                                    "a query over the faces whose boxes overlap [low, high]; "
                                    "iterate with for face in query", "no (a query)"),
+    "mesh_query_sphere": SpecialForm("mesh_query_sphere(id, center, radius) -> MeshQueryAABB",
+                                     "a query over the faces that come within radius of "
+                                     "center; iterate as a box query", "no (a query)"),
     "mesh_query_aabb_next": SpecialForm("mesh_query_aabb_next(query, index) -> bool",
                                         "advances the box query; True with index set to "
                                         "the next face, or False (mesh_query_next: the "

@@ -53,6 +53,7 @@ SIGNATURES = {
     "mesh_query_ray_count_intersections": ((("id", None), ("start", V), ("dir", V),
                                             ("root", I)), {"root": -1}, None),
     "mesh_query_aabb": ((("id", None), ("low", V), ("high", V)), {}, None),
+    "mesh_query_sphere": ((("id", None), ("center", V), ("radius", F)), {}, None),
 }
 # the struct fields each output of the older form takes, in order
 _FIELDS = {"inside": "sign", "face": "face", "bary_u": "u", "bary_v": "v", "t": "t",
@@ -60,10 +61,11 @@ _FIELDS = {"inside": "sign", "face": "face", "bary_u": "u", "bary_v": "v", "t": 
 
 
 class MeshQueryAABB:
-    """A box query in a kernel: the mesh's arrays, the box and the walk's locals."""
+    """A box (or sphere) query in a kernel: the mesh's arrays, the box (the centre and
+    squared radius) and the walk's locals."""
 
-    def __init__(self, arrays, state: dict):
-        self.arrays, self.state = arrays, state
+    def __init__(self, arrays, state: dict, sphere: bool = False):
+        self.arrays, self.state, self.sphere = arrays, state, sphere
 
 
 def _module():
@@ -186,15 +188,21 @@ class MeshMixin:
         if name == "mesh_query_ray_count_intersections":
             return self.call_func(M.count_hits, [points, indices, bvh, bounds, a["start"],
                                                  a["dir"]], {})
-        assert name == "mesh_query_aabb", name
+        assert name in ("mesh_query_aabb", "mesh_query_sphere"), name
+        sphere = name == "mesh_query_sphere"
+        if sphere:  # the centre in "low", the squared radius (of max(r, 0)) in "r_sq"
+            r = self.call_builtin("max", [a["radius"], c(0.0, float32)])
+            a = {"low": a["center"], "high": a["center"],
+                 "r_sq": self.call_builtin("mul", [r, r])}
         state = {}
         for key, t, v in (("k", int32, c(0, int32)), ("slot", int32, c(0, int32)),
                           ("end", int32, c(0, int32)), ("low", vec3, a["low"]),
-                          ("high", vec3, a["high"])):
+                          ("high", vec3, a["high"]),
+                          ("r_sq", float32, a.get("r_sq", c(0.0, float32)))):
             var = self.b.new_var(t, f"query.{key}")
             self.b.store(var, v)
             state[key] = var
-        return MeshQueryAABB(arrays, state)
+        return MeshQueryAABB(arrays, state, sphere)
 
     def mesh_aabb_next(self, query, index_node, name="mesh_query_aabb_next") -> Value:
         """One step of a box query: sets the local ``index_node`` names to the next face
@@ -208,10 +216,12 @@ class MeshMixin:
         M = _module()
         points, _, indices, bvh, bounds = query.arrays
         s = query.state
-        loaded = [self.b.load(s[k]) for k in ("low", "high", "k", "slot", "end")]
+        shape = ("low", "r_sq") if query.sphere else ("low", "high")
+        loaded = [self.b.load(s[k]) for k in shape + ("k", "slot", "end")]
         first_site = len(self.func.sites)
+        walk = M.sphere_next if query.sphere else M.box_next
         found, face, k, slot, end = self.unpack(
-            self.call_func(M.box_next, [points, indices, bvh, bounds] + loaded, {}))
+            self.call_func(walk, [points, indices, bvh, bounds] + loaded, {}))
         self.report_at_call(first_site, name)
         for key, v in (("k", k), ("slot", slot), ("end", end)):
             self.b.store(s[key], v)
