@@ -950,6 +950,16 @@ def sphere_next(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, center: 
 
 
 @kl.func
+def box_or_sphere_next(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, lo: kl.vec3,
+                       hi: kl.vec3, r_sq: float, is_sphere: bool, k: int, slot: int,
+                       end: int):
+    """The next step of a query whose kind a branch chose at run time."""
+    if is_sphere:
+        return sphere_next(points, indices, bvh, bounds, lo, r_sq, k, slot, end)
+    return box_next(points, indices, bvh, bounds, lo, hi, k, slot, end)
+
+
+@kl.func
 def boxes_overlap(alo: kl.vec3, ahi: kl.vec3, blo: kl.vec3, bhi: kl.vec3) -> bool:
     return not (alo[0] > bhi[0] or alo[1] > bhi[1] or alo[2] > bhi[2] or ahi[0] < blo[0]
                 or ahi[1] < blo[1] or ahi[2] < blo[2])
@@ -1012,6 +1022,14 @@ def _sign_by_normals_grad(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s
 def _sphere_next_grad(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, center: kl.vec3,
                       r_sq: float, k: int, slot: int, end: int, adj_found: bool,
                       adj_face: int, adj_k: int, adj_slot: int, adj_end: int):
+    pass
+
+
+@kl.func_grad(box_or_sphere_next)
+def _box_or_sphere_next_grad(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s,
+                             lo: kl.vec3, hi: kl.vec3, r_sq: float, is_sphere: bool, k: int,
+                             slot: int, end: int, adj_found: bool, adj_face: int, adj_k: int,
+                             adj_slot: int, adj_end: int):
     pass
 
 

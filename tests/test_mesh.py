@@ -650,3 +650,29 @@ def test_sphere_queries_visit_the_triangles_within_the_radius(backend):
             expect[i, f] = d <= max(R[i], 0.0)
     np.testing.assert_array_equal(mask.numpy(), expect)
     assert expect.sum() > 10
+
+
+@kl.kernel
+def kind_by_branch(mesh: kl.uint64, use_sphere: bool, lo: kl.vec3, hi: kl.vec3, c: kl.vec3,
+                   r: float, mask: I):
+    if use_sphere:
+        q = kl.mesh_query_sphere(mesh, c, r)
+    else:
+        q = kl.mesh_query_aabb(mesh, lo, hi)
+    f = int(0)
+    while kl.mesh_query_next(q, f):
+        mask[f] += 1
+
+
+def test_a_query_chosen_by_a_runtime_branch_is_the_one_that_ran(backend):
+    P, T = soup(40)
+    mesh = make_mesh(P, T)
+    lo, hi, c, r = (0.2, 0.2, 0.2), (0.6, 0.6, 0.6), (0.5, 0.5, 0.5), 0.2
+    tri = P.astype(np.float64)[T.reshape(-1, 3)]
+    box = np.all((np.array(lo) <= tri.max(axis=1)) & (np.array(hi) >= tri.min(axis=1)), axis=1)
+    near = np.array([np.linalg.norm(triangle_closest(*t, np.array(c)) - c) <= r for t in tri])
+    assert box.sum() != near.sum()
+    for use_sphere, expect in ((True, near), (False, box)):
+        mask = kl.zeros(40, dtype=int)
+        kl.launch(kind_by_branch, 1, inputs=[mesh.id, use_sphere, lo, hi, c, r, mask])
+        np.testing.assert_array_equal(mask.numpy(), expect.astype(int))

@@ -28,6 +28,10 @@ class HashGridQuery:
     def __init__(self, ints, state: dict):
         self.ints, self.state = ints, state
 
+    @property
+    def arrays(self):
+        return self.ints
+
 
 def _module():
     from .. import hashgrid  # the walk's funcs; imported when a kernel first needs them

@@ -276,6 +276,18 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, View
         return isinstance(node, ast.Name) and structs.is_structish(
             self.scope.names.get(node.id))
 
+    def assign_query(self, name, current, value) -> None:
+        """``q = query`` where q already holds a query: q's walk state takes the new
+        query's, so which one q holds may depend on a runtime branch. Both must query the
+        same grid or mesh; a box and a sphere query make q's kind a runtime value."""
+        if current.arrays is not value.arrays:
+            raise KernelTypeError(f"'{name}' holds a query of one grid or mesh and is "
+                                  "assigned a query of another; use two names", self.b.loc)
+        for key, var in current.state.items():
+            self.b.store(var, self.b.load(value.state[key]))
+        if getattr(current, "sphere", None) != getattr(value, "sphere", None):
+            current.sphere = None  # decided at run time by its "is_sphere" local
+
     def assign_name(self, name, value, declared=None):
         if structs.is_structish(value):
             return structs.assign_name(self, name, value)
@@ -286,7 +298,10 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, View
                     current is None or type(current) is type(value)):
                 raise KernelTypeError(f"'{name}' cannot hold both a query and a value (or "
                                       "two kinds of query)", self.b.loc)
-            self.scope.names[name] = value
+            if current is None or current is value:
+                self.scope.names[name] = value
+            else:  # a query local assigned again (in a branch, a loop): its state is copied
+                self.assign_query(name, current, value)
             return
         grid = self.grid_params.get(current) if isinstance(current, Var) else None
         if grid is not None:

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir.nodes import Value
-from ..types import float32, int32, vec3
+from ..types import bool_, float32, int32, vec3
 from . import structs
 
 NOT_MESH = object()
@@ -198,7 +198,8 @@ class MeshMixin:
         for key, t, v in (("k", int32, c(0, int32)), ("slot", int32, c(0, int32)),
                           ("end", int32, c(0, int32)), ("low", vec3, a["low"]),
                           ("high", vec3, a["high"]),
-                          ("r_sq", float32, a.get("r_sq", c(0.0, float32)))):
+                          ("r_sq", float32, a.get("r_sq", c(0.0, float32))),
+                          ("is_sphere", bool_, c(sphere, bool_))):
             var = self.b.new_var(t, f"query.{key}")
             self.b.store(var, v)
             state[key] = var
@@ -216,10 +217,14 @@ class MeshMixin:
         M = _module()
         points, _, indices, bvh, bounds = query.arrays
         s = query.state
-        shape = ("low", "r_sq") if query.sphere else ("low", "high")
+        if query.sphere is None:  # a box or a sphere, as a branch at run time chose
+            shape, walk = ("low", "high", "r_sq", "is_sphere"), M.box_or_sphere_next
+        elif query.sphere:
+            shape, walk = ("low", "r_sq"), M.sphere_next
+        else:
+            shape, walk = ("low", "high"), M.box_next
         loaded = [self.b.load(s[k]) for k in shape + ("k", "slot", "end")]
         first_site = len(self.func.sites)
-        walk = M.sphere_next if query.sphere else M.box_next
         found, face, k, slot, end = self.unpack(
             self.call_func(walk, [points, indices, bvh, bounds] + loaded, {}))
         self.report_at_call(first_site, name)
