@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import enum
 import os
+import sys
 
 
 def default_cache_dir() -> str:
@@ -67,3 +68,18 @@ class DeterministicMode(enum.IntEnum):
     NOT_GUARANTEED = 0
     RUN_TO_RUN = 1
     GPU_TO_GPU = 2
+
+
+# Counts assignments to these settings, so a launch can tell in one comparison that none
+# changed since it last looked (runtime/launch.py's short path of small launches).
+changes: int = 0
+
+
+class _Settings(sys.modules[__name__].__class__):
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)
+        if name != "changes":
+            super().__setattr__("changes", self.changes + 1)
+
+
+sys.modules[__name__].__class__ = _Settings

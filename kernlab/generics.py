@@ -7,6 +7,7 @@ or ahead of time through ``kl.overload`` (``declared_types``).
 """
 from __future__ import annotations
 
+import inspect
 import re
 
 import numpy as np
@@ -19,8 +20,37 @@ from .types import ANY, ArrayType, Matrix, Type, Vector, bool_, float32, int32, 
 def annotated_types(pyfunc) -> list[Type]:
     """The parameter types a function's annotations name (patterns where they use Any)."""
     from .frontend.source import annotation_type, parse_function
+    found = _evaluated_annotation_types(pyfunc)
+    if found is not None:
+        return found
     src = parse_function(pyfunc)
     return [annotation_type(pyfunc, a, src) for a in src.tree.args.args]
+
+
+def _evaluated_annotation_types(pyfunc) -> list[Type] | None:
+    """The parameter types from annotations Python has already evaluated, without reading
+    and parsing the source (which, for a kernel of thousands of lines, took longer than
+    some compiles); None where any parameter needs the source (a string annotation, a
+    missing or bad one, whose error names the line) or the signature is not plain."""
+    from .runtime.array import array
+    code = getattr(pyfunc, "__code__", None)
+    if code is None or code.co_posonlyargcount or code.co_kwonlyargcount or \
+            code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        return None
+    hints = getattr(pyfunc, "__annotations__", None) or {}
+    types = []
+    for name in code.co_varnames[:code.co_argcount]:
+        ann = hints.get(name)
+        if ann is None or isinstance(ann, str):
+            return None
+        if isinstance(ann, array):
+            types.append(ann.type)
+            continue
+        try:
+            types.append(to_type(ann))
+        except TypeError:
+            return None
+    return types
 
 
 def as_type(obj) -> Type:

@@ -5,8 +5,11 @@ for, and machine code per (backend, adjoint, bounds_check) variant.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import sys
+import threading
 import typing
 import weakref
 from typing import Callable, ParamSpec, TypeVar
@@ -91,6 +94,7 @@ class Kernel:
         self._tangents: dict = {}  # (adjoint, retain, effects) -> tangent IR (forward mode)
         self._compiled: dict = {}
         self._launch_plan: list | None = None  # argument checkers (runtime/launch.py)
+        self._quick = None  # the short path of small launches (runtime/launch.py _Quick)
         self._generic: bool | None = None
         self._specialisations: dict = {}
         functools.update_wrapper(self, pyfunc)
@@ -132,15 +136,15 @@ class Kernel:
             if self.is_generic:
                 raise KernelError(f"kernel '{self.key}' is generic (it has Any parameters): "
                                   "launch it, or pick a variant with kl.overload", kernel=self.key)
-            self._ir = _user_facing(source_to_ir, self.pyfunc, self.key, self.extra_globals,
-                                    self.param_types)
+            self._ir = _compiling(source_to_ir, self.pyfunc, self.key, self.extra_globals,
+                                  self.param_types)
         return self._ir
 
     @property
     def adjoint_ir(self) -> Function:
         if self._adjoint is None:
             from .autodiff import reverse_mode
-            self._adjoint = _user_facing(reverse_mode, self.ir)
+            self._adjoint = _compiling(reverse_mode, self.ir)
         return self._adjoint
 
     def adjoint_variant(self, retain: frozenset = frozenset(), shared: bool = False) -> Function:
@@ -153,8 +157,8 @@ class Kernel:
         func = self._adjoint_retain.get(key)
         if func is None:
             from .autodiff import reverse_mode
-            func = self._adjoint_retain[key] = _user_facing(reverse_mode, self.ir, retain,
-                                                            shared)
+            func = self._adjoint_retain[key] = _compiling(reverse_mode, self.ir, retain,
+                                                          shared)
         return func
 
     def tangent_variant(self, adjoint: bool = False, retain: frozenset = frozenset(),
@@ -169,7 +173,7 @@ class Kernel:
         if func is None:
             from .autodiff import tangent_mode
             base = self.adjoint_variant(frozenset(retain), shared) if adjoint else self.ir
-            func = self._tangents[key] = _user_facing(tangent_mode, base, effects)
+            func = self._tangents[key] = _compiling(tangent_mode, base, effects)
         return func
 
     @property
@@ -223,17 +227,18 @@ class Kernel:
             else:
                 func = self.adjoint_variant(retain, shared) if adjoint else self.ir
             try:
-                if backend == "interp":
-                    from .backends.interp import Interpreter
-                    runner = Interpreter(func)
-                elif backend == "llvm":
-                    from .backends.llvm import compile_kernel
-                    runner = compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
-                elif backend == "cuda":
-                    from .backends.cuda import compile_kernel
-                    runner = compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
-                else:
-                    raise ValueError(f"unknown backend {backend!r}")
+                with gc_paused():
+                    if backend == "interp":
+                        from .backends.interp import Interpreter
+                        runner = Interpreter(func)
+                    elif backend == "llvm":
+                        from .backends.llvm import compile_kernel
+                        runner = compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
+                    elif backend == "cuda":
+                        from .backends.cuda import compile_kernel
+                        runner = compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
+                    else:
+                        raise ValueError(f"unknown backend {backend!r}")
             except RecursionError:
                 raise too_deeply_nested(func.loc, self.key) from None
             self._compiled[key] = runner
@@ -252,6 +257,37 @@ class Kernel:
         return kernel_bundle(self)
 
     __hash__ = object.__hash__
+
+
+_gc_lock = threading.Lock()
+_gc_pauses = [0, False]  # compiles under way, whether the collector was on before the first
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """Python's cyclic collector off while the compiler runs. A compile allocates hundreds of
+    thousands of long-lived objects (IR, llvmlite values), and each full collection walks
+    them all: a third of a 4,000-line adjoint's compile time went there. The collector's
+    state is restored when the last compile under way (on any thread) ends, and the cycles
+    the compile left are collected then as usual."""
+    with _gc_lock:
+        if not _gc_pauses[0]:
+            _gc_pauses[1] = gc.isenabled()
+            gc.disable()
+        _gc_pauses[0] += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_pauses[0] -= 1
+            if not _gc_pauses[0] and _gc_pauses[1]:
+                gc.enable()
+
+
+def _compiling(stage, *args):
+    """_user_facing for the stages that build a kernel's IR (see gc_paused)."""
+    with gc_paused():
+        return _user_facing(stage, *args)
 
 
 def _user_facing(stage, *args):

@@ -232,8 +232,14 @@ def test_the_inspector_widget_bundle_also_carries_the_source_json():
     view = kl.lab.inspect(square, targets=("ir",))
     bundle, _ = view._repr_mimebundle_()
     assert bundle[VIEW_MIME] == {"version": 1, "view": "inspect"}
-    titles = [lst["title"] for lst in bundle[SOURCE_MIME]["listings"]]
-    assert titles == ["IR", "IR (adjoint)"]
+    listings = bundle[SOURCE_MIME]["listings"]
+    assert [lst["title"] for lst in listings] == ["IR", "IR (adjoint)", "IR (tangent)"]
+    assert [(lst["adjoint"], lst["tangent"]) for lst in listings] == [
+        (False, False), (True, False), (False, True)]
+    # the tangent listing is the tangent kernel kl.source prints, linked to the user's lines
+    assert listings[2]["text"] == kl.source(square, "ir", tangent=True)
+    assert len(listings[2]["origins"]) == len(listings[2]["text"].splitlines())
+    assert any(listings[2]["origins"])
 
 
 # ---- the error form that cell diagnostics read ------------------------------------------------

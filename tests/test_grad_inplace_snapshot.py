@@ -456,3 +456,20 @@ def test_the_lab_tape_view_shows_the_copies_and_steps_backward_on_them():
     view.position = 3  # every record reversed, on the view's own copies
     f = lambda q: float(np.sum(W * np_sine_map(np_sine_map(q, VV, 0.1), VV, 0.1) ** 2))
     np.testing.assert_allclose(view.grads["x"], central_differences(f, X0, 1e-6), rtol=1e-6)
+
+
+def test_the_saved_tape_rendering_names_the_copies_too():
+    """The tape's memory figure is in every form of its display: the widget's repr, the
+    TapeGraph, and the tape payload the JupyterLab extension draws (its title)."""
+    pytest.importorskip("ipywidgets")
+    from kernlab.notebook.display import TapeGraph
+    from kernlab.notebook.mime import TAPE_MIME
+    x = kl.array(X0, dtype=kl.float64, requires_grad=True)
+    v = kl.array(VV, dtype=kl.float64, requires_grad=True)
+    with kl.Tape() as tape:
+        for _ in range(3):
+            kl.launch(sine_map, 4, inputs=[x, v, 0.1])
+    # three launches each copy x (4 float64s) before overwriting it: 3 copies of 32 bytes
+    for shown in (repr(kl.lab.tape(tape)), repr(TapeGraph(tape)),
+                  TapeGraph(tape)._repr_mimebundle_()[TAPE_MIME]["title"]):
+        assert shown.endswith("keeps 3 snapshot(s), 96 B>"), shown

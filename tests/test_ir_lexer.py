@@ -28,12 +28,13 @@ def vectors(a: kl.array(dtype=kl.vec3), out: kl.array(dtype=float)):
     kl.atomic_add(out, 0, kl.dot(v, kl.normalize(v)))
 
 
-LISTINGS = [(k, adj) for k in (loop_branch, vectors) for adj in (False, True)]
+LISTINGS = [(k, adj, tan) for k in (loop_branch, vectors) for adj in (False, True)
+            for tan in (False, True)]
 
 
-@pytest.mark.parametrize("kernel,adjoint", LISTINGS)
-def test_ir_listings_lex_without_error_tokens(kernel, adjoint):
-    text = kl.source(kernel, "ir", adjoint=adjoint)
+@pytest.mark.parametrize("kernel,adjoint,tangent", LISTINGS)
+def test_ir_listings_lex_without_error_tokens(kernel, adjoint, tangent):
+    text = kl.source(kernel, "ir", adjoint=adjoint, tangent=tangent)
     tokens = list(KernlabIRLexer().get_tokens(text))
     bad = [v for t, v in tokens if t in Error]
     assert bad == []
@@ -46,6 +47,9 @@ def test_ir_token_kinds():
     assert kinds["float32"] in Keyword.Type
     assert kinds["mul"] in Name.Function
     assert kinds["s"] in Name.Variable.Global
+    head = {v: t for t, v in KernlabIRLexer().get_tokens("tangent kernel k(%tan_x2?) {\n")}
+    assert head["tangent"] in Keyword and head["kernel"] in Keyword
+    assert head["tan_x2"] in Name.Variable
 
 
 def test_lexer_is_found_by_name_when_installed():

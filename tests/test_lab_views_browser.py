@@ -11,13 +11,18 @@ saved, and then looked at four ways:
 4. a copy written to disk (so not signed: untrusted) opened with no kernel: the saved
    renderings show.
 
-Each time: no output reads "Error displaying widget", every view is visible, no element of
+Each time: no output reads "Error displaying widget", the browser console logged no
+ipywidgets "model not found" (the view renderer never asks for a model the widget manager
+does not hold), every view is visible, no element of
 a view (or of the ``%%kernel --show`` listing) reaches outside its output area (nothing
 clipped), and, in the dark theme, the text of every view and of the listing contrasts with what is behind it (WCAG ratio >= 3, computed from the styles
 the browser applied, translucent backgrounds blended). Screenshots of each view in light and
 dark go to the module's tmp folder, ``views-screens/`` (printed; also copied to
 $KERNLAB_SCREENSHOT_DIR when set). The file saved by JupyterLab is checked too: its view
-outputs hold no widget view, only the saved rendering and kernlab's view type.
+outputs hold no widget view, only the saved rendering and kernlab's view type. After the
+reopen (3 and 4), ``kl.lab.inspect`` is drawn by the extension's source renderer as the
+live widget draws it: the IR tab holds forward, adjoint and tangent side by side, and
+hovering a user line highlights the lines generated from it in all three.
 
 Skips cleanly without chromium + chromedriver, selenium, jupyterlab + ipykernel,
 ipywidgets, or the built extension.
@@ -84,7 +89,9 @@ VIEWS = {
     "kl.lab.tape(tape, x=x, y=y, loss=loss)": ("tape", "total"),
     "kl.lab.grads(x=x, y=y)": ("grads", "|grad|"),
     "kl.lab.step(power, 6, [x, y], tid=2)": ("step", "sin(v)"),
+    "kl.lab.step(power, 6, [x, y], tid=2, mode='tangent')": ("step-tangent", "tangent"),
 }
+INSPECT_LINE = "v = x[i] * x[i]"  # a user line of power that generates code in every listing
 CELLS = [SETUP, SHOWN] + list(VIEWS)
 FIRST_VIEW = 2
 
@@ -335,6 +342,61 @@ def check_views(d, screens, state: str, live: bool | None):
     set_theme(d, False)
 
 
+def console_errors(d) -> list:
+    """What the browser console logged since the last call that says a widget model is
+    missing (ipywidgets' "widget model not found", logged when a view asks for one)."""
+    return [e.get("message", "")[:300] for e in d.get_log("browser")
+            if "model not found" in e.get("message", "")]
+
+
+def check_saved_inspect(d, state: str):
+    """The saved inspect rendering (the extension's source renderer): forward, adjoint and
+    tangent side by side in the IR tab, linked both ways to the user's lines."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    out = view_outputs(d)[0]
+    source = out.find_element(By.CSS_SELECTOR, ".kl-view-saved .kl-source")
+    assert "kl-stacked" in source.get_attribute("class"), f"{state}: inspect is not stacked"
+    tab = source.find_element(By.CSS_SELECTOR, ".kl-tab.kl-active")
+    assert tab.text == "IR", f"{state}: the first tab is {tab.text!r}"
+    titles = [t.text for t in source.find_elements(By.CSS_SELECTOR, ".kl-tab")]
+    assert titles == ["IR", "LLVM IR", "CUDA C", "PTX"], f"{state}: tabs {titles}"
+    columns = source.find_elements(By.CSS_SELECTOR, ".kl-columns > .kl-column")
+    kinds = [c.get_attribute("data-kind") for c in columns]
+    assert kinds == ["forward", "adjoint", "tangent"], f"{state}: columns {kinds}"
+    boxes = [c.rect for c in columns]  # side by side: one row, left to right, not stacked
+    assert all(abs(b["y"] - boxes[0]["y"]) < 2 for b in boxes), f"{state}: {boxes}"
+    assert boxes[0]["x"] < boxes[1]["x"] < boxes[2]["x"], f"{state}: {boxes}"
+    assert all(b["width"] > 150 for b in boxes), f"{state}: columns too narrow: {boxes}"
+    heads = [c.find_element(By.CSS_SELECTOR, ".kl-pane-title").text for c in columns]
+    assert heads == kinds
+    assert "tangent kernel power(" in columns[2].text
+    d.execute_script("arguments[0].scrollIntoView({block: 'start'})", out)
+    line = next(e for e in source.find_elements(By.CSS_SELECTOR, ".kl-src-line")
+                if INSPECT_LINE in e.text)
+    ActionChains(d).move_to_element(line).perform()
+    wait(d, lambda d: all(c.find_elements(By.CSS_SELECTOR, ".kl-gen-line.kl-linked")
+                          for c in columns), 10,
+         f"{state}: hovering a user line did not highlight all three listings")
+    for c in columns:
+        for g in c.find_elements(By.CSS_SELECTOR, ".kl-gen-line.kl-linked"):
+            # each highlighted line came from the hovered user line (its origin comment)
+            tail = g.find_elements(By.CSS_SELECTOR, ".kl-origin")
+            assert not tail or tail[0].text.strip().endswith(
+                ":" + line.get_attribute("data-line")), f"{state}: {g.text!r}"
+    assert "kl-linked" in line.get_attribute("class")
+    status = source.find_element(By.CSS_SELECTOR, ".kl-status").text
+    assert "forward" in status and "adjoint" in status and "tangent" in status, status
+    # and back: hovering a tangent line highlights its user line
+    ActionChains(d).move_to_element(
+        columns[2].find_elements(By.CSS_SELECTOR, ".kl-gen-line.kl-linked")[0]).perform()
+    assert "kl-linked" in line.get_attribute("class")
+    extra = os.environ.get("KERNLAB_SCREENSHOT_DIR")
+    if extra:  # the hovered state, for a person to look at
+        Path(extra).mkdir(parents=True, exist_ok=True)
+        out.screenshot(str(Path(extra) / f"{state}-inspect-hover.png"))
+
+
 # ---- the test ---------------------------------------------------------------------------------
 
 def test_views_survive_save_and_reopen_in_light_and_dark(lab, driver, screens):
@@ -362,6 +424,7 @@ def test_views_survive_save_and_reopen_in_light_and_dark(lab, driver, screens):
         # the %%kernel listing renders with kernlab's source renderer
         assert cells(d)[1].find_elements(By.CSS_SELECTOR, ".kl-source")
         check_views(d, screens, "1-live", live=True)
+        assert not console_errors(d), "1-live: the console logged a missing widget model"
 
         assert command(d, "docmanager:save") is None
         saved = json.loads((tmp / "notebooks" / "views.ipynb").read_text())
@@ -378,6 +441,7 @@ def test_views_survive_save_and_reopen_in_light_and_dark(lab, driver, screens):
         wait(d, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".kl-view.kl-is-live"))
              == len(VIEWS), 60, "the widgets did not come back live after a reload")
         check_views(d, screens, "2-reloaded", live=True)
+        assert not console_errors(d), "2-reloaded: the console logged a missing widget model"
 
         # 3. kernel shut down, page reloaded: a new kernel without the models
         shut_down_kernels(base)
@@ -386,6 +450,8 @@ def test_views_survive_save_and_reopen_in_light_and_dark(lab, driver, screens):
         time.sleep(5)  # the widget manager has asked the new kernel for its (no) widgets
         check_views(d, screens, "3-new-kernel", live=False)
         assert cells(d)[1].find_elements(By.CSS_SELECTOR, ".kl-source")
+        check_saved_inspect(d, "3-new-kernel")
+        assert not console_errors(d), "3-new-kernel: the console logged a missing widget model"
 
         # 4. a copy opened with no kernel: a kernelspec that does not exist, dialog dismissed
         assert command(d, "application:close-all") is None
@@ -407,6 +473,8 @@ def test_views_survive_save_and_reopen_in_light_and_dark(lab, driver, screens):
         assert not [s for s in sessions(base) if s["path"].endswith("nokernel.ipynb")
                     and s.get("kernel")]
         check_views(d, screens, "4-no-kernel", live=False)
+        check_saved_inspect(d, "4-no-kernel")
+        assert not console_errors(d), "4-no-kernel: the console logged a missing widget model"
     except Exception:
         d.save_screenshot(str(screens / "failure.png"))
         print("failure screenshot:", screens / "failure.png")

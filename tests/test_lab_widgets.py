@@ -102,10 +102,10 @@ def line_of(kernel, text):
     return first + next(k for k, line in enumerate(lines) if text in line)
 
 
-def ir_lines_from(kernel, line, adjoint=False):
+def ir_lines_from(kernel, line, adjoint=False, tangent=False):
     """Listing lines whose '# file:line' comment names ``line`` (read off the text)."""
     tag = f"{os.path.basename(kernel.pyfunc.__code__.co_filename)}:{line}"
-    text = kl.source(kernel, "ir", adjoint=adjoint)
+    text = kl.source(kernel, "ir", adjoint=adjoint, tangent=tangent)
     return [k + 1 for k, ln in enumerate(text.splitlines()) if ln.rstrip().endswith(tag)]
 
 
@@ -135,7 +135,7 @@ def assert_deterministic_repr(view, again, pattern):
     assert repr(again) == text
     assert "0x" not in text and "model" not in text
     bundle, metadata = view._repr_mimebundle_()
-    assert bundle["text/plain"] == text
+    assert bundle["text/plain"].splitlines()[0] == text  # inspect's adds its IR listings
     assert "<" in bundle["text/html"]
     # no widget view in the saved output: it would show "model not found" once reopened
     assert "application/vnd.jupyter.widget-view+json" not in bundle
@@ -164,17 +164,36 @@ def test_selecting_a_user_line_highlights_the_lines_generated_from_it():
     assert expected and view.highlighted("ir") == expected
     assert kl_display.HIGHLIGHT_COLOR in view.panes["ir"].value
     assert view.highlighted("ir", adjoint=True) == ir_lines_from(power, line, adjoint=True)
+    tangent = ir_lines_from(power, line, tangent=True)
+    assert tangent and view.highlighted("ir", tangent=True) == tangent
     view.select(None)
     assert view.highlighted("ir") == []
     assert kl_display.HIGHLIGHT_COLOR not in view.panes["ir"].value
 
 
-def test_inspect_shows_forward_and_adjoint_side_by_side():
+def test_inspect_shows_forward_adjoint_and_tangent_side_by_side():
     view = kl.lab.inspect(power)
     pane = text_of(view.panes["ir"].value)
     assert pane.index("forward") < pane.index("kernel power(") < pane.index("adjoint") \
-        < pane.index("adjoint kernel power(")
+        < pane.index("adjoint kernel power(") < pane.index("tangent") \
+        < pane.index("tangent kernel power(")
+    assert "repeat(3, minmax(0, 1fr))" in view.panes["ir"].value  # three columns
     assert "white-space: pre;" in view.panes["ir"].value  # comments never wrap
+    # the tangent of sin(v) is cos(v) times v's tangent: the column holds that listing
+    assert "%tan_x" in pane and "cos(" in pane.split("tangent kernel power(")[1]
+
+
+def test_inspect_static_and_plain_forms_carry_the_tangent_listing():
+    view = kl.lab.inspect(power, targets=("ir",))
+    page = text_of(view._repr_html_())
+    assert page.index("forward") < page.index("adjoint kernel power(") \
+        < page.index("tangent kernel power(")
+    bundle, _ = view._repr_mimebundle_()
+    plain = bundle["text/plain"]
+    assert plain.startswith("<kernlab inspect: kernel 'power' (3 listings)>")
+    assert plain.index("--- IR ---") < plain.index("--- IR (adjoint) ---") \
+        < plain.index("--- IR (tangent) ---") < plain.index("tangent kernel power(")
+    assert repr(view) == "<kernlab inspect: kernel 'power' (3 listings)>"
 
 
 def test_inspect_of_a_kernel_without_adjoint_shows_forward_and_the_reason():
@@ -205,24 +224,24 @@ def test_listing_that_fails_shows_its_error_in_its_tab(monkeypatch):
     kernel_module = sys.modules["kernlab.kernel"]
     real = kernel_module.source
 
-    def fake(k, target="ir", adjoint=False):
+    def fake(k, target="ir", adjoint=False, tangent=False):
         if target == "llvm":
             raise RuntimeError("LLVM is being rebuilt")
         if target in ("cuda", "ptx"):
             raise ImportError("no module named cuda")
-        return real(k, target, adjoint)
+        return real(k, target, adjoint, tangent=tangent)
 
     monkeypatch.setattr(kernel_module, "source", fake)
     view = kl.lab.inspect(power)
     assert "RuntimeError: LLVM is being rebuilt" in view.panes["llvm"].value
     assert "not available:" in view.panes["cuda"].value
     assert "not available:" in view.panes["ptx"].value
-    assert repr(view) == "<kernlab inspect: kernel 'power' (2 listings)>"
+    assert repr(view) == "<kernlab inspect: kernel 'power' (3 listings)>"  # IR: 3 kinds
 
 
 def test_cuda_listing_lines_link_back_when_the_backend_exists():
     view = kl.lab.inspect(power)
-    listing = view.listings[("cuda", False)]
+    listing = view.listings[("cuda", "forward")]
     if not listing.ok:
         assert listing.error.startswith("not available:")
         return
@@ -526,6 +545,67 @@ def test_stepper_shows_source_values_and_adjoints():
     assert [r[0] for r in view.rows()] == ["n", "i", "v", "_"]
 
 
+def test_stepper_steps_a_tangent_sweep_line_by_line():
+    x, y = kl.array(X), kl.zeros(4)
+    view = kl.lab.step(power, 4, [x, y, 3], tid=2, mode="tangent")
+    xv = 1.5
+    assert {s.section for s in view.steps} == {"tangent"}  # one sweep, in program order
+    loop = steps_at(view, "v = v * x[i]", "tangent")
+    assert [s.iteration for s in loop] == [(0,), (1,), (2,)]
+    # v = x^k and, beside it, its tangent d(x^k)/dx = k x^(k-1) (x's tangent is 1)
+    np.testing.assert_allclose([s.values["v"] for s in loop], [xv, xv ** 2, xv ** 3],
+                               rtol=1e-6)
+    np.testing.assert_allclose([s.values["tan_v"] for s in loop],
+                               [1.0, 2 * xv, 3 * xv ** 2], rtol=1e-6)
+    view.position = len(view.steps) - 1
+    assert view.arrays["tan_y"][2] == pytest.approx(analytic_power_grad(X)[2], rel=1e-5)
+    assert not np.any(np.delete(view.arrays["tan_y"], 2))  # one thread wrote only y[2]
+    np.testing.assert_array_equal(view.arrays["tan_x"], 1.0)  # the default direction
+    assert ("v", pytest.approx(xv ** 3), pytest.approx(3 * xv ** 2)) == view.rows()[2]
+    assert "tangent" in text_of(view.values_view.value)
+    assert "tangent" in text_of(view.header.value)
+    np.testing.assert_array_equal(y.numpy(), 0)  # on copies
+    np.testing.assert_array_equal(x.numpy(), X)
+
+
+def test_stepper_tangent_seeds_pick_the_direction():
+    view = kl.lab.step(power, 4, [kl.array(X), kl.zeros(4), 3], tid=2, mode="tangent",
+                       seeds={"x": np.array([0.0, 0.0, 2.0, 0.0])})
+    view.position = len(view.steps) - 1
+    assert view.arrays["tan_y"][2] == pytest.approx(2 * analytic_power_grad(X)[2], rel=1e-5)
+    view = kl.lab.step(power, 4, [kl.array(X), kl.zeros(4), 3], tid=1, mode="tangent",
+                       seeds={"tan_x": 0.0})
+    view.position = len(view.steps) - 1
+    assert not np.any(view.arrays["tan_y"])
+    with pytest.raises(ValueError, match="not a float"):
+        kl.lab.step(power, 4, [kl.array(X), kl.zeros(4), 3], mode="tangent", seeds={"n": 1})
+    with pytest.raises(ValueError, match="mode must be"):
+        kl.lab.step(power, 4, [kl.array(X), kl.zeros(4), 3], mode="sideways")
+
+
+def test_stepper_tangent_through_a_while_loop():
+    view = kl.lab.step(halve_until, 1, [kl.array(np.array([5.0], np.float32)), kl.zeros(1)],
+                       tid=0, mode="tangent")
+    body = steps_at(view, "v = v * 0.5", "tangent")
+    assert [s.iteration for s in body] == [(0,), (1,), (2,)]
+    np.testing.assert_allclose([s.values["tan_v"] for s in body], [0.5, 0.25, 0.125])
+    view.position = len(view.steps) - 1
+    assert view.arrays["tan_y"][0] == pytest.approx(3 * 0.5 ** 3)  # y = 3 x / 8
+
+
+def test_tangent_step_repr_and_static_form():
+    args = (power, 4, [kl.array(X), kl.zeros(4), 3])
+    assert_deterministic_repr(
+        kl.lab.step(*args, tid=2, mode="tangent"), kl.lab.step(*args, tid=2, mode="tangent"),
+        r"<kernlab step: kernel 'power' thread 2, tangent sweep \(\d+ steps\)>")
+    page = text_of(kl.lab.step(*args, tid=2, mode="tangent")._repr_html_())
+    assert "tangents" in page and "tan_v=" in page and "adj_" not in page
+    # the saved form ends with what the thread left in the tangent arrays: y[2]'s tangent
+    tan_y = page.split("after the last step:")[1].split("tan_y = ")[1].split(")")[0]
+    np.testing.assert_allclose(numbers_in(tan_y), [0, 0, analytic_power_grad(X)[2], 0],
+                               rtol=1e-5)
+
+
 def test_step_repr_is_deterministic():
     args = (power, 4, [kl.array(X), kl.zeros(4), 3])
     assert_deterministic_repr(kl.lab.step(*args, tid=2), kl.lab.step(*args, tid=2),
@@ -554,3 +634,19 @@ def test_tape_graph_fits_its_output_and_labels_versions_without_primes():
     assert f'viewBox="0 0 {width} ' in svg and "max-width: 100%" in svg
     assert "′" not in svg
     assert ">y@1<" in svg  # y written once by the first launch
+
+
+def test_tape_view_names_arrays_by_keyword_over_their_notebook_names():
+    InteractiveShell = pytest.importorskip("IPython.core.interactiveshell").InteractiveShell
+    shell = InteractiveShell.instance()
+    x, y, loss = arrays()
+    tape = record(x, y, loss)
+    shell.user_ns.update(x_in_notebook=x, y_in_notebook=y)
+    try:
+        named = kl.lab.tape(tape, loss=loss, state=x)
+        assert "state" in named.model.arrays and "x_in_notebook" not in named.model.arrays
+        assert named.model.arrays["state"] is x
+        plain = kl.lab.tape(tape, loss=loss)  # without a keyword, the notebook's name
+        assert plain.model.arrays["y_in_notebook"] is y
+    finally:
+        del shell.user_ns["x_in_notebook"], shell.user_ns["y_in_notebook"]

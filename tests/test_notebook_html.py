@@ -110,6 +110,8 @@ SHOWN = {  # cell -> (its text/plain, a piece of its saved HTML only the view wo
     "kl.lab.grads(x=x)": ("<kernlab grads: x (3,) float32>", "|grad| = 7.48331"),
     "kl.lab.step(square, 3, [x, y], tid=1)": ("<kernlab step: kernel 'square' thread 1",
                                                "y[i] = x[i] * x[i]"),
+    "kl.lab.step(square, 3, [x, y], tid=1, mode='tangent')": (
+        "<kernlab step: kernel 'square' thread 1, tangent sweep", "tan_y"),
 }
 
 
@@ -154,6 +156,14 @@ def test_views_convert_to_their_saved_rendering(executed, store):
     for piece in ("&lt;kernlab inspect: kernel", "&lt;kernlab tape: 2 launches", "|grad| = 7.48331", "&lt;kernlab step:",
                   "y[i] = x[i] * x[i]"):
         assert piece in page, piece
+    # inspect's saved rendering holds the tangent listing beside forward and adjoint
+    import html as html_module
+    import re
+    inspect_html = nb.cells[1].outputs[0]["data"]["text/html"]
+    text = html_module.unescape(re.sub(r"<[^>]+>", "", inspect_html))
+    assert text.index("kernel square(") < text.index("adjoint kernel square(") \
+        < text.index("tangent kernel square(")
+    assert "%tan_x" in text
     # no output is a widget placeholder (what the embed manager fills, or leaves empty)
     assert '<script type="application/vnd.jupyter.widget-view+json">' not in page
     assert 'class="err"' not in page and not RED_BOX.search(page)

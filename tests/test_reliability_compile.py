@@ -55,3 +55,78 @@ def test_a_long_adjoint_is_compiled_without_the_vectorisers_and_stays_correct(tm
 def test_a_short_kernel_is_still_vectorised(tmp_path):
     kernel = long_kernel(tmp_path, 3)
     assert VECTOR.search(kl.source(kernel, "llvm-opt"))
+
+
+@pytest.mark.cpu_only("LLVM code generation")
+def test_a_huge_adjoint_gets_its_blocks_cut_and_stays_correct(tmp_path, monkeypatch):
+    """Bodies past FAST_CODEGEN_MIN_INSTRUCTIONS get O0 code generation on blocks cut into
+    pieces (one 25,000-instruction block took 3 s in LLVM's instruction selection). The
+    thresholds are lowered here so that a 350-line kernel takes that path."""
+    n = 350
+    monkeypatch.setattr(jit, "FAST_CODEGEN_MIN_INSTRUCTIONS", 1000)
+    monkeypatch.setattr(jit, "BLOCK_SPLIT_INSTRUCTIONS", 100)
+    cut = []
+    real = jit.split_long_blocks
+    monkeypatch.setattr(jit, "split_long_blocks",
+                        lambda text, limit: cut.append(real(text, limit)) or cut[-1])
+    kernel = long_kernel(tmp_path, n)
+    x = kl.array(np.linspace(-0.5, 0.5, 64, dtype=np.float32), requires_grad=True)
+    y = kl.zeros(64, dtype=float, requires_grad=True)
+    with kl.Tape() as tape:
+        kl.launch(kernel, 64, inputs=[x], outputs=[y])
+    tape.backward(grads={y: kl.ones(64, dtype=float)})
+    assert cut and all(text.count("kl.piece.") >= 2 * 5 for text in cut)  # br + label each
+    np.testing.assert_allclose(y.numpy(), reference(x.numpy(), n), rtol=2e-4)
+    h = 1e-4  # float64 central differences of the reference
+    fd = (reference(x.numpy() + h, n) - reference(x.numpy() - h, n)) / (2 * h)
+    np.testing.assert_allclose(x.grad.numpy(), fd, rtol=2e-3, atol=1e-3)
+
+
+LOOP_IR = """
+define i64 @sum(i64 %n) {
+entry:
+  %slot = alloca i64
+  store i64 0, ptr %slot
+  br label %body
+body:
+  %i = phi i64 [ 0, %entry ], [ %next, %body ]
+  %acc = phi i64 [ 0, %entry ], [ %a{last}, %body ]
+{chain}
+  %next = add i64 %i, 1
+  %more = icmp slt i64 %next, %n
+  br i1 %more, label %body, label %exit
+exit:
+  %out = phi i64 [ %a{last}, %body ]
+  ret i64 %out
+}
+"""
+
+
+def test_split_long_blocks_keeps_phis_and_the_entry_block_right():
+    import llvmlite.binding as llvm
+    count = 50  # %a_k = %a_{k-1} + k: each pass through the loop adds 1 + 2 + ... + 50
+    chain = "\n".join(f"  %a{k} = add i64 %{'acc' if k == 1 else f'a{k - 1}'}, {k}"
+                      for k in range(1, count + 1))
+    text = LOOP_IR.replace("{chain}", chain).replace("{last}", str(count))
+    split = jit.split_long_blocks(text, 8)
+    pieces = re.findall(r"^kl\.piece\.(\d+):", split, re.M)
+    assert len(pieces) >= count // 8 - 1
+    for block in re.split(r"^\S+:.*$", split, flags=re.M)[2:-1]:  # body and its pieces
+        assert len([b for b in block.splitlines() if b.startswith("  ")]) <= 8 + 1
+    entry = split[split.index("entry:"):split.index("body:")]
+    assert "kl.piece" not in entry  # the entry block, with its alloca, is never cut
+    last = f"kl.piece.{pieces[-1]}"
+    # the phis that named %body as a predecessor now name its last piece
+    assert f"[ %next, %{last} ]" in split and f"[ %a{count}, %{last} ]" in split
+    assert "[ 0, %entry ]" in split
+    jit._host()
+    module = llvm.parse_assembly(split, context=llvm.create_context())
+    module.verify()
+    # an engine owns (and frees) its target machine: one of its own, not the backend's
+    machine = llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine(jit=True)
+    engine = llvm.create_mcjit_compiler(module, machine)
+    engine.finalize_object()
+    import ctypes
+    fn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(engine.get_function_address("sum"))
+    per_iteration = count * (count + 1) // 2
+    assert fn(7) == 7 * per_iteration

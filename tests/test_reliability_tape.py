@@ -162,3 +162,63 @@ def test_a_tape_still_refuses_to_nest_within_one_thread():
         kl.launch(square, 4, inputs=[kl.array(VALUES, dtype=float)],
                   outputs=[kl.zeros(4, dtype=float)])
     assert len(tape.launches) == 1
+
+
+FRESH = ("import kernlab as kl\n"
+         "@kl.kernel\n"
+         "def fresh_{k}(x: kl.array(dtype=float), y: kl.array(dtype=float)):\n"
+         "    i = kl.tid()\n"
+         "    y[i] = {s} * x[i] * x[i]\n")
+
+
+def first_launch(kernel, scale, seed, barrier, results, errors):
+    xs = np.random.default_rng(seed).uniform(-2.0, 2.0, 32).astype(np.float32)
+    x = kl.array(xs, dtype=float, requires_grad=True)
+    y = kl.zeros(32, dtype=float, requires_grad=True)
+    try:
+        with kl.Tape() as tape:
+            barrier.wait()  # every thread compiles the kernel on its first launch, at once
+            kl.launch(kernel, 32, inputs=[x], outputs=[y])
+        barrier.wait()  # ... and its adjoint in backward(), at once
+        tape.backward(grads={y: kl.ones(32, dtype=float)})
+        results[seed] = (y.numpy().astype(np.float64), x.grad.numpy().astype(np.float64),
+                         xs.astype(np.float64))
+    except Exception as exc:  # reported by the main thread
+        errors.append(f"{type(exc).__name__}: {exc}")
+        barrier.abort()
+
+
+@pytest.mark.cpu_only("CPU compiles")
+def test_threads_first_launching_one_fresh_kernel_at_once_agree(tmp_path, monkeypatch,
+                                                                 backend):
+    """Eight threads launch a kernel none has compiled yet, each under its own tape: the
+    front end, the adjoint transform, the IR printer (the cache key) and the backend run
+    on all of them at once."""
+    import sys
+    monkeypatch.setattr(kl.config, "cache_dir", str(tmp_path / "cache"))
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # switch threads often, to make a race likely
+    try:
+        n_threads = 8
+        for r in range(3):
+            scale = 1.5 + r
+            path = tmp_path / f"fresh_{backend}_{r}.py"
+            path.write_text(FRESH.format(k=r, s=scale))
+            namespace = {}
+            exec(compile(path.read_text(), str(path), "exec"), namespace)
+            kernel = namespace[f"fresh_{r}"]
+            barrier, results, errors = threading.Barrier(n_threads), {}, []
+            threads = [threading.Thread(target=first_launch,
+                                        args=(kernel, scale, 100 * r + k, barrier, results,
+                                              errors)) for k in range(n_threads)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(300)
+            assert not errors, errors[0]
+            assert len(results) == n_threads
+            for y, grad, xs in results.values():
+                np.testing.assert_allclose(y, scale * xs * xs, rtol=1e-6)
+                np.testing.assert_allclose(grad, 2.0 * scale * xs, rtol=1e-6)
+    finally:
+        sys.setswitchinterval(old)

@@ -15,6 +15,8 @@ export type Origin = [string, number] | null;
 export interface IListing {
   target: string;
   adjoint: boolean;
+  /** A forward-mode (tangent) listing; with ``adjoint``, the tangent of the adjoint. */
+  tangent: boolean;
   title: string;
   text: string;
   error: string;
@@ -96,6 +98,7 @@ export function readListing(value: unknown): IListing {
   return {
     target: str(o.target, 'ir'),
     adjoint: o.adjoint === true,
+    tangent: o.tangent === true,
     title: str(o.title, str(o.target, 'listing')),
     text: str(o.text),
     error: str(o.error),

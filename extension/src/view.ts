@@ -15,8 +15,11 @@
  * the notebook's widget renderer for the model's view in a hidden child. Only when that
  * view has attached an element does it take the place of the saved rendering; a model
  * that is gone (a reopened notebook, a restarted kernel) leaves the saved rendering in
- * place, so "Error displaying widget: model not found" is never shown. When the live view
- * closes, the saved rendering comes back.
+ * place. The widget view is rendered only once the notebook's widget manager holds the
+ * model (``has_model``, after the manager has restored the models a running kernel still
+ * has): asking the widget renderer for a missing model would log ipywidgets' "widget model
+ * not found" to the browser console and write "Error displaying widget: model not found"
+ * into its (hidden) node. When the live view closes, the saved rendering comes back.
  *
  * Front ends without this renderer (nbconvert, classic Notebook, VS Code, GitHub) skip the
  * unknown type and show kernlab's type or text/html: every one of them sees a rendering.
@@ -31,6 +34,63 @@ export const VIEW_RANK = 20;
 /** How long a view waits for the notebook's widget renderer to appear, and how often it looks. */
 export const WIDGET_WAIT_MS = 120000;
 const WIDGET_POLL_MS = 250;
+/** How long a restored widget manager is given for a model to arrive (ipywidgets' own
+ * get_model waits as long for a model whose comm is still opening). */
+export const MODEL_GRACE_MS = 2000;
+
+const sleep = (ms: number): Promise<void> => new Promise(resolve => setTimeout(resolve, ms));
+
+/** What this renderer needs of a notebook's widget manager (jupyterlab_widgets'
+ * LabWidgetManager, ipywidgets 8): whether it holds a model, and whether it has finished
+ * restoring the models of the kernel it connected to. */
+export interface IWidgetManager {
+  has_model(modelId: string): boolean;
+  readonly restoredStatus?: boolean;
+}
+
+/** The widget manager a notebook's widget renderer is bound to, or null where it cannot be
+ * reached. jupyterlab_widgets' WidgetRenderer keeps it in a private PromiseDelegate
+ * (``_manager``), resolved at construction for the renderer the notebook's registry makes;
+ * nothing public exposes it, so this reads that field and checks the shape of what it
+ * finds. */
+export async function managerOf(renderer: unknown): Promise<IWidgetManager | null> {
+  const delegate = (renderer as { _manager?: { promise?: unknown } } | null)?._manager;
+  const promise = delegate?.promise as Promise<unknown> | undefined;
+  if (!promise || typeof promise.then !== 'function') {
+    return null;
+  }
+  const manager = (await promise) as IWidgetManager | null;
+  return manager && typeof manager.has_model === 'function' ? manager : null;
+}
+
+/** Whether ``manager`` holds the model ``id``: at once when it does; while the manager
+ * restores a running kernel's models (a reopened notebook), once that is done; else after
+ * MODEL_GRACE_MS more. False when ``alive()`` turns false (the output re-rendered or closed). */
+export async function modelAvailable(
+  manager: IWidgetManager,
+  id: string,
+  alive: () => boolean
+): Promise<boolean> {
+  const deadline = Date.now() + WIDGET_WAIT_MS;
+  let restoredAt: number | null = null;
+  while (alive()) {
+    if (manager.has_model(id)) {
+      return true;
+    }
+    const now = Date.now();
+    if (manager.restoredStatus !== false) {
+      restoredAt = restoredAt ?? now;
+      if (now - restoredAt >= MODEL_GRACE_MS) {
+        return false;
+      }
+    }
+    if (now > deadline) {
+      return false;
+    }
+    await sleep(WIDGET_POLL_MS);
+  }
+  return false;
+}
 
 type Bundle = IRenderMime.IMimeModel['data'];
 
@@ -122,7 +182,11 @@ export class ViewRenderer extends Panel implements IRenderMime.IRenderer {
     }
     // in the background: the saved rendering is complete, and what awaits it goes on
     const generation = this.generation;
-    void this.widgetsReady(generation).then(ready => ready && this.showLive(id));
+    void this.widgetsReady(generation).then(async ready => {
+      if (ready) {
+        await this.showLive(id, generation);
+      }
+    });
   }
 
   /** Whether the notebook's registry renders widget views with its manager, waiting for it
@@ -142,8 +206,20 @@ export class ViewRenderer extends Panel implements IRenderMime.IRenderer {
     return !this.isDisposed && generation === this.generation;
   }
 
-  private showLive(id: string): void {
-    const live = (this.live = this.registry.createRenderer(WIDGET_MIME));
+  private async showLive(id: string, generation: number): Promise<void> {
+    const live = this.registry.createRenderer(WIDGET_MIME);
+    const alive = (): boolean => !this.isDisposed && generation === this.generation;
+    const manager = await managerOf(live);
+    // without a reachable manager (another jupyterlab_widgets) the widget renderer decides
+    if (manager !== null && !(await modelAvailable(manager, id, alive))) {
+      live.dispose(); // never rendered: nothing is logged, the saved rendering stays
+      return;
+    }
+    if (!alive()) {
+      live.dispose();
+      return;
+    }
+    this.live = live;
     live.addClass('kl-view-live');
     live.hide();
     this.addWidget(live);

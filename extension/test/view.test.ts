@@ -2,8 +2,8 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Panel, Widget } from '@lumino/widgets';
 
 import {
-  addViewFactory, IRegistry, modelId, savedPart, VIEW_MIME, VIEW_RANK, ViewRenderer, WIDGET_MIME,
-  WIDGET_WAIT_MS, widgetsBound
+  addViewFactory, IRegistry, managerOf, MODEL_GRACE_MS, modelAvailable, modelId, savedPart,
+  VIEW_MIME, VIEW_RANK, ViewRenderer, WIDGET_MIME, WIDGET_WAIT_MS, widgetsBound
 } from '../src/view';
 
 const flush = (): Promise<void> => new Promise(resolve => setTimeout(resolve, 0));
@@ -11,12 +11,24 @@ const flush = (): Promise<void> => new Promise(resolve => setTimeout(resolve, 0)
 /** A stand-in for ipywidgets' renderer, doing what jupyterlab_widgets 3 does: text while it
  * loads, an error text when the model is missing, the view's element when it is found. */
 class FakeWidgetRenderer extends Panel implements IRenderMime.IRenderer {
-  constructor(private models: Set<string>, private later: Promise<void>) {
+  /** As jupyterlab_widgets' WidgetRenderer keeps its manager: a resolved PromiseDelegate. */
+  _manager?: { promise: Promise<FakeManager> };
+
+  constructor(
+    private models: Set<string>,
+    private later: Promise<void>,
+    manager: FakeManager | null,
+    private rendered: string[]
+  ) {
     super();
+    if (manager) {
+      this._manager = { promise: Promise.resolve(manager) };
+    }
   }
 
   async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
     const id = (model.data[WIDGET_MIME] as { model_id: string }).model_id;
+    this.rendered.push(id);
     this.node.textContent = 'Loading widget...';
     await this.later;
     if (!this.models.has(id)) {
@@ -36,9 +48,21 @@ class FakeHtmlRenderer extends Widget implements IRenderMime.IRenderer {
   }
 }
 
+/** ipywidgets' manager as the view renderer sees it: the models it holds, and whether it has
+ * finished restoring a kernel's models. */
+class FakeManager {
+  constructor(public models: Set<string>, public restoredStatus = true) {}
+
+  has_model(id: string): boolean {
+    return this.models.has(id);
+  }
+}
+
 interface IFake extends IRegistry {
   asked: IRenderMime.IMimeModel['data'][];
   created: string[];
+  rendered: string[]; // model ids the widget renderer was asked for
+  manager: FakeManager | null;
   factories: IRenderMime.IRendererFactory[];
   addFactory(f: IRenderMime.IRendererFactory, rank?: number): void;
 }
@@ -47,11 +71,14 @@ const BOUND: IRenderMime.IRendererFactory = {
   safe: false, mimeTypes: [WIDGET_MIME], createRenderer: () => null as never
 };
 
-function registry(models: string[], withWidgets = true, later = Promise.resolve()): IFake {
+function registry(models: string[], withWidgets = true, later = Promise.resolve(),
+  reachable = true): IFake {
   const known = new Set(models);
   const reg: IFake = {
     asked: [],
     created: [],
+    rendered: [],
+    manager: reachable ? new FakeManager(known) : null,
     factories: [],
     get mimeTypes() {
       return ['text/html', 'text/plain', ...(withWidgets ? [WIDGET_MIME] : []),
@@ -63,7 +90,9 @@ function registry(models: string[], withWidgets = true, later = Promise.resolve(
     },
     createRenderer(mime) {
       reg.created.push(mime);
-      return mime === WIDGET_MIME ? new FakeWidgetRenderer(known, later) : new FakeHtmlRenderer();
+      return mime === WIDGET_MIME
+        ? new FakeWidgetRenderer(known, later, reg.manager, reg.rendered)
+        : new FakeHtmlRenderer();
     },
     getFactory(mime) {
       return reg.factories.find(f => f.mimeTypes.includes(mime)) ??
@@ -91,14 +120,52 @@ function shown(view: ViewRenderer): string {
 }
 
 describe('kl.lab view renderer', () => {
-  it('keeps the saved rendering when the widget model is gone, and shows no error', async () => {
-    const reg = registry([]);
+  it('keeps the saved rendering when the widget model is gone, and never asks for it', async () => {
+    jest.useFakeTimers();
+    try {
+      const reg = registry([]);
+      const view = new ViewRenderer(reg);
+      await view.renderModel(output('abc123'));
+      await jest.advanceTimersByTimeAsync(MODEL_GRACE_MS + 1000);
+      expect(shown(view)).toBe('saved <b>table</b>');
+      expect(view.isLive).toBe(false);
+      // the widget renderer was made (to reach the manager) but never rendered the missing
+      // model: ipywidgets logs "model not found" only from rendering, so nothing is logged
+      expect(reg.created).toEqual(['text/html', WIDGET_MIME]);
+      expect(reg.rendered).toEqual([]);
+      expect(view.node.textContent).not.toContain('model not found');
+      expect(view.widgets.length).toBe(1);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('waits for the manager to restore a running kernel\'s models', async () => {
+    jest.useFakeTimers();
+    try {
+      const reg = registry([]);
+      reg.manager!.restoredStatus = false; // a reopened notebook: the kernel's models arrive
+      const view = new ViewRenderer(reg);
+      await view.renderModel(output('abc123'));
+      await jest.advanceTimersByTimeAsync(5000);
+      expect(reg.rendered).toEqual([]);
+      reg.manager!.models.add('abc123');
+      reg.manager!.restoredStatus = true;
+      await jest.advanceTimersByTimeAsync(1000);
+      expect(reg.rendered).toEqual(['abc123']);
+      expect(shown(view)).toBe('live abc123');
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('leaves the decision to the widget renderer when its manager cannot be reached', async () => {
+    const reg = registry([], true, Promise.resolve(), false);
     const view = new ViewRenderer(reg);
     await view.renderModel(output('abc123'));
     await flush();
-    expect(shown(view)).toBe('saved <b>table</b>');
-    expect(view.isLive).toBe(false);
-    expect(reg.created).toEqual(['text/html', WIDGET_MIME]);
+    expect(reg.rendered).toEqual(['abc123']);
+    expect(shown(view)).toBe('saved <b>table</b>'); // its error text stays hidden
   });
 
   it('shows the live widget in place of the saved rendering while its model exists', async () => {
@@ -211,5 +278,39 @@ describe('kl.lab view renderer', () => {
     expect(reg.factories[0].mimeTypes).toEqual([VIEW_MIME]);
     expect(reg.factories[0].safe).toBe(true);
     expect(VIEW_RANK).toBeLessThan(40);
+  });
+});
+
+describe('the widget manager behind a widget renderer', () => {
+  it('is read off the renderer, or null where it has none', async () => {
+    const manager = new FakeManager(new Set(['m1']));
+    expect(await managerOf({ _manager: { promise: Promise.resolve(manager) } })).toBe(manager);
+    expect(await managerOf({})).toBeNull();
+    expect(await managerOf(null)).toBeNull();
+    expect(await managerOf({ _manager: { promise: Promise.resolve({}) } })).toBeNull();
+  });
+
+  it('says whether a model is there, waiting only while the manager restores', async () => {
+    jest.useFakeTimers();
+    try {
+      const manager = new FakeManager(new Set(['m1']), false);
+      expect(await modelAvailable(manager, 'm1', () => true)).toBe(true);
+      const missing = modelAvailable(manager, 'gone', () => true);
+      await jest.advanceTimersByTimeAsync(WIDGET_WAIT_MS / 2);
+      manager.restoredStatus = true;
+      let answer: boolean | null = null;
+      void missing.then(a => (answer = a));
+      await jest.advanceTimersByTimeAsync(MODEL_GRACE_MS / 2);
+      expect(answer).toBeNull(); // a comm that is still opening gets the grace time
+      await jest.advanceTimersByTimeAsync(MODEL_GRACE_MS);
+      expect(answer).toBe(false);
+      let stopped = false;
+      const closed = modelAvailable(new FakeManager(new Set(), false), 'x', () => !stopped);
+      stopped = true;
+      await jest.advanceTimersByTimeAsync(1000);
+      expect(await closed).toBe(false);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 });

@@ -8,6 +8,7 @@ float store that writes a NaN or Inf is reported (as the LLVM backend does).
 """
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -36,6 +37,12 @@ class Interpreter:
         self.func = func
 
     def launch(self, dims: tuple, args: list):
+        """Run every thread of the launch. The state of a launch (thread index, locals,
+        stack, first failure) lives on a copy of this runner: launches of one kernel from
+        several Python threads at once kept it here and mixed each other's threads up."""
+        copy.copy(self)._launch(dims, args)
+
+    def _launch(self, dims: tuple, args: list):
         func = self.func
         total = math.prod(dims)
         self.failure = None

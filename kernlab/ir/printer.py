@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import threading
 
 import numpy as np
 
@@ -36,15 +37,20 @@ class _Names:
 
 
 _names: _Names | None = None
+_locations = True
+_printing = threading.RLock()
 
 
-def print_function(func: Function) -> str:
-    global _names
-    _names = _Names(func)
-    try:
-        return _print(func)
-    finally:
-        _names = None
+def print_function(func: Function, locations: bool = True) -> str:
+    """The listing of ``func``; with locations=False without the ``# file:line`` comments
+    (the text the disk-cache key hashes: moving a kernel in its file keeps its code)."""
+    global _names, _locations
+    with _printing:  # one listing at a time: threads that compile at once share these globals
+        _names, _locations = _Names(func), locations
+        try:
+            return _print(func)
+        finally:
+            _names, _locations = None, True
 
 
 def _print(func: Function) -> str:
@@ -52,7 +58,8 @@ def _print(func: Function) -> str:
     kind = "adjoint kernel" if func.is_adjoint else "kernel"
     if getattr(func, "is_tangent", False):
         kind = "tangent of adjoint kernel" if func.is_adjoint else "tangent kernel"
-    lines = [f"{kind} {func.name}({params}) {{   # {_where(func.loc)}"]
+    lines = [f"{kind} {func.name}({params}) {{" + (f"   # {_where(func.loc)}" if _locations
+                                                  else "")]
     if func.vars:
         lines.append("  locals " + ", ".join(f"{_names.var(v)}:{v.type}" for v in func.vars))
     split = func.reverse_start if func.is_adjoint else None
@@ -78,6 +85,9 @@ def _where(loc) -> str:
 
 def _emit(lines, depth, text, loc):
     line = "  " * depth + text
+    if not _locations:
+        lines.append(line)
+        return
     pad = max(1, COMMENT_COLUMN - len(line))
     lines.append(f"{line}{' ' * pad}# {_where(loc)}")
 

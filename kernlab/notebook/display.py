@@ -53,14 +53,24 @@ class Listing:
     text: str = ""
     error: str = ""
     source: tuple | None = None  # the kernel's (lines, first line, file), for linking
+    tangent: bool = False  # forward mode: the tangent kernel's listing (of the adjoint's
+                           # tangent with adjoint=True)
 
     @property
     def ok(self) -> bool:
         return not self.error
 
     @property
+    def kind(self) -> str:
+        """Which of the kernel's listings: "forward", "adjoint" or "tangent"."""
+        return "tangent" if self.tangent else "adjoint" if self.adjoint else "forward"
+
+    @property
     def title(self) -> str:
-        return TARGET_TITLES[self.target] + (" (adjoint)" if self.adjoint else "")
+        tail = {"forward": "", "adjoint": " (adjoint)", "tangent": " (tangent)"}[self.kind]
+        if self.tangent and self.adjoint:
+            tail = " (tangent of the adjoint)"
+        return TARGET_TITLES[self.target] + tail
 
     def body(self) -> str:
         return self.text if self.ok else self.error
@@ -79,17 +89,18 @@ class Listing:
         return listing_bundle(self)
 
 
-def get_listing(kernel, target: str, adjoint: bool = False) -> Listing:
-    """``kl.source(kernel, target, adjoint)`` as a Listing; failures become its error text."""
+def get_listing(kernel, target: str, adjoint: bool = False, tangent: bool = False) -> Listing:
+    """``kl.source(kernel, target, adjoint, tangent=tangent)`` as a Listing; failures become
+    its error text."""
     from ..kernel import source
 
-    out = Listing(kernel.key, target, adjoint)
+    out = Listing(kernel.key, target, adjoint, tangent=tangent)
     try:
         out.source = kernel_source(kernel)
     except (OSError, TypeError):  # no source Python can find (defined in an exec'd string)
         pass
     try:
-        out.text = source(kernel, target, adjoint=adjoint)
+        out.text = source(kernel, target, adjoint=adjoint, tangent=tangent)
     except Exception as exc:  # noqa: BLE001 - a listing's failure is shown, not raised
         out.error = describe_failure(target, exc)
     return out

@@ -1,8 +1,8 @@
 """``kl.lab.inspect``: a kernel's source next to its listings, linked line by line.
 
-Tabs hold each target's forward and adjoint listings side by side: the typed IR, LLVM IR,
-CUDA C and PTX; a listing that cannot be produced shows why (a kernel without an adjoint
-shows the reason and its line in place of the adjoint). Choosing one of the user's
+Tabs hold each target's forward, adjoint and tangent (forward-mode) listings side by side:
+the typed IR, LLVM IR, CUDA C and PTX; a listing that cannot be produced shows why (a
+kernel without an adjoint shows the reason and its line in place of the adjoint). Choosing one of the user's
 lines in the dropdown re-renders the source and every listing with that line, and the
 generated lines that came from it, highlighted. The link comes from the ``file:line``
 comments the listings carry (the IR's ``# cell:line``); a listing without them (today's
@@ -19,6 +19,9 @@ from .display import (TARGET_TITLES, TARGETS, RichRepr, escape, file_key, get_li
 
 NO_LINE = None
 STATIC_LIMIT = 8000  # characters of a non-IR listing kept in the static HTML fallback
+# A target's listings, in the order its tab shows them: the kernel, its adjoint (reverse
+# mode) and its tangent kernel (forward mode).
+KINDS = ("forward", "adjoint", "tangent")
 
 
 class InspectView(RichRepr, widgets.VBox):
@@ -28,8 +31,9 @@ class InspectView(RichRepr, widgets.VBox):
         self.kernel = kernel
         self.targets = tuple(targets)
         kernel.ir  # a kernel that does not compile fails here, with the user's line
-        self.listings = {(t, adj): get_listing(kernel, t, adj)
-                         for t in self.targets for adj in (False, True)}
+        self.listings = {(t, kind): get_listing(kernel, t, adjoint=kind == "adjoint",
+                                                tangent=kind == "tangent")
+                         for t in self.targets for kind in KINDS}
         self._maps = {key: line_map(lst.text) if lst.ok else [] for key, lst in
                       self.listings.items()}
         self._source = kernel_source(kernel)
@@ -60,12 +64,13 @@ class InspectView(RichRepr, widgets.VBox):
             return
         self.line_select.value = (file_key(file or self._source[2]), int(line))
 
-    def highlighted(self, target: str, adjoint: bool = False) -> list[int]:
-        """The 1-based lines of a listing that came from the selected user line."""
+    def highlighted(self, target: str, adjoint: bool = False, tangent: bool = False) -> list[int]:
+        """The 1-based lines of a listing (the forward one, the adjoint's with ``adjoint``,
+        the tangent kernel's with ``tangent``) that came from the selected user line."""
         if self.selected is None:
             return []
-        return [k + 1 for k, o in enumerate(self._maps[(target, adjoint)])
-                if o == self.selected]
+        kind = "tangent" if tangent else "adjoint" if adjoint else "forward"
+        return [k + 1 for k, o in enumerate(self._maps[(target, kind)]) if o == self.selected]
 
     @property
     def available(self) -> list:
@@ -100,17 +105,17 @@ class InspectView(RichRepr, widgets.VBox):
                                            linenostart=first, linenos=True, fit=True)
         for t in self.targets:
             self.panes[t].value = side_by_side(
-                [self._pane_body(t, adjoint) for adjoint in (False, True)], fit=True)
+                [self._pane_body(t, kind) for kind in KINDS], fit=True)
 
-    def _pane_body(self, target: str, adjoint: bool) -> str:
-        listing = self.listings[(target, adjoint)]
+    def _pane_body(self, target: str, kind: str) -> str:
+        listing = self.listings[(target, kind)]
         if not listing.ok:
             return f"<pre style='white-space: pre-wrap'>{escape(listing.error)}</pre>"
         note = ""
-        if self.selected is not None and not any(self._maps[(target, adjoint)]):
+        if self.selected is not None and not any(self._maps[(target, kind)]):
             note = "<div><i>this listing carries no source-line comments</i></div>"
-        return note + highlight(listing.text, target,
-                                hl_lines=self.highlighted(target, adjoint), fit=True)
+        lines = self.highlighted(target, kind == "adjoint", kind == "tangent")
+        return note + highlight(listing.text, target, hl_lines=lines, fit=True)
 
     # ---- repr and static fallback -----------------------------------------------------
 
@@ -118,40 +123,52 @@ class InspectView(RichRepr, widgets.VBox):
         n = len(self.available)
         return f"<kernlab inspect: kernel '{self.kernel.key}' ({n} listings)>"
 
+    def _plain(self) -> str:
+        """The text/plain form: the summary, then the IR's forward, adjoint and tangent
+        listings one after another (a terminal has no room for columns)."""
+        parts = [self._text()]
+        target = "ir" if "ir" in self.targets else self.targets[0]
+        for kind in KINDS:
+            listing = self.listings[(target, kind)]
+            parts.append(f"--- {listing.title} ---\n{listing.body().rstrip()}")
+        return "\n\n".join(parts)
+
     def _html(self) -> str:
         lines, first, _ = self._source
         parts = [f"<div><b>{escape(self._text())}</b></div>",
                  highlight("\n".join(lines), "python", linenostart=first, linenos=True)]
         for t in self.targets:
-            bodies = [self._static_body(t, adjoint) for adjoint in (False, True)]
+            bodies = [self._static_body(t, kind) for kind in KINDS]
             parts.append(f"<details><summary>{escape(TARGET_TITLES[t])}</summary>"
                          f"{side_by_side(bodies)}</details>")
         return "".join(parts)
 
 
-    def _static_body(self, target: str, adjoint: bool) -> str:
-        listing = self.listings[(target, adjoint)]
+    def _static_body(self, target: str, kind: str) -> str:
+        listing = self.listings[(target, kind)]
         if not listing.ok:
             return f"<pre style='white-space: pre-wrap'>{escape(listing.error)}</pre>"
         if target == "ir" or len(listing.text) <= STATIC_LIMIT:
             return highlight(listing.text, target)
         n = listing.text.count("\n")  # keep saved notebooks small: long ones live in the widget
+        flag = {"forward": "", "adjoint": ", adjoint=True", "tangent": ", tangent=True"}[kind]
         return (f"<div>{n} lines: see the live widget or <code>kl.source(kernel, "
-                f"{target!r}, adjoint={adjoint})</code></div>")
+                f"{target!r}{flag})</code></div>")
 
 
-def side_by_side(bodies, fit: bool = False) -> str:
-    """Forward and adjoint listings in two columns, each scrolling on its own. ``fit`` (a
-    live widget's pane): a grid of minmax(0, 1fr) columns, whose width never depends on the
-    longest line (a flex row inside an ipywidget grows to it, past the output's edge)."""
+def side_by_side(bodies, fit: bool = False, titles=KINDS) -> str:
+    """Listings (forward, adjoint, tangent) in columns, each scrolling on its own. ``fit``
+    (a live widget's pane): a grid of minmax(0, 1fr) columns, whose width never depends on
+    the longest line (a flex row inside an ipywidget grows to it, past the output's edge)."""
+    pairs = list(zip(titles, bodies))
     if fit:
         cols = "".join(f"<div style='min-width: 0'><div><b>{title}</b></div>{body}</div>"
-                       for title, body in zip(("forward", "adjoint"), bodies))
-        return (f"<div style='display: grid; grid-template-columns: minmax(0, 1fr) "
-                f"minmax(0, 1fr); gap: 8px; align-items: start'>{cols}</div>")
+                       for title, body in pairs)
+        return (f"<div style='display: grid; grid-template-columns: repeat({len(pairs)}, "
+                f"minmax(0, 1fr)); gap: 8px; align-items: start'>{cols}</div>")
     cols = "".join(
         f"<div style='flex: 1 1 0; min-width: 0'><div><b>{title}</b></div>{body}</div>"
-        for title, body in zip(("forward", "adjoint"), bodies))
+        for title, body in pairs)
     return f"<div style='display: flex; gap: 8px; align-items: flex-start'>{cols}</div>"
 
 

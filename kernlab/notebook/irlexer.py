@@ -14,7 +14,7 @@ from pygments.token import (Comment, Keyword, Name, Number, Operator, Punctuatio
 
 __all__ = ["KernlabIRLexer"]
 
-_KEYWORDS = ("kernel", "adjoint", "func", "locals", "for", "in", "range", "if", "elif",
+_KEYWORDS = ("kernel", "adjoint", "tangent", "func", "locals", "for", "in", "range", "if", "elif",
              "else", "while", "break", "continue", "return", "push", "pop", "tid")
 
 

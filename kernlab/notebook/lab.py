@@ -4,6 +4,7 @@
     kl.lab.grads(x, y, loss=loss)               values and gradients, live after backward
     kl.lab.tape(tape, loss=loss)                the recording as a graph; step backward
     kl.lab.step(kernel, dim, inputs, tid=3)     one thread, line by line, primal + adjoint
+    kl.lab.step(..., mode="tangent")            ... through the tangent (forward-mode) sweep
 
 Each returns a widget with a short deterministic repr and a static HTML fallback, so a
 saved notebook, nbconvert and nbval show something useful without a widget manager.
@@ -21,7 +22,8 @@ def _require_widgets():
 
 
 def inspect(kernel, targets=("ir", "llvm", "cuda", "ptx")):
-    """A kernel's source next to its forward and adjoint listings; choose a user line to
+    """A kernel's source next to its forward, adjoint and tangent (forward-mode) listings,
+    side by side in one tab per target; choose a user line to
     highlight the generated lines that came from it. A listing that cannot be produced
     (no CUDA backend, say) shows why in its tab."""
     _require_widgets()
@@ -50,14 +52,20 @@ def tape(tape, loss=None, grads=None, **names):
     return TapeView(tape, loss=loss, grads=grads, names=names)
 
 
-def step(kernel, dim, inputs, tid=0, seeds=None, max_steps=None):
+def step(kernel, dim, inputs, tid=0, seeds=None, max_steps=None, mode="adjoint"):
     """Thread ``tid`` of ``kernel`` launched over ``dim`` with ``inputs`` (every parameter,
     in order), run line by line on the reference interpreter through the adjoint's forward
     replay and reverse sweep. ``seeds`` maps parameter names to their adjoints' starting
-    values (default: ones for arrays the kernel writes, zeros elsewhere). Runs on copies."""
+    values (default: ones for arrays the kernel writes, zeros elsewhere). Runs on copies.
+
+    ``mode="tangent"`` steps the tangent kernel instead (forward mode, ``kl.jvp``'s): one
+    sweep in program order, each line showing the values and their tangents; ``seeds``
+    then maps parameter names to their tangents (default: ones for float arrays the kernel
+    reads, zeros elsewhere, numbers included)."""
     _require_widgets()
     from .stepper import StepView
-    return StepView(_kernel(kernel), dim, inputs, tid=tid, seeds=seeds, max_steps=max_steps)
+    return StepView(_kernel(kernel), dim, inputs, tid=tid, seeds=seeds, max_steps=max_steps,
+                    mode=mode)
 
 
 def _kernel(k):

@@ -9,8 +9,13 @@ page as text (``textContent``), never as HTML, and so do the fallbacks (``escape
 
     {"version": 1, "kernel": "saxpy", "file": "cell [3]", "first_line": 2,
      "source": ["def saxpy(...):", ...],
-     "listings": [{"target": "ir", "adjoint": false, "title": "IR", "text": "...",
-                   "error": "", "origins": [["cell [3]", 4] or null, one per line]}]}
+     "listings": [{"target": "ir", "adjoint": false, "tangent": false, "title": "IR",
+                   "text": "...", "error": "",
+                   "origins": [["cell [3]", 4] or null, one per line]}]}
+
+``tangent`` (added in version 1; absent means false) marks a forward-mode listing. The
+extension shows one tab per target holding that target's forward, adjoint and tangent
+listings side by side.
 
 ``origins`` is ``display.line_map`` of the listing (read off its ``# file:line`` and
 ``// file:line:`` comments): the user line each generated line came from. Hovering user
@@ -73,7 +78,8 @@ PREVIEW = 16  # array elements (values and gradients) a tape payload carries per
 
 def listing_payload(listing: Listing) -> dict:
     origins = [list(o) if o else None for o in line_map(listing.text)] if listing.ok else []
-    return {"target": listing.target, "adjoint": listing.adjoint, "title": listing.title,
+    return {"target": listing.target, "adjoint": listing.adjoint,
+            "tangent": listing.tangent, "title": listing.title,
             "text": listing.text if listing.ok else "", "error": listing.error,
             "origins": origins}
 
@@ -152,8 +158,10 @@ def tape_payload(model) -> dict:
 def tape_title(model) -> str:
     launches = sum(1 for r in model.records if r.kind == "launch")
     ops = len(model.records) - launches
+    memory = model.tape.memory()  # the copies the tape keeps for in-place updates
+    kept = f", keeps {memory}" if memory.snapshots else ""
     return (f"<kernlab tape: {launches} launch{'es' if launches != 1 else ''}, "
-            f"{ops} array op{'s' if ops != 1 else ''}, {len(model.arrays)} arrays>")
+            f"{ops} array op{'s' if ops != 1 else ''}, {len(model.arrays)} arrays{kept}>")
 
 
 def _array_payload(name: str, a, norm) -> dict:
@@ -195,7 +203,8 @@ def tape_bundle(model) -> dict:
 def view_bundle(obj) -> tuple[dict, dict]:
     """A ``display.RichRepr``'s bundle as (data, metadata): its text and HTML forms, kernlab's
     own type where it has one, and for a live widget the view type with its model id."""
-    data = {"text/plain": obj._text(), "text/html": obj._html()}
+    plain = getattr(obj, "_plain", obj._text)  # a view may say more in text than its repr
+    data = {"text/plain": plain(), "text/html": obj._html()}
     data.update(extra_mime(obj))
     metadata: dict = {}
     model_id = getattr(obj, "model_id", None)  # an ipywidget's; None once it is closed

@@ -1,5 +1,7 @@
 """``kl.lab.step``: micrograd's view of a real kernel — one thread, line by line, through
-the forward replay and the reverse sweep, with every local's primal and adjoint value.
+the forward replay and the reverse sweep, with every local's primal and adjoint value;
+with ``mode="tangent"``, through the tangent (forward-mode) sweep, with every local's
+value and tangent.
 
 The trace is computed once (``trace.trace_thread``, on copies of the arrays); the widget
 only moves over it. State for tests and scripts: ``.position``, ``.step`` (the Step),
@@ -17,10 +19,15 @@ from .trace import trace_thread
 class StepView(RichRepr, widgets.VBox):
     view_kind = "step"  # kernlab's view type (mime.view_bundle)
 
-    def __init__(self, kernel, dim, inputs, tid=0, seeds=None, max_steps=None):
+    def __init__(self, kernel, dim, inputs, tid=0, seeds=None, max_steps=None,
+                 mode="adjoint"):
         kwargs = {} if max_steps is None else {"max_steps": max_steps}
         self.kernel = kernel
-        self.trace = trace_thread(kernel, dim, inputs, tid=tid, seeds=seeds, **kwargs)
+        self.trace = trace_thread(kernel, dim, inputs, tid=tid, seeds=seeds, mode=mode,
+                                  **kwargs)
+        self.mode = self.trace.mode
+        # what a local's companion is called in the tables: its adjoint or its tangent
+        self.companion = "tangent" if self.mode == "tangent" else "adjoint"
         self.steps = self.trace.steps
         self._source = kernel_source(kernel)
         self.prev_button = widgets.Button(description="◀ Prev", layout={"width": "7em"})
@@ -89,6 +96,8 @@ class StepView(RichRepr, widgets.VBox):
             f"{escape(self.trace.tid)} · step {k + 1} of {len(self.steps)}{escape(cut)} · "
             f"<b>{escape(step.section)}</b>"
             + (f" ({escape(step.phase)})" if step.section == "reverse" else "")
+            + (" (values and their tangents, in program order)"
+               if step.section == "tangent" else "")
             + f" · line {step.line}"
             + "".join(f" · {escape(loop)}" for loop in step.loops) + "</div>")
         self.source_view.value = self._source_html(step)
@@ -105,10 +114,11 @@ class StepView(RichRepr, widgets.VBox):
             step.text, "python", hl_lines=[1], linenostart=step.line, linenos=True, fit=True)
 
     def rows(self, position: int | None = None) -> list:
-        """(name, value, adjoint) for each of the kernel's locals at a step."""
+        """(name, value, adjoint) for each of the kernel's locals at a step; in mode
+        "tangent", (name, value, tangent)."""
         step = self.steps[self.position if position is None else position]
-        values = step.values
-        return [(name, values.get(name), values.get(f"adj_{name}"))
+        values, prefix = step.values, self.trace.prefix
+        return [(name, values.get(name), values.get(f"{prefix}{name}"))
                 for name in self.trace.primal_vars]
 
     def _values_html(self, k: int) -> str:
@@ -116,7 +126,7 @@ class StepView(RichRepr, widgets.VBox):
         before = self.rows(k - 1) if k > 0 else rows
         changed = [j for j, (a, b) in enumerate(zip(rows, before)) if a != b]
         table = [(n, fmt(v), fmt(a)) for n, v, a in rows]
-        return html_table(["local", "value", "adjoint"], table, bold_rows=changed)
+        return html_table(["local", "value", self.companion], table, bold_rows=changed)
 
     def _arrays_html(self, step) -> str:
         parts = []
@@ -130,19 +140,25 @@ class StepView(RichRepr, widgets.VBox):
 
     def _text(self) -> str:
         tid = self.trace.tid[0] if len(self.trace.tid) == 1 else self.trace.tid
-        return (f"<kernlab step: kernel '{self.kernel.key}' thread {tid} "
+        sweep = ", tangent sweep" if self.mode == "tangent" else ""
+        return (f"<kernlab step: kernel '{self.kernel.key}' thread {tid}{sweep} "
                 f"({len(self.steps)} steps)>")
 
     def _html(self) -> str:
         rows = []
+        prefix = self.trace.prefix
         for step in self.steps:
             vals = ", ".join(f"{n}={fmt(step.values.get(n))}" for n in self.trace.primal_vars
                              if n in step.values)
-            adjs = ", ".join(f"adj_{n}={fmt(step.values[f'adj_{n}'])}"
-                             for n in self.trace.primal_vars if f"adj_{n}" in step.values)
+            adjs = ", ".join(f"{prefix}{n}={fmt(step.values[f'{prefix}{n}'])}"
+                             for n in self.trace.primal_vars if f"{prefix}{n}" in step.values)
             rows.append((step.phase, step.line,
                          ", ".join(str(loop.iteration) for loop in step.loops),
                          step.text.strip(), vals, adjs))
         head = f"<div><b>{escape(self._text())}</b></div>"
+        tail = ""
+        if self.steps:  # what the thread left in the adjoint (tangent) arrays
+            tail = (f"<div style='margin-top: 4px'>after the last step:</div>"
+                    + self._arrays_html(self.steps[-1]))
         return head + html_table(["phase", "line", "iteration", "source", "values",
-                                  "adjoints"], rows)
+                                  f"{self.companion}s"], rows) + tail

@@ -39,8 +39,8 @@ class TapeModel:
         self.raw = list(tape.records)
         self.arrays: dict = {}      # name -> array (the real one)
         self._by_id: dict = {}      # id(array) -> name
-        for name, a in (names or {}).items():
-            self._name(a, name)
+        for name, a in (names or {}).items():  # the caller's names win over the notebook's
+            self._name(a, name, given=True)
         self.records: list[RecordInfo] = []
         for k, rec in enumerate(self.raw):
             if isinstance(rec, RecordedLaunch):
@@ -63,10 +63,10 @@ class TapeModel:
                                   [src], [dest])
             self.records.append(info)
 
-    def _name(self, a, hint: str) -> str:
+    def _name(self, a, hint: str, given: bool = False) -> str:
         name = self._by_id.get(id(a))
         if name is None:
-            base = user_name(a, hint)
+            base = hint if given else user_name(a, hint)
             name, n = base, 1
             while name in self.arrays:
                 n += 1

@@ -142,14 +142,8 @@ class TapeView(RichRepr, widgets.VBox):
     # ---- repr and static fallback -----------------------------------------------------
 
     def _text(self) -> str:
-        recs = self.model.records
-        launches = sum(1 for r in recs if r.kind == "launch")
-        ops = len(recs) - launches
-        memory = self.model.tape.memory()  # copies kept for in-place updates
-        kept = f", keeps {memory}" if memory.snapshots else ""
-        return (f"<kernlab tape: {launches} launch{'es' if launches != 1 else ''}, "
-                f"{ops} array op{'s' if ops != 1 else ''}, {len(self.model.arrays)} arrays"
-                f"{kept}>")
+        from .mime import tape_title
+        return tape_title(self.model)  # with the copies kept for in-place updates
 
     def _html(self) -> str:
         real = self.model.grad_norms()

@@ -1,11 +1,18 @@
-"""One thread of a kernel's adjoint, run line by line on the reference interpreter.
+"""One thread of a kernel's adjoint or tangent kernel, run line by line on the reference
+interpreter.
 
-``trace_thread`` runs the forward kernel on copies of the arrays (every thread, so outputs
-hold their values as they would before a backward), then runs the adjoint kernel
-(``kernel.adjoint_ir``: forward replay, then reverse sweep) for one thread with gradient
-seeds, and records a Step each time execution moves to another user line, section or loop
-iteration. A Step holds every local's value — the primal ones and the ``adj_*``
-accumulators — after that line ran, and the thread's view of the adjoint arrays.
+``trace_thread`` (mode "adjoint") runs the forward kernel on copies of the arrays (every
+thread, so outputs hold their values as they would before a backward), then runs the
+adjoint kernel (``kernel.adjoint_ir``: forward replay, then reverse sweep) for one thread
+with gradient seeds, and records a Step each time execution moves to another user line,
+section or loop iteration. A Step holds every local's value — the primal ones and the
+``adj_*`` accumulators — after that line ran, and the thread's view of the adjoint arrays.
+
+Mode "tangent" (forward mode) runs the kernel's tangent kernel (``kl.source(k, "ir",
+tangent=True)``) for the thread instead: one sweep, in program order, each line computing
+its values and, beside them, their tangents (the ``tan_*`` locals) from the input
+tangents (the seeds); the arrays shown are the tangent arrays. It needs no forward launch
+first: the tangent kernel computes the values itself.
 
 Nothing the caller passed is modified: arrays are copied, seeds are copies.
 """
@@ -40,12 +47,13 @@ class Step:
     file: str
     line: int
     text: str            # the user's source line
-    section: str         # "forward" (the replay) or "reverse" (the reverse sweep)
+    section: str         # "forward" (the replay) or "reverse" (the reverse sweep); in
+                         # mode "tangent" always "tangent"
     phase: str           # "forward"; in the reverse sweep "replay" (recomputing primal
-                         # values) or "adjoint" (the step wrote an adjoint)
+                         # values) or "adjoint" (the step wrote an adjoint); "tangent"
     loops: tuple         # enclosing loops, outermost first (Loop)
-    values: dict         # local name -> value after this line: primal and adj_* locals
-    arrays: dict         # adjoint array name -> NumPy copy (None when too large to keep)
+    values: dict         # local name -> value after this line: primal and adj_* (tan_*)
+    arrays: dict         # adjoint (tangent) array name -> NumPy copy (None: too large)
 
     @property
     def iteration(self) -> tuple:
@@ -65,7 +73,13 @@ class Trace:
     steps: list
     truncated: bool
     primal_vars: list    # names of the kernel's own locals (the forward IR's Vars)
-    seeds: dict          # adjoint parameter name -> the seed it started from
+    seeds: dict          # adjoint (tangent) parameter name -> the seed it started from
+    mode: str = "adjoint"  # or "tangent" (forward mode)
+
+    @property
+    def prefix(self) -> str:
+        """How the companion of a local or array is named: ``adj_v`` or ``tan_v``."""
+        return "tan_" if self.mode == "tangent" else "adj_"
 
 
 class _Cut(Exception):
@@ -75,12 +89,14 @@ class _Cut(Exception):
 class Tracer(Interpreter):
     """The reference interpreter, one thread, recording a Step per user-line change."""
 
-    def __init__(self, func, max_steps: int = MAX_STEPS, primal_vars=()):
+    def __init__(self, func, max_steps: int = MAX_STEPS, primal_vars=(), prefix: str = "adj_"):
         super().__init__(func)
         primal = set(primal_vars)
+        self.prefix = prefix
+        self.tangent = prefix == "tan_"
         self.adjoint_vars = {v for v in func.vars
-                             if v not in primal and v.name.startswith("adj_")}
-        self.adjoint_params = {p.value for p in func.params if p.name.startswith("adj_")}
+                             if v not in primal and v.name.startswith(prefix)}
+        self.adjoint_params = {p.value for p in func.params if p.name.startswith(prefix)}
         self.wrote_adjoint = False
         self.max_steps = max_steps
         self.steps: list[Step] = []
@@ -99,12 +115,16 @@ class Tracer(Interpreter):
         self.vars = {v: zero(v.type) for v in func.vars}
         env = {p.value: a for p, a in zip(func.params, args)}
         self.adj_arrays = {p.name: a for p, a in zip(func.params, args)
-                           if p.type.is_array and p.name.startswith("adj_") and a is not None}
+                           if p.type.is_array and p.name.startswith(self.prefix)
+                           and a is not None}
         cut = False
+        reverse_start = len(func.body.instrs) if func.reverse_start is None \
+            else func.reverse_start
         with np.errstate(all="ignore"):
             try:
                 for k, ins in enumerate(func.body.instrs):
-                    self.section = "forward" if k < func.reverse_start else "reverse"
+                    self.section = "tangent" if self.tangent else \
+                        "forward" if k < reverse_start else "reverse"
                     self.execute(ins, env)
                 self.flush()
             except _Cut:
@@ -137,7 +157,7 @@ class Tracer(Interpreter):
         arrays = {name: (a.copy() if a.size <= MAX_ARRAY_SNAPSHOT else None)
                   for name, a in self.adj_arrays.items()}
         text = linecache.getline(file, line).rstrip("\n")
-        phase = "forward" if section == "forward" else \
+        phase = section if section in ("forward", "tangent") else \
             "adjoint" if self.wrote_adjoint else "replay"
         self.steps.append(Step(file, line, text, section, phase, loops, values, arrays))
         self.key = None
@@ -218,13 +238,22 @@ def _py(value):
 
 # ---- preparing a run -----------------------------------------------------------------------
 
-def trace_thread(kernel, dim, inputs, tid=0, seeds=None, max_steps: int = MAX_STEPS) -> Trace:
+def trace_thread(kernel, dim, inputs, tid=0, seeds=None, max_steps: int = MAX_STEPS,
+                 mode: str = "adjoint") -> Trace:
     """Trace thread ``tid`` of ``kernel`` launched over ``dim`` with ``inputs`` (every
-    parameter, in order). ``seeds`` maps a parameter name (``y`` or ``adj_y``) to the
-    starting value of its adjoint; by default arrays the kernel writes are seeded with
-    ones and everything else with zeros."""
+    parameter, in order), through its adjoint (``mode="adjoint"``) or its tangent kernel
+    (``mode="tangent"``, forward mode).
+
+    ``seeds`` maps a parameter name (``y``, or ``adj_y`` / ``tan_y``) to the starting value
+    of its adjoint, or its tangent. By default, for the adjoint, arrays the kernel writes are
+    seeded with ones and everything else with zeros; for the tangent, float arrays the
+    kernel reads are seeded with ones (the direction "every input element moves at once")
+    and everything else, numbers included, with zeros."""
     import kernlab as kl
 
+    if mode not in ("adjoint", "tangent"):
+        raise ValueError(f"mode must be 'adjoint' or 'tangent', not {mode!r}")
+    prefix = "tan_" if mode == "tangent" else "adj_"
     dims = (int(dim),) if np.ndim(dim) == 0 else tuple(int(d) for d in dim)
     params = kernel.ir.params
     if len(inputs) != len(params):
@@ -232,23 +261,34 @@ def trace_thread(kernel, dim, inputs, tid=0, seeds=None, max_steps: int = MAX_ST
                          f"({', '.join(p.name for p in params)}), got {len(inputs)}")
     flat = _flat_tid(tid, dims)
     copies = [_copy_arg(p, v) for p, v in zip(params, inputs)]
-    kl.launch(kernel, dims, inputs=copies, record_tape=False, device="cpu")
-    written = _written(kernel.ir)
-    seeds = {(k if k.startswith("adj_") else f"adj_{k}"): v for k, v in (seeds or {}).items()}
-    unknown = set(seeds) - {f"adj_{p.name}" for p in params}
+    if mode == "adjoint":  # the adjoint reads what the forward launch left
+        kl.launch(kernel, dims, inputs=copies, record_tape=False, device="cpu")
+        func = kernel.adjoint_ir
+        default_ones = _written(kernel.ir)
+    else:  # the tangent kernel computes the values itself, from the inputs as given
+        func = kernel.tangent_variant()
+        default_ones = _read(kernel.ir)
+    seeds = {(k if k.startswith(prefix) else f"{prefix}{k}"): v
+             for k, v in (seeds or {}).items()}
+    unknown = set(seeds) - {f"{prefix}{p.name}" for p in params}
     if unknown:
         raise ValueError(f"seeds name no parameter of '{kernel.key}': {sorted(unknown)}")
-    adj = [_seed(p, c, seeds.get(f"adj_{p.name}"), p.value in written)
+    if mode == "tangent":
+        for p in params:
+            if not _is_float(p.type) and seeds.get(f"tan_{p.name}") is not None:
+                raise ValueError(f"'{p.name}' of '{kernel.key}' is not a float ({p.type}), "
+                                 "so it has no tangent to seed")
+    adj = [_seed(p, c, seeds.get(f"{prefix}{p.name}"),
+                 p.value in default_ones and (mode == "adjoint" or _is_float(p.type)))
            for p, c in zip(params, copies)]
-    func = kernel.adjoint_ir
     args = [c.numpy() if p.type.is_array else _scalar(p, c) for p, c in zip(params, copies)]
-    start_seeds = {f"adj_{p.name}": (np.copy(a) if a is not None else None)
+    start_seeds = {f"{prefix}{p.name}": (np.copy(a) if a is not None else None)
                    for p, a in zip(params, adj)}
-    tracer = Tracer(func, max_steps, primal_vars=kernel.ir.vars)
+    tracer = Tracer(func, max_steps, primal_vars=kernel.ir.vars, prefix=prefix)
     cut = tracer.run(dims, args + adj, flat)
     primal = [tracer.names[v] for v in kernel.ir.vars]
     return Trace(kernel.key, tuple(int(c) for c in np.unravel_index(flat, dims)),
-                 tracer.steps, cut, primal, start_seeds)
+                 tracer.steps, cut, primal, start_seeds, mode)
 
 
 def _flat_tid(tid, dims) -> int:
@@ -294,3 +334,13 @@ def _seed(param, copy, seed, written: bool):
 
 def _written(func) -> set:
     return {ins.args[0] for ins in func.body.walk() if ins.op in (Op.STORE, Op.ATOMIC)}
+
+
+def _is_float(t) -> bool:
+    """Whether a parameter of type ``t`` has a tangent: a float number, vector or matrix,
+    or an array of them."""
+    return (t.dtype if t.is_array else t).is_float
+
+
+def _read(func) -> set:
+    return {ins.args[0] for ins in func.body.walk() if ins.op is Op.LOAD}

@@ -173,6 +173,9 @@ class array:
         return out
 
     deleter = None  # Warp's: called with (ptr, capacity) when the array is garbage
+    # (data address, shape..., byte strides...) as a launch packs them, kept once a launch
+    # asked (runtime/launch.py _Quick): an array's storage never changes after it is made
+    _described = None
 
     def __del__(self):
         deleter = getattr(self, "deleter", None)

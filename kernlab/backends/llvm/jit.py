@@ -127,6 +127,7 @@ class CompiledEntry:
     layout: ArgLayout
     cfunc: object
     arena: "_Arena | None" = None
+    raw: object = None  # the entry without argument conversion (Runner.inline_entry)
 
 
 # ---- freeing machine code -------------------------------------------------------------------
@@ -236,26 +237,10 @@ def _fingerprint() -> str:
 
 
 def canonical_ir(func: Function) -> str:
-    """The printed IR without what does not change the machine code: value numbers come
-    from a process-wide counter (renumbered here in order of appearance) and the
-    ``# file:line`` comments (error messages read them from the live Function)."""
-    text = print_function(func)
-    names = {repr(p.value): p.value for p in func.params}
-    names.update((repr(i.result), i.result) for i in func.body.walk() if i.result is not None)
-    numbers: dict = {}
-
-    def renumber(m):
-        v = names.get(m.group(0))
-        if v is None:
-            return m.group(0)
-        return f"%{v.name}.{numbers.setdefault(v, len(numbers))}"
-
-    lines = (_COMMENT.sub("", line) for line in text.splitlines())
-    return "\n".join(_VALUE.sub(renumber, line) for line in lines)
-
-
-_VALUE = re.compile(r"%\w+")
-_COMMENT = re.compile(r"\s+# [^#\n]*$")
+    """The printed IR without what does not change the machine code: the ``# file:line``
+    comments (error messages read them from the live Function). The printer already numbers
+    values in order of appearance, not by the process-wide counter."""
+    return print_function(func, locations=False)
 
 
 def _identities(func: Function) -> str:
@@ -288,14 +273,79 @@ def _body_size(func: Function) -> int:
 
 
 FAST_CODEGEN_MIN_INSTRUCTIONS = 12000  # IR instructions: a body this large gets O0 codegen
+BLOCK_SPLIT_INSTRUCTIONS = 1000  # ... and its basic blocks are cut into pieces this long
 _fast_codegen: list = []
+
+
+def _emit_object(func: Function, module) -> bytes:
+    """The object code of an optimised module. A huge body (thousands of statements, as a
+    long kernel's adjoint) gets O0 code generation, and its straight-line blocks are cut
+    into pieces first: LLVM selects instructions one basic block at a time, in time
+    superlinear in the block (the loop body of a 4,000-line adjoint, 25,000 instructions
+    in one block, took 3 s at O0, 0.3 s in pieces of 1,000), and after O2 the whole body
+    of a loop-free kernel is one block."""
+    if _body_size(func) < FAST_CODEGEN_MIN_INSTRUCTIONS:
+        return _codegen_machine(func).emit_object(module)
+    text = split_long_blocks(str(module), BLOCK_SPLIT_INSTRUCTIONS)
+    split = llvm.parse_assembly(text, context=llvm.create_context())
+    split.name = module.name
+    return _codegen_machine(func).emit_object(split)
+
+
+_LABEL = re.compile(r"([A-Za-z_.$][\w.$-]*):")  # a block label at the start of a line
+_PLAIN_DEF = re.compile(r"  %[\w.$-]+ = (?!phi |landingpad |alloca )")  # a non-phi definition
+
+
+def split_long_blocks(text: str, limit: int) -> str:
+    """LLVM IR text in which each named basic block (not a function's entry block) longer
+    than ``limit`` instructions is cut into a chain of blocks joined by unconditional
+    branches; phi nodes that named the block as a predecessor now name its last piece.
+    Cuts fall only before an instruction that defines a value and is no phi, landingpad or
+    alloca, so every instruction (one per line in LLVM's text) stays whole, and what each
+    piece computes dominates the pieces after it."""
+    out: list = []
+    lines = text.split("\n")
+    k = 0
+    while k < len(lines):
+        line = lines[k]
+        out.append(line)
+        k += 1
+        if not line.startswith("define "):
+            continue
+        body, renames, label, count, cuts, entry = [], {}, None, 0, 0, True
+        while k < len(lines) and lines[k] != "}":
+            line = lines[k]
+            k += 1
+            if not line.startswith((" ", ";")) and line.strip():
+                found = _LABEL.match(line)
+                # the entry block (labelled or not) is never cut: its allocas must stay there
+                entry = entry and not count
+                label = found.group(1) if found and not entry else None
+                count = 0
+                body.append(line)
+                continue
+            if (label is not None and count >= limit and _PLAIN_DEF.match(line)):
+                cuts += 1
+                piece = f"kl.piece.{cuts}"
+                body += [f"  br label %{piece}", f"{piece}:"]
+                renames[label] = piece
+                count = 0
+            if line.startswith("  ") and not line.startswith("   "):
+                count += 1
+            body.append(line)
+        if renames:
+            def rename(found, renames=renames):
+                return f", %{renames.get(found.group(1), found.group(1))} ]"
+            body = [re.sub(r", %([A-Za-z_.$][\w.$-]*) \]", rename, b) if " = phi " in b
+                    else b for b in body]
+        out += body
+    return "\n".join(out)
 
 
 def _codegen_machine(func: Function):
     """The target machine that emits ``func``'s object code: O3 code generation, except for
-    huge bodies (thousands of statements, as a long kernel's adjoint), whose instruction
-    scheduling and register allocation at O3 take time superlinear in the body; their IR is
-    still optimised at O2."""
+    huge bodies (see _emit_object), whose instruction scheduling and register allocation
+    at O3 take time superlinear in the body; their IR is still optimised at O2."""
     if _body_size(func) < FAST_CODEGEN_MIN_INSTRUCTIONS:
         return _host()[0]
     with _lock:
@@ -337,8 +387,24 @@ def build_module(func: Function, bounds_check: bool, symbol: str, verify_fp: boo
     pto.loop_vectorization = pto.slp_vectorization = vectorize
     pto.loop_unrolling = True
     pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(ref, pb)
+    mpm = pb.getModulePassManager()
+    try:
+        mpm.run(ref, pb)
+    finally:
+        _free_pass_manager(mpm)
     return ref, layout
+
+
+def _free_pass_manager(mpm) -> None:
+    """Free a module pass manager now. llvmlite (0.50) never does: in its ModulePassManager
+    class, ObjectRef's empty ``_dispose`` comes before NewPassManager's in the method
+    order, so closing or collecting one frees nothing, and each compile kept the whole O2
+    pipeline (30 KB) and what its passes hold after a run (40 KB). Dispose-and-detach frees
+    it exactly once, and stays right where llvmlite fixes its class (close() is then a no-op
+    on the detached object)."""
+    from llvmlite.binding.newpassmanagers import NewPassManager
+    NewPassManager._dispose(mpm)
+    mpm.detach()
 
 
 def _parts(func: Function) -> tuple:
@@ -457,7 +523,7 @@ def _load_or_compile(func, bounds_check, key, verify_fp=False, part="general") -
         _say(f"loaded kernel '{func.name}' ({part} entry) from the cache ({_ms(t0)})")
         return _entry(func, symbol, address, ArgLayout(func), arena)
     module, layout = build_module(func, bounds_check, symbol, verify_fp, part)
-    obj = _codegen_machine(func).emit_object(module)
+    obj = _emit_object(func, module)
     address, arena = _add_object(obj, symbol)
     if not address:
         raise LoweringError("internal error: the compiled kernel has no entry point",
@@ -646,15 +712,36 @@ class Runner:
                 fn = self._fast_fns[which] = self._load_fast(*which).cfunc
         self._run(fn, buf, bounds)
         if buf[layout.status_offset] != b"\0":  # the flag's low byte: some status is set
-            flag = layout.status.unpack_from(buf, layout.status_offset)[0]
-            if flag == STATUS_GENERAL:  # the fast entry declined and did nothing
-                buf[layout.status_offset] = b"\0"
-                if self._general_fn is None:  # the entry is held: its code stays loaded
-                    self._general = self._load_general()
-                    self._general_fn = self._general.cfunc
-                self._run(self._general_fn, buf, bounds)
-            if buf[layout.status_offset] != b"\0":
-                self._raise_failure(buf, args)
+            self.settle(buf, bounds, args)
+
+    def settle(self, buf, bounds, args) -> None:
+        """After a launch whose status block is set: run the general entry where the fast
+        one declined (and did nothing), then raise the error the status records, if any."""
+        layout = self.layout
+        flag = layout.status.unpack_from(buf, layout.status_offset)[0]
+        if flag == STATUS_GENERAL:
+            buf[layout.status_offset] = b"\0"
+            if self._general_fn is None:  # the entry is held: its code stays loaded
+                self._general = self._load_general()
+                self._general_fn = self._general.cfunc
+            self._run(self._general_fn, buf, bounds)
+        if buf[layout.status_offset] != b"\0":
+            self._raise_failure(buf, args)
+
+    def inline_entry(self):
+        """The entry as a ctypes function without argument conversion (call it with the
+        argument block and two ctypes.c_int64: first and end thread), for launches the
+        caller runs in one call on its own thread; None where a launch needs more than
+        that: optional arrays and privatised atomics pick an entry per launch, and a kernel
+        with loops runs off the main thread (see _run_checked). A ctypes call that converts
+        its arguments costs about a microsecond; this one a quarter of that."""
+        if self._optional or self._private or self.interruptible:
+            return None
+        raw = self.entry.raw
+        if raw is None:
+            raw = self.entry.raw = ctypes.CFUNCTYPE(None)(self.entry.address)
+            raw.argtypes = None
+        return raw
 
     def _privatised(self, values) -> frozenset:
         """The privatisable arrays of this launch: there, small, and sharing no memory with
