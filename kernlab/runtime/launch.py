@@ -385,13 +385,13 @@ class _Quick:
     def make(cls, kernel):
         """The short path of ``kernel``; None under another backend (asked again at the
         next launch); False where it has none (a kernel with vector, bool or struct
-        parameters, hash grids, loops or atomics that need the general launch)."""
+        parameters, hash grids or meshes, loops or atomics that need the general launch)."""
         if config.cpu_backend != "llvm":
             return None
         from ..autodiff.inplace import plan as inplace_plan
         from ..backends.llvm import jit
         func = kernel.ir
-        if getattr(func, "hash_grid_hidden", None) \
+        if getattr(func, "handle_hidden", None) \
                 or getattr(func, "struct_signature", None) is not None:
             return False
         kinds = []
