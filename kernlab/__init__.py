@@ -68,7 +68,7 @@ from .mesh import (Mesh, MeshQueryPoint, MeshQueryRay, mesh_eval_face_normal,  #
                    mesh_query_point_no_sign, mesh_query_point_sign_normal,
                    mesh_query_point_sign_winding_number, mesh_query_ray,
                    mesh_query_ray_anyhit, mesh_query_ray_count_intersections,
-                   mesh_query_sphere)
+                   mesh_query_sphere, mesh_get)
 from .frontend.mesh import MeshQueryAABB  # noqa: E402
 
 MeshQuery = MeshQueryAABB  # Warp's parent of the box and sphere query types

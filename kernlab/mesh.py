@@ -214,12 +214,14 @@ class Mesh:
         self.refit()
 
     def _kernel_arrays(self) -> tuple:
-        """(points, velocities, indices, ints, bounds) as a kernel reads them: the points and
-        velocities through aliases without a gradient (see the module doc)."""
-        pts = _alias(self._points)
-        vel = _alias(self._velocities) if self._velocities is not None else \
+        """The arrays of KERNEL_ARRAYS: the points and velocities as the queries read them
+        (aliases without a gradient, see the module doc), the indices, the tree, the boxes,
+        then the points and velocities themselves (``mesh_get(id).points``: a kernel that
+        reads them there differentiates into their gradients, as in Warp)."""
+        vel = self._velocities if self._velocities is not None else \
             kl.zeros(0, dtype=kl.vec3, device=self.device)
-        return pts, vel, self.indices, self._ints, self._bounds
+        return (_alias(self._points), _alias(vel), self.indices, self._ints, self._bounds,
+                self._points, vel)
 
 
 def _check_vec3(a, what: str) -> None:
@@ -234,7 +236,8 @@ def _alias(a: array) -> array:
 
 
 KERNEL_ARRAYS = (("points", kl.vec3), ("velocities", kl.vec3), ("indices", kl.int32),
-                 ("bvh", kl.int32), ("bounds", kl.vec3))
+                 ("bvh", kl.int32), ("bounds", kl.vec3), ("points_array", kl.vec3),
+                 ("velocities_array", kl.vec3))
 
 
 def mesh_arrays(kernel_key: str, param: str, mesh_id) -> tuple:
@@ -261,6 +264,14 @@ class MeshQueryPoint:
     face: int
     u: float
     v: float
+
+
+@kl.struct
+class MeshFields:
+    """What ``mesh_get(id)`` gives in a kernel: the mesh's arrays (Warp's ``Mesh`` there)."""
+    points: kl.array(dtype=kl.vec3)
+    velocities: kl.array(dtype=kl.vec3)
+    indices: kl.array(dtype=kl.int32)
 
 
 @kl.struct
@@ -292,7 +303,8 @@ FUNCTIONS = ("mesh_eval_position", "mesh_eval_velocity", "mesh_eval_face_normal"
              "mesh_query_point_no_sign", "mesh_query_point_sign_normal",
              "mesh_query_point_sign_winding_number", "mesh_query_furthest_point_no_sign",
              "mesh_query_ray", "mesh_query_ray_anyhit", "mesh_query_ray_count_intersections",
-             "mesh_query_aabb", "mesh_query_sphere", "mesh_query_aabb_next", "mesh_query_next")
+             "mesh_query_aabb", "mesh_query_sphere", "mesh_query_aabb_next", "mesh_query_next",
+             "mesh_get")
 for _name in FUNCTIONS:
     globals()[_name] = _kernel_only(_name)
     globals()[_name].__module__ = __name__

@@ -676,3 +676,45 @@ def test_a_query_chosen_by_a_runtime_branch_is_the_one_that_ran(backend):
         mask = kl.zeros(40, dtype=int)
         kl.launch(kind_by_branch, 1, inputs=[mesh.id, use_sphere, lo, hi, c, r, mask])
         np.testing.assert_array_equal(mask.numpy(), expect.astype(int))
+
+
+@kl.func
+def triangle_area(mesh_id: kl.uint64, tri: int) -> float:
+    m = kl.mesh_get(mesh_id)
+    a = m.points[m.indices[tri * 3]]
+    b = m.points[m.indices[tri * 3 + 1]]
+    c = m.points[m.indices[tri * 3 + 2]]
+    return kl.length(kl.cross(b - a, c - a)) * 0.5 + kl.mesh_eval_position(mesh_id, tri, 0.5,
+                                                                           0.5)[0] * 0.0
+
+
+@kl.kernel
+def total_area(mesh_id: kl.uint64, out: F):
+    kl.atomic_add(out, 0, triangle_area(mesh_id, kl.tid()))
+
+
+def test_mesh_get_through_a_func_differentiates_into_the_points():
+    """As Warp's test_grad.test_mesh_grad: the id passed on to a func, mesh_get's arrays read
+    there; the points' gradient is the area gradient (float64 finite differences)."""
+    P = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
+    T = np.array([0, 1, 2, 0, 2, 3, 0, 3, 1, 1, 3, 2], np.int32)
+    pts = kl.array(P, dtype=kl.vec3, requires_grad=True)
+    mesh = kl.Mesh(pts, kl.array(T, dtype=kl.int32))
+    out = kl.zeros(1, requires_grad=True)
+    tape = kl.Tape()
+    with tape:
+        kl.launch(total_area, 4, inputs=[mesh.id, out])
+    tape.backward(loss=out)
+
+    def area(Q):
+        t = Q[T.reshape(-1, 3)]
+        return 0.5 * np.linalg.norm(np.cross(t[:, 1] - t[:, 0], t[:, 2] - t[:, 0]), axis=1).sum()
+
+    assert out.numpy()[0] == pytest.approx(area(P.astype(np.float64)), rel=1e-6)
+    fd = np.zeros((4, 3))
+    for i in range(4):
+        for k in range(3):
+            e = np.zeros((4, 3))
+            e[i, k] = 1e-6
+            fd[i, k] = (area(P + e) - area(P - e)) / 2e-6
+    np.testing.assert_allclose(pts.grad.numpy(), fd, rtol=1e-4, atol=1e-5)

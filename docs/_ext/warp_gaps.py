@@ -15,7 +15,7 @@ MISSING = [
     (["launch_tiled", "tile", "tile_*", "untile", "block_dim"],
      "Tile programming",
      "cooperative tiles (launch_tiled, tile_load, tile_matmul, ...) and block_dim"),
-    (["MeshQueryAABBTiled", "mesh_get", "mesh_get_bvh", "mesh_get_group_root",
+    (["MeshQueryAABBTiled", "mesh_get_bvh", "mesh_get_group_root",
       "mesh_query_aabb_tiled", "mesh_query_aabb_next_tiled", "mesh_query_point_sign_parity",
       "Bvh", "Bvh*", "bvh_*", "HashGridQuery", "Volume", "volume_*",
       "Texture", "Texture*", "texture_sample", "closest_point_edge_edge", "intersect_tri_tri",

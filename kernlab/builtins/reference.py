@@ -205,6 +205,10 @@ SPECIAL_FORMS = {
         "yes (bary_u, bary_v)"),
     "mesh_eval_face_normal": SpecialForm("mesh_eval_face_normal(id, face) -> vec3",
                                          "the unit normal (b - a) x (c - a) of a face", "no"),
+    "mesh_get": SpecialForm("mesh_get(id) -> Mesh",
+                            "the mesh's arrays: .points, .velocities, .indices (reads of "
+                            ".points differentiate into the points' gradient, as in Warp)",
+                            "yes (through its arrays)"),
     "mesh_get_point": SpecialForm("mesh_get_point(id, index) -> vec3",
                                   "points[indices[index]] (index: a face-vertex index)", "no"),
     "mesh_get_velocity": SpecialForm("mesh_get_velocity(id, index) -> vec3",

@@ -23,7 +23,7 @@ from .spatial import NOT_SPATIAL
 from . import structs
 from .hashgrid import NOT_HASHGRID
 from .mesh import NOT_MESH
-from .exprs import PY_BUILTINS, Lit, PyObj, _hashable
+from .exprs import PY_BUILTINS, Lit, PyObj, _hashable, _Tid
 from .grads import GradOf
 from .source import parse_function
 from .views import ArrayRef
@@ -290,6 +290,7 @@ class CallMixin:
     # ---- funcs --------------------------------------------------------------------------------
 
     def call_func(self, func, args, kwargs):
+        args = [self.value(a) if isinstance(a, _Tid) else a for a in args]  # f(kl.tid())
         chosen = self.resolve_overload(func, args, kwargs)
         if chosen is None:
             shown = ", ".join([self.describe_arg(a) for a in args]

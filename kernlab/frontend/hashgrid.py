@@ -82,9 +82,9 @@ class HashGridMixin:
         entry = self.grid_params.get(var) if var is not None else None
         if entry is None:
             raise KernelTypeError(f"{what}() needs a {noun} id that is a uint64 parameter "
-                                  f"of the kernel (pass its .id at launch); kernlab cannot "
-                                  "follow an id through a func argument or a computed value",
-                                  self.b.loc)
+                                  f"of the kernel (pass its .id at launch), or a func "
+                                  "parameter given one; kernlab cannot follow an id through "
+                                  "a computed value", self.b.loc)
         if entry["reassigned"]:
             raise KernelTypeError(f"the {noun} parameter '{node.id}' is reassigned in the "
                                   f"kernel; a {noun} id must stay the one the launch gave",

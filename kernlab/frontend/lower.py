@@ -59,6 +59,7 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, View
         self.stack = [Scope(pyfunc, self.kernel_src)]
         self.inlining = list(funcs_in_progress)
         self.grid_params: dict = {}  # Var of a uint64 kernel parameter -> its use as a grid
+        self.handle_values: dict = {}  # a load of such a Var -> the Var (followed into funcs)
 
     # ---- scope helpers -----------------------------------------------------------------
 
@@ -76,7 +77,10 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, View
     def lookup(self, name):
         found = self.scope.names.get(name)
         if isinstance(found, Var):
-            return self.b.load(found, name)
+            value = self.b.load(found, name)
+            if found in self.grid_params:  # a grid or mesh id: a func it is passed to
+                self.handle_values[value] = found  # may query it too (bind_param)
+            return value
         return found
 
     def site(self, arr: Value) -> int:
@@ -141,6 +145,9 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, View
             var = self.b.new_var(value.type, name)
             self.b.store(var, value)
             self.scope.names[name] = var
+            source = self.handle_values.get(value)
+            if source is not None:  # a func's parameter given a grid or mesh id parameter
+                self.grid_params[var] = self.grid_params[source]
 
     # ---- statements -----------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ SIGNATURES = {
     "mesh_eval_position": ((("id", None), ("face", I), ("bary_u", F), ("bary_v", F)), {}, None),
     "mesh_eval_velocity": ((("id", None), ("face", I), ("bary_u", F), ("bary_v", F)), {}, None),
     "mesh_eval_face_normal": ((("id", None), ("face", I)), {}, None),
+    "mesh_get": ((("id", None),), {}, None),
     "mesh_get_point": ((("id", None), ("index", I)), {}, None),
     "mesh_get_velocity": ((("id", None), ("index", I)), {}, None),
     "mesh_get_index": ((("id", None), ("face_vertex_index", I)), {}, None),
@@ -152,8 +153,12 @@ class MeshMixin:
         return v
 
     def mesh_lower(self, M, name, arrays, a):
-        points, velocities, indices, bvh, bounds = arrays
+        points, velocities, indices, bvh, bounds, points_array, velocities_array = arrays
         c = self.b.const
+        if name == "mesh_get":
+            return structs.StructVal(M.MeshFields, "mesh", {
+                "points": points_array, "velocities": velocities_array, "indices": indices},
+                len(self.b._blocks))
         if name in ("mesh_eval_position", "mesh_eval_velocity"):
             values = points if name == "mesh_eval_position" else velocities
             return self.call_func(M.eval_at, [values, indices, a["face"], a["bary_u"],
@@ -215,7 +220,7 @@ class MeshMixin:
             raise KernelSyntaxError(f"{name}(query, index): index must be the name of an int "
                                     "local, which it sets", self.b.loc)
         M = _module()
-        points, _, indices, bvh, bounds = query.arrays
+        points, _, indices, bvh, bounds = query.arrays[:5]
         s = query.state
         if query.sphere is None:  # a box or a sphere, as a branch at run time chose
             shape, walk = ("low", "high", "r_sq", "is_sphere"), M.box_or_sphere_next
