@@ -64,19 +64,20 @@ def fmt_time(seconds) -> str:
     return f"{seconds * 1e6:.1f} µs"
 
 
-def race(candidates: dict, repeats: int, warmup: int = 1) -> dict:
+def race(candidates: dict, repeats: int, warmup: int = 1, clock=None) -> dict:
     """Best-of-``repeats`` seconds for each callable, timed in turns (A B C, A B C, ...) after
     ``warmup`` untimed rounds, so a burst of load from elsewhere on the machine hits every
     candidate alike. Each callable must return only when its work is done."""
+    clock = clock or time.perf_counter
     for _ in range(warmup):
         for fn in candidates.values():
             fn()
     best = dict.fromkeys(candidates, float("inf"))
     for _ in range(repeats):
         for name, fn in candidates.items():
-            start = time.perf_counter()
+            start = clock()
             fn()
-            best[name] = min(best[name], time.perf_counter() - start)
+            best[name] = min(best[name], clock() - start)
     return best
 
 
@@ -126,9 +127,10 @@ def check_note(errors: dict, tolerance: float) -> str:
     return f"results checked ({', '.join(sorted(errors))}; max rel. err {worst:.0e})"
 
 
-def mean_per_call(candidates: dict, count: int, blocks: int = 5) -> dict:
+def mean_per_call(candidates: dict, count: int, blocks: int = 5, clock=None) -> dict:
     """Seconds per call of each callable: ``count`` calls in ``blocks`` back-to-back blocks,
-    the blocks of all candidates timed in turns; each gets the mean of its fastest block."""
+    the blocks of all candidates timed in turns; each gets the mean of its fastest block.
+    ``clock``: another clock than the wall clock (time.thread_time: CPU time)."""
     per_block = max(1, count // blocks)
 
     def block(fn):
@@ -136,7 +138,8 @@ def mean_per_call(candidates: dict, count: int, blocks: int = 5) -> dict:
             for _ in range(per_block):
                 fn()
         return calls
-    best = race({name: block(fn) for name, fn in candidates.items()}, blocks, warmup=1)
+    best = race({name: block(fn) for name, fn in candidates.items()}, blocks, warmup=1,
+                clock=clock)
     return {name: seconds / per_block for name, seconds in best.items()}
 
 

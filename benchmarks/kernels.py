@@ -41,12 +41,6 @@ def nbody(pos: wp.array(dtype=wp.vec3), mass: wp.array(dtype=float),
 
 
 @wp.kernel
-def tiny(x: wp.array(dtype=float)):
-    i = wp.tid()
-    x[i] = x[i] + 1.0
-
-
-@wp.kernel
 def sum_into(x: wp.array(dtype=float), total: wp.array(dtype=float)):
     i = wp.tid()
     wp.atomic_add(total, 0, x[i])
@@ -56,3 +50,9 @@ def sum_into(x: wp.array(dtype=float), total: wp.array(dtype=float)):
 def histogram(bin_of: wp.array(dtype=wp.int32), bins: wp.array(dtype=wp.int32)):
     i = wp.tid()
     wp.atomic_add(bins, bin_of[i], 1)
+
+
+@wp.kernel
+def add_one(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = x[i] + 1.0

@@ -6,7 +6,7 @@ The GPU group (--only cuda: kernlab's CUDA backend next to Warp's) runs by defau
 where kernlab sees a GPU; asked for without one, its GPU rows show n/a with the reason and
 its compile rows use NVRTC alone.
 
-Times are best-of-N after warm-up, except launch overhead (a mean over many launches) and
+Times are best-of-N after warm-up, except small launches (a mean over many launches) and
 compile/import times (single fresh processes); the streaming rows (saxpy, adjoint,
 atomics) also give the median and spread of their N timings. A peer that is not installed
 shows n/a. Nothing here asserts a timing: this is a report.
@@ -111,9 +111,19 @@ def goals(rows: list[Row]) -> list[str]:
         if r.name in ("atomic sum into one value", "histogram, 256 bins") and r.size == big:
             say(f"{r.name}, all threads / one thread, {r.size} (never slower; 5% for noise)",
                 ratio(r, "kernlab", "kernlab_1t"), 1.05)
-    tiny = _find(rows, "launch overhead: kl.launch")
+    for name in ("small launch: kl.launch", "small launch: Launch.launch()"):
+        tiny = _find(rows, name, "n=1")
+        if tiny is not None and tiny.times.get("kernlab"):
+            say(f"{name}, n=1", tiny.times["kernlab"] * 1e6, 2.0, "{:.1f} µs")
+    tiny = _find(rows, "small launch: kl.launch, thread CPU time", "n=1")
     if tiny is not None and tiny.times.get("kernlab"):
-        say("tiny launch", tiny.times["kernlab"] * 1e6, 2.0, "{:.1f} µs")
+        say("small launch: kl.launch, n=1, thread CPU time", tiny.times["kernlab"] * 1e6, 2.0,
+            "{:.1f} µs")
+    for name in ("small launch: kl.launch", "small launch: kl.launch, thread CPU time"):
+        small = _find(rows, name, "n=10,000")
+        if small is not None:
+            say(f"{name[len('small launch: '):]}, n=1e4 / Numba @njit",
+                ratio(small, "kernlab", "numba"), 1.5)
     small = _find(rows, "saxpy", "n=10,000")
     if small is not None:
         say("saxpy n=1e4 / Numba (one thread each)", ratio(small, "kernlab_1t", "numba_1t"), 1.5)

@@ -95,6 +95,7 @@ class Kernel:
         self._compiled: dict = {}
         self._launch_plan: list | None = None  # argument checkers (runtime/launch.py)
         self._quick = None  # the short path of small launches (runtime/launch.py _Quick)
+        self._ir_cache_key: str | None = None  # of the front end's results (ir_cache.py)
         self._generic: bool | None = None
         self._specialisations: dict = {}
         functools.update_wrapper(self, pyfunc)
@@ -132,19 +133,29 @@ class Kernel:
     @property
     def ir(self) -> Function:
         if self._ir is None:
+            from .runtime import ir_cache
+            cached = ir_cache.load(self)  # the front end's results of an earlier process
+            if cached is not None:  # (a generic kernel has none: it never has an IR)
+                self._ir, self._adjoint = cached
+                return self._ir
             from .frontend import source_to_ir
             if self.is_generic:
                 raise KernelError(f"kernel '{self.key}' is generic (it has Any parameters): "
                                   "launch it, or pick a variant with kl.overload", kernel=self.key)
             self._ir = _compiling(source_to_ir, self.pyfunc, self.key, self.extra_globals,
                                   self.param_types)
+            ir_cache.store(self)
         return self._ir
 
     @property
     def adjoint_ir(self) -> Function:
         if self._adjoint is None:
             from .autodiff import reverse_mode
-            self._adjoint = _compiling(reverse_mode, self.ir)
+            from .runtime import ir_cache
+            ir = self.ir
+            if self._adjoint is None:  # not loaded with the IR
+                self._adjoint = _compiling(reverse_mode, ir)
+                ir_cache.store(self)  # again, with the adjoint
         return self._adjoint
 
     def adjoint_variant(self, retain: frozenset = frozenset(), shared: bool = False) -> Function:

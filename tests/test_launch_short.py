@@ -105,6 +105,13 @@ def bounds_error(monkeypatch, general: bool):
         kl.launch(shifted, 8, inputs=[x, y])
     assert y._version == before + 1  # some threads wrote before the error, as on the pool
     np.testing.assert_array_equal(y.numpy()[:7], np.arange(1, 8, dtype=np.float32))
+    for _ in range(2):  # the blocks kept between launches carry no stale status
+        y.zero_()
+        kl.launch(shifted, 7, inputs=[x, y])
+        kl.launch(shifted, 7, inputs=[x, y])
+        np.testing.assert_array_equal(y.numpy()[:7], np.arange(1, 8, dtype=np.float32))
+        with pytest.raises(IndexError):
+            kl.launch(shifted, 8, inputs=[x, y])
     return info.value
 
 
@@ -209,3 +216,39 @@ def test_a_launch_at_or_above_the_threshold_runs_the_general_path(monkeypatch):
     expected = xs.copy()
     expected[:10] *= 2
     np.testing.assert_allclose(y.numpy(), expected, rtol=1e-6)
+
+
+def test_a_recorded_launch_remakes_the_short_path_after_a_settings_change(monkeypatch):
+    xs = np.arange(4, dtype=np.float32)
+    x, y = kl.array(xs), kl.zeros(4)
+    cmd = kl.launch(axpy, 4, inputs=[x, y, 1.0], record_cmd=True)
+    cmd.launch()
+    made = axpy._quick
+    assert made
+    monkeypatch.setattr(kl.config, "bounds_check", False)
+    cmd.launch()  # declined (compiled for other settings), ran the general path, remade
+    assert axpy._quick and axpy._quick is not made
+    monkeypatch.undo()
+    cmd.launch()  # and again for the settings restored
+    short_path_only(monkeypatch)
+    cmd.launch()
+    np.testing.assert_allclose(y.numpy(), 4.0 * xs)
+
+
+def test_numpy_scalars_take_the_short_path_with_the_general_paths_values(monkeypatch):
+    xs = np.linspace(-1, 1, 5, dtype=np.float32)
+    x, y = kl.array(xs), kl.zeros(5)
+    kl.launch(axpy, 5, inputs=[x, y, 1.0])
+    short_path_only(monkeypatch)
+    for a in (np.float32(0.1), np.float64(0.1), np.int64(-2), np.float32(-0.0)):
+        y.zero_()
+        kl.launch(axpy, 5, inputs=[x, y, a])
+        np.testing.assert_array_equal(y.numpy(), np.float32(a) * xs)
+    monkeypatch.undo()
+    with pytest.raises(LaunchError, match="out of range"):
+        kl.launch(axpy, 5, inputs=[x, y, np.float64(1e39)])
+    c = kl.zeros(3, dtype=kl.int32)
+    kl.launch(counts, 3, inputs=[c, np.int32(2)])
+    short_path_only(monkeypatch)
+    kl.launch(counts, 3, inputs=[c, np.uint8(3)])
+    np.testing.assert_array_equal(c.numpy(), 5 * np.arange(3, dtype=np.int32))

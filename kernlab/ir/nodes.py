@@ -49,6 +49,16 @@ class Op(enum.Enum):
 # CALL of index/insert whose component index is only known at run time.
 
 _ids = itertools.count()
+_restored: list | None = None  # while IR is unpickled (runtime/ir_cache.py): its values
+
+
+def _restore(cls, type_, name, number):
+    """A Value or Var read back from a pickle; runtime/ir_cache.py renumbers them."""
+    v = cls.__new__(cls)
+    v.type, v.name, v.id = type_, name, number
+    if _restored is not None:
+        _restored.append(v)
+    return v
 
 
 class Value:
@@ -64,6 +74,9 @@ class Value:
     def __repr__(self):
         return f"%{self.name or 't'}{self.id}"
 
+    def __reduce__(self):
+        return _restore, (type(self), self.type, self.name, self.id)
+
 
 class Var:
     """A mutable local slot of a fixed type (a Python local, a flag, an adjoint)."""
@@ -77,6 +90,9 @@ class Var:
 
     def __repr__(self):
         return f"${self.name}"
+
+    def __reduce__(self):
+        return _restore, (type(self), self.type, self.name, self.id)
 
 
 @dataclass(eq=False)

@@ -186,3 +186,33 @@ def _structured(ins, depth, lines, args, lhs):
             _block(ins.regions[1], depth + 1, lines)
     else:  # pragma: no cover - every op is printed above
         raise AssertionError(op)
+
+
+def canonical_ir(func: Function) -> str:
+    """The printed IR without what does not change the machine code: the ``# file:line``
+    comments (error messages read them from the live Function). The printer already numbers
+    values in order of appearance, not by the process-wide counter."""
+    return print_function(func, locations=False)
+
+
+def identities(func: Function) -> str:
+    """What the printed IR leaves out: which Var each access names (two locals may share a
+    name) and the bounds-check site of each array access."""
+    index = {v: k for k, v in enumerate(func.vars)}
+    out = []
+    for ins in func.body.walk():
+        if "var" in ins.attrs:
+            out.append(f"v{index[ins.attrs['var']]}")
+        if "site" in ins.attrs:
+            out.append(f"s{ins.attrs['site']}")
+    return " ".join(out)
+
+
+def canonical_parts(func: Function) -> tuple:
+    """(canonical_ir, identities) of ``func``, made once per Function: the part of a
+    compiled variant's cache key that comes from the IR. Kept with an IR in the cache
+    (runtime/ir_cache.py), so a warm start does not print the IR again."""
+    parts = getattr(func, "_canonical", None)
+    if parts is None:
+        parts = func._canonical = (canonical_ir(func), identities(func))
+    return parts

@@ -235,6 +235,9 @@ class Launch:
         if _capture.defer(f"launch {kernel.key}", run):
             return  # recorded into the open graph capture (kl.ScopedCapture)
         run()
+        if kernel._quick is None and not adjoint and self.struct_args is None \
+                and device is _CPU and not grids:
+            kernel._quick = _Quick.make(kernel)  # the next small launches take the short path
 
     def set_dim(self, dim):
         self.dim = _dims(dim)
@@ -415,12 +418,19 @@ class _Quick:
         q.kernel, q.runner = kernel, runner
         q.state, q.changes = _Quick.settings(kernel), config.changes
         q.block, q.pack = runner._block, runner.layout.packer.pack_into
+        # the packed argument blocks of recent launches, by the values packed (arrays'
+        # addresses, shapes and strides, scalars, thread count): the same values make the
+        # same bytes, so a hit skips packing; with the thread count as ctypes.c_int64.
+        # SPARE (in the generated code) holds ready blocks between launches: a launch takes
+        # one out (dict.pop: no two launches share one) and puts it back after a clean run.
         q.blocks = {}
         names = {"array": array, "CPU": _CPU, "DEFAULT": _default, "describe": jit._describe,
                  "generic": np.generic, "Q": q, "config": config, "KOPTIONS": kernel.options,
-                 "BLOCKS": q.blocks, "FROM": runner._block.from_buffer_copy, "FN": fn,
+                 "BLOCKS": q.blocks, "SPARE": {}, "FROM": runner._block.from_buffer_copy,
+                 "FN": fn,
                  "ZERO": _ZERO, "RUNNER": runner, "KEY": kernel.key, "SENTINEL": _Quick,
-                 "BC": q.state[3], "ZEROS": ("+0", "-0"), "copysign": math.copysign}
+                 "BC": q.state[3], "ZEROS": ("+0", "-0"), "copysign": math.copysign,
+                 "INTS": _INTS, "NUMBERS": _INTS | _FLOATS}
         for k, (kind, a, b) in enumerate(kinds):
             names[f"T{k}"], names[f"L{k}"], names[f"H{k}"] = a, a, b
         for which in ("run", "run_converted"):
@@ -457,6 +467,11 @@ class _Quick:
         return hit
 
 
+_INTS = frozenset([int, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+                   np.uint64])
+_FLOATS = frozenset([float, np.float16, np.float32, np.float64])
+
+
 def _quick_source(kinds, written, snapshot, most, status, converted) -> str:
     """The Python source of a _Quick's ``run(total, args)`` for parameters ``kinds`` ((0,
     dtype, ndim) an array, (1, low, high) a float, (2, low, high) an int): True when it ran
@@ -485,10 +500,11 @@ def _quick_source(kinds, written, snapshot, most, status, converted) -> str:
         if converted:  # a NumPy scalar of the parameter's type, in range already
             out += [f"    if not isinstance(a{k}, generic):", "        return False",
                     f"    a{k} = a{k}.item()"]
-        else:  # a float parameter takes an int, as on the general path
-            accept = f"type(a{k}) is int" if kind == 2 else \
-                f"(type(a{k}) is float or type(a{k}) is int)"
-            out += [f"    if not ({accept} and L{k} <= a{k} <= H{k}):", "        return False"]
+        else:  # Python and NumPy numbers; a float parameter takes an int, as on the
+            # general path (which converts them the same way: struct packs their value)
+            accept = "INTS" if kind == 2 else "NUMBERS"
+            out += [f"    if not (type(a{k}) in {accept} and L{k} <= a{k} <= H{k}):",
+                    "        return False"]
         values.append(f"a{k}")
         # 0.0 == -0.0 (one key for two blocks): zeros are keyed by their sign
         keys.append(f"a{k}" if kind == 2 else f"(a{k} if a{k} != 0 else "
@@ -501,14 +517,19 @@ def _quick_source(kinds, written, snapshot, most, status, converted) -> str:
     for k in written:  # the general path refuses it, with its message
         out += [f"    if not a{k}._data.flags.writeable:", "        return False"]
     out += [f"    key = ({''.join(v + ', ' for v in keys)}total)",
-            "    hit = BLOCKS.get(key)",
-            "    if hit is None:",
-            f"        hit = Q.packed(key, ({''.join(v + ', ' for v in values)}total))",
-            "    buf = FROM(hit[0])",
+            "    spare = SPARE.pop(key, None)  # a block of these values no launch is using",
+            "    if spare is None:",
+            "        hit = BLOCKS.get(key)",
+            "        if hit is None:",
+            f"            hit = Q.packed(key, ({''.join(v + ', ' for v in values)}total))",
+            "        spare = (FROM(hit[0]), hit[1])",
+            "    buf = spare[0]",
             "    try:",
-            "        FN(buf, ZERO, hit[1])",
+            "        FN(buf, ZERO, spare[1])",
             f"        if buf[{status}] != b'\\0':  # an index out of bounds, or the general entry",
             "            RUNNER.settle(buf, [0, total], list(args))",
+            "        elif len(SPARE) < 16:  # untouched: the kernel writes only the status",
+            "            SPARE[key] = spare",
             "    finally:  # as in _run, also after an error"]
     out += [f"        a{k}._vbox[0] += 1" for k in written]
     out += [f"        a{k}._overwritten_by = (KEY, a{k}._vbox[0])" for k in snapshot]

@@ -39,7 +39,7 @@ import llvmlite.binding as llvm
 from ... import config
 from ...errors import LaunchError, reported_error
 from ...ir.nodes import Function
-from ...ir.printer import print_function
+from ...ir.printer import canonical_ir, canonical_parts, print_function  # noqa: F401
 from ...runtime import cache
 from ...types import ArrayType
 from .entry import (PARTS, PRIVATE_BYTES, has_fast_path, lower_to_llvm, optional_arrays,
@@ -217,7 +217,7 @@ def _register_c_symbols():
 def cache_key(func: Function, bounds_check: bool, verify_fp: bool = False) -> str:
     """The disk-cache key of a kernel variant: its IR, the options and the compiler."""
     tm, _, cpu, features = _host()
-    return cache.key_for(canonical_ir(func), _identities(func),
+    return cache.key_for(*canonical_parts(func),
                          f"bounds_check={bounds_check} verify_fp={verify_fp}",
                          f"llvmlite {llvmlite.__version__}",
                          "llvm " + ".".join(map(str, llvm.llvm_version_info)),
@@ -234,26 +234,6 @@ def _fingerprint() -> str:
                         *root.joinpath("builtins").glob("*.py")]):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
-
-
-def canonical_ir(func: Function) -> str:
-    """The printed IR without what does not change the machine code: the ``# file:line``
-    comments (error messages read them from the live Function). The printer already numbers
-    values in order of appearance, not by the process-wide counter."""
-    return print_function(func, locations=False)
-
-
-def _identities(func: Function) -> str:
-    """What the printed IR leaves out: which Var each access names (two locals may share a
-    name) and the bounds-check site of each array access."""
-    index = {v: k for k, v in enumerate(func.vars)}
-    out = []
-    for ins in func.body.walk():
-        if "var" in ins.attrs:
-            out.append(f"v{index[ins.attrs['var']]}")
-        if "site" in ins.attrs:
-            out.append(f"s{ins.attrs['site']}")
-    return " ".join(out)
 
 
 def _symbol(func: Function, key: str) -> str:
