@@ -236,7 +236,7 @@ class Launch:
             return  # recorded into the open graph capture (kl.ScopedCapture)
         run()
         if kernel._quick is None and not adjoint and self.struct_args is None \
-                and device is _CPU and not grids:
+                and device is _CPU and not handles:
             kernel._quick = _Quick.make(kernel)  # the next small launches take the short path
 
     def set_dim(self, dim):
