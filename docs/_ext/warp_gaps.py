@@ -23,7 +23,6 @@ MISSING = [
      "Geometry queries",
      "BVHs, sparse volumes, textures, mesh groups and parity-sign queries (kl.HashGrid, "
      "kl.Mesh and their queries exist)"),
-    (["noise", "pnoise", "curlnoise"], "Noise", "Perlin and curl noise"),
     (["poisson", "sample_cdf", "sample_triangle", "sample_unit_cube",
       "sample_unit_disk", "sample_unit_hemisphere", "sample_unit_hemisphere_surface",
       "sample_unit_ring", "sample_unit_sphere", "sample_unit_square"],
