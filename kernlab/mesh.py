@@ -522,10 +522,32 @@ def slot_face(bvh: Ints, s: int) -> int:
 @kl.func
 def closest_face(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, p: kl.vec3,
                  max_dist: float) -> int:
-    """The face with the point closest to p nearer than max_dist, or -1."""
+    """The face with the point closest to p nearer than max_dist, or -1. A first descent
+    towards the nearer child gives a close candidate, so the walk prunes from the start."""
     best = max_dist * max_dist
     face = int(-1)
     k = int(0)
+    if bvh[2] > 0:
+        skip, start, end, leaf = node_of(bvh, k)
+        while not leaf:
+            right = bvh[HEADER + 4 * (k + 1)]
+            if box_dist_sq(p, bounds[2 * k + 2], bounds[2 * k + 3]) <= \
+                    box_dist_sq(p, bounds[2 * right], bounds[2 * right + 1]):
+                k = k + 1
+            else:
+                k = right
+            skip, start, end, leaf = node_of(bvh, k)
+        for s in range(start, end):
+            f = slot_face(bvh, s)
+            a, b, c = tri_points(points, indices, f)
+            if not is_sliver(a, b, c):
+                w = closest_bary(a, b, c, p)
+                q = w[0] * a + w[1] * b + (1.0 - w[0] - w[1]) * c
+                d = kl.length_sq(q - p)
+                if d < best:
+                    best = d
+                    face = f
+    k = 0
     while k < bvh[2]:
         skip, start, end, leaf = node_of(bvh, k)
         if box_dist_sq(p, bounds[2 * k], bounds[2 * k + 1]) > best:
