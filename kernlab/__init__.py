@@ -51,7 +51,7 @@ from .constants import *  # noqa: E402,F401,F403  (kl.pi, kl.inf, kl.HALF_PI ...
 from .mathfuncs import (lower_bound, quat_from_euler, quat_to_euler, quat_to_rpy,  # noqa: E402
                         quat_twist, quat_twist_angle, quat_twist_angle_signed,
                         transform_twist, transform_wrench, velocity_at_point)
-from .noise import curlnoise, noise, pnoise  # noqa: E402
+from .perlin import curlnoise, noise, pnoise  # noqa: E402
 from .norms import (norm_huber, norm_l1, norm_l2, norm_pseudo_huber,  # noqa: E402
                     smooth_normalize)
 from . import autograd  # noqa: E402

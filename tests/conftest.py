@@ -69,7 +69,14 @@ SLOW_ON_INTERP = {"test_augmented_add_is_atomic_on_a_launch_large_enough_to_run_
                   "test_what_is_not_privatised_stays_right", "test_vector_sum",
                   # BVH walks of every mesh query on the interpreter
                   "test_rays_find_the_nearest_hit", "test_signs_of_a_closed_cube",
-                  "test_output_argument_forms"}
+                  "test_output_argument_forms",
+                  # Perlin noise (test_noise.py): thousands of statements interpreted
+                  "test_noise_and_pnoise_match_the_float64_model",
+                  "test_curlnoise_matches_the_float64_model",
+                  "test_noise_gradients_by_reverse_mode_match_the_model",
+                  "test_curlnoise_gradients_by_reverse_mode_match_finite_differences",
+                  "test_pnoise_repeats_with_its_period_and_is_noise_within_one_period",
+                  "test_noise_is_zero_at_every_lattice_point"}
 
 
 def pytest_collection_modifyitems(config, items):

@@ -323,11 +323,12 @@ def describe(name: str) -> BuiltinDoc:
     if name in funcs and name not in FUNCTIONS:
         import inspect
         fn = funcs[name]
-        py = getattr(fn, "pyfunc", None) or getattr(fn, "func", None)
-        sig = f"{name}{inspect.signature(py)}" if py is not None else name
+        sigs = tuple(f"{name}{inspect.signature(py)}" for py in fn.overloads)
         summary = (inspect.getdoc(fn) or "").split("\n\n")[0].replace("\n", " ").rstrip(".")
-        return BuiltinDoc(name, summary, (sig,), "yes (a kernlab func, differentiated as "
-                          "yours are)", "Funcs written in kernlab", True, warp)
+        how = ("its custom gradient" if fn.grads or fn.grad else
+               "differentiated as yours are")
+        return BuiltinDoc(name, summary, sigs, f"yes (a kernlab func, {how})",
+                          "Funcs written in kernlab", True, warp)
     if name in SPECIAL_FORMS and name not in FUNCTIONS:
         form = SPECIAL_FORMS[name]
         return BuiltinDoc(name, form.summary, (form.signature,), form.differentiable,

@@ -117,6 +117,9 @@ EXAMPLES: dict[str, Example] = {
         make=lambda m: m.Example(),
         state=["u0", "u1", "rho0", "rho1", "p0", "div", "sim_time"], steps=2,
         note="the pressure solve is replayed from a captured graph (wp.ScopedCapture)"),
+    "core/example_graph_capture": Example(
+        make=lambda m: m.Example(), state=["pixel_values", "x"], steps=3,
+        note="16 octaves of wp.noise replayed from a captured graph"),
     "core/example_raymarch": Example(
         make=lambda m: m.Example(height=96, width=192),
         advance=lambda ex: ex.render(), state=["pixels"], steps=1),
@@ -175,8 +178,6 @@ EXCLUDED: dict[str, str] = {
     "optim/example_navier_stokes_perturbation": "tile FFTs (wp.tile_fft, launch_tiled), "
                                                 "which kernlab does not have",
     "optim/example_diffray": "reads a USD asset (pxr) into wp.Mesh",
-    "core/example_graph_capture": "Perlin noise (wp.noise), which kernlab does not have yet "
-                                  "(its graph capture itself works: see example_fluid)",
     "core/example_work_queue": "no reference: the example writes past its queue buffer "
                                "(capacity 8192, buffer of 4096 items); Warp 1.19 on the CPU "
                                "dies of it (double free), kernlab stops with an index error "

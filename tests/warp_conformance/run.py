@@ -3,7 +3,8 @@
     python tests/warp_conformance/run.py                  # every selected file
     python tests/warp_conformance/run.py test_lerp test_grad
     python tests/warp_conformance/run.py --warp --write-baseline   # re-measure Warp itself
-    python tests/warp_conformance/run.py --extra          # files outside the figure
+    python tests/warp_conformance/run.py --extra          # selection.EXTRA_FILES, outside
+    python tests/warp_conformance/run.py test_noise       # the figure (or one of them)
 
 The test files are read from the installed ``warp-lang`` package (``pip install -e
 ".[conformance]"``); nothing of Warp's is copied here. Each file runs in a child process
@@ -334,10 +335,9 @@ def main(argv=None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(everything, indent=1))
     if args.warp and args.write_baseline:
-        keep = sorted(k for k, v in everything.items() if v[0] == "pass")
-        prefixes = tuple(f.replace("/", ".") + "." for f in files)
-        keep = sorted(set(keep) | {k for k in (load_baseline() or ())  # other files' stay
-                                   if not k.startswith(prefixes)})
+        ran = tuple(name.replace("/", ".") + "." for name in files)  # other files' stay
+        kept = {k for k in load_baseline() or () if not k.startswith(ran)}
+        keep = sorted(kept | {k for k, v in everything.items() if v[0] == "pass"})
         BASELINE.write_text("# tests Warp passes on the CPU: run.py --warp --write-baseline\n"
                             + "\n".join(keep) + "\n")
         print(f"wrote {len(keep)} tests to {BASELINE}")
