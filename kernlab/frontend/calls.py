@@ -22,7 +22,8 @@ from ..types import ANY, Matrix, Type, Vector, bool_, float32, int32, to_type
 from .spatial import NOT_SPATIAL
 from . import structs
 from .hashgrid import NOT_HASHGRID
-from .exprs import PY_BUILTINS, Lit, PyObj, _hashable
+from .mesh import NOT_MESH
+from .exprs import PY_BUILTINS, Lit, PyObj, _hashable, _Tid
 from .grads import GradOf
 from .source import parse_function
 from .views import ArrayRef
@@ -56,6 +57,9 @@ class CallMixin:
         grid = self.hash_grid_call(obj, node)  # frontend/hashgrid.py
         if grid is not NOT_HASHGRID:
             return grid
+        mesh = self.mesh_call(obj, node)  # frontend/mesh.py
+        if mesh is not NOT_MESH:
+            return mesh
         args = self.call_args(node.args)
         kwargs = {}
         for kw in node.keywords:
@@ -286,6 +290,7 @@ class CallMixin:
     # ---- funcs --------------------------------------------------------------------------------
 
     def call_func(self, func, args, kwargs):
+        args = [self.value(a) if isinstance(a, _Tid) else a for a in args]  # f(kl.tid())
         chosen = self.resolve_overload(func, args, kwargs)
         if chosen is None:
             shown = ", ".join([self.describe_arg(a) for a in args]

@@ -224,19 +224,19 @@ class Launch:
                 if p.type.is_array and args[n + k] is None and args[k] is not None:
                     args[n + k] = args[k].grad
         kernel, dim, device, adjoint = self.kernel, self.dim, self.device, self.adjoint
-        grids = getattr(kernel.ir, "hash_grid_hidden", None)
+        handles = getattr(kernel.ir, "handle_hidden", None)
 
         def run():
-            if grids:  # a grid rebuilt since this launch was made: its current arrays
-                from ..hashgrid import refresh_grid_args
-                refresh_grid_args(kernel, args)
+            if handles:  # a grid rebuilt or mesh refitted since this launch was made
+                from ..handles import refresh_handle_args
+                refresh_handle_args(kernel, args)
             _run(kernel, dim, args, device, adjoint)
 
         if _capture.defer(f"launch {kernel.key}", run):
             return  # recorded into the open graph capture (kl.ScopedCapture)
         run()
         if kernel._quick is None and not adjoint and self.struct_args is None \
-                and device is _CPU and not grids:
+                and device is _CPU and not handles:
             kernel._quick = _Quick.make(kernel)  # the next small launches take the short path
 
     def set_dim(self, dim):
@@ -389,13 +389,13 @@ class _Quick:
     def make(cls, kernel):
         """The short path of ``kernel``; None under another backend (asked again at the
         next launch); False where it has none (a kernel with vector, bool or struct
-        parameters, hash grids, loops or atomics that need the general launch)."""
+        parameters, hash grids or meshes, loops or atomics that need the general launch)."""
         if config.cpu_backend != "llvm":
             return None
         from ..autodiff.inplace import plan as inplace_plan
         from ..backends.llvm import jit
         func = kernel.ir
-        if getattr(func, "hash_grid_hidden", None) \
+        if getattr(func, "handle_hidden", None) \
                 or getattr(func, "struct_signature", None) is not None:
             return False
         kinds = []

@@ -140,6 +140,9 @@ EXAMPLES: dict[str, Example] = {
         advance=_torch_step, state=["xy_now", "grad_now", "mean_pos"], steps=3, quick=False,
         note="a torch.autograd.Function whose forward and backward launch a kernel and "
              "its adjoint on arrays shared with PyTorch (CPU tensors)"),
+    "core/example_sample_mesh": Example(
+        make=lambda m: m.Example(stage_path=None), state=["points", "cdf"], steps=3,
+        note="wp.Mesh, wp.mesh_eval_position; triangles drawn by area with wp.lower_bound"),
     "core/example_spin_lock": Example(
         make=_spin_lock, advance=lambda ns: None, state=["counter", "atomic_counter", "lock"],
         steps=1, note="on the CPU (the file's own main asks for cuda)"),
@@ -168,7 +171,6 @@ EXCLUDED: dict[str, str] = {
     "core/example_raycast": "reads a USD asset (pxr) into wp.Mesh",
     "core/example_nvdb": "NanoVDB volumes (wp.Volume) and a USD renderer",
     "core/example_render_opengl": "an OpenGL window (warp.render.OpenGLRenderer): rendering only",
-    "core/example_sample_mesh": "wp.Mesh and mesh queries, which kernlab does not have",
     "core/example_fdtd_3d": "tile reductions (wp.tile, wp.tile_sum, wp.tile_atomic_add), "
                             "which kernlab does not have",
     "core/example_fft_poisson_navier_stokes_2d": "tile FFTs (wp.tile_fft, launch_tiled), "
