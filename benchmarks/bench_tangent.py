@@ -2,11 +2,15 @@
 
 Warp, NumPy and Numba have no forward mode, so these rows show kernlab alone; the note
 gives the ratio to kernlab's own forward launch of the same kernel, timed in the same
-rounds. A tangent launch computes the outputs *and* their tangents, so it replaces the
-forward launch rather than following it.
+rounds. A tangent launch (``tangent=True``) computes the tangents only (J·u, as an adjoint
+launch computes only gradients): its kernel reads what the tangents need and writes no
+primal output. ``kl.jvp`` computes both in one launch.
 
-* saxpy tangent: ``z = a x + y`` (10M float32) with tangents for x and y: 4 streams read
-  and 2 written, against the forward's 2 and 1 (bound: a copy moving 6 streams' bytes).
+* saxpy tangent: ``z = a x + y`` (10M float32) with tangents for x and y:
+  ``dz = a dx + da x + dy`` reads x, dx, dy and writes dz — 4 streams against the
+  forward's 3 (bound: a copy moving 4 streams' bytes).
+* saxpy jvp: ``kl.jvp`` of the same, z and dz in one launch: 6 streams (bound: 6), plus
+  the zeroed dz array kl.jvp allocates.
 * normalize + sin/exp/sqrt tangent: the compute-bound row of bench_compute.py with a tangent
   for every point.
 * HVP: ``tape.hvp(loss, {p: v})`` for ``loss = Σ sin(v0) exp(v1) + sqrt(|v2| + 1)`` with
@@ -63,8 +67,17 @@ def run(settings) -> list[Row]:
     tans = [kl.ones(n), kl.ones(n), kl.zeros(n), 0.0]
     times = race({"kernlab": _tangent_call(kk.saxpy_out, n, tan_args, tans),
                   "fwd": _forward_call(kk.saxpy_out, n, fwd_args),
-                  "bound": copy_of(6 * 4 * n)}, settings.repeats, settings.warmup)
+                  "bound": copy_of(4 * 4 * n)}, settings.repeats, settings.warmup)
     rows.append(_row("saxpy tangent", f"n={n:,}", times, "tangent"))
+    rows[-1].note += "; bound: 4 streams"
+
+    def jvp():
+        kl.jvp(kk.saxpy_out, n, inputs=tan_args[:2], outputs=[tan_args[2], A],
+               tan_inputs=tans[:2])
+        kl.synchronize()
+    times = race({"kernlab": jvp, "fwd": _forward_call(kk.saxpy_out, n, fwd_args),
+                  "bound": copy_of(6 * 4 * n)}, settings.repeats, settings.warmup)
+    rows.append(_row("saxpy jvp (outputs and tangents)", f"n={n:,}", times, "jvp"))
     rows[-1].note += "; bound: 6 streams"
 
     m = settings.size(1_000_000, 200_000, tiny=64)

@@ -26,6 +26,7 @@ from .runtime.array import (array, array1d, array2d, array3d, array4d, clone, co
                             empty_like, from_numpy, full, full_like, ones, ones_like, zeros,
                             zeros_like)
 from .runtime.device import (ScopedDevice, ScopedStream, get_device, init, is_cuda_available,
+                             is_cpu_available, is_cubql_available,
                              set_device, synchronize, synchronize_device)
 from .runtime.indexed import (indexedarray, indexedarray1d, indexedarray2d, indexedarray3d,
                               indexedarray4d)
@@ -50,7 +51,7 @@ from .constants import *  # noqa: E402,F401,F403  (kl.pi, kl.inf, kl.HALF_PI ...
 from .mathfuncs import (lower_bound, quat_from_euler, quat_to_euler, quat_to_rpy,  # noqa: E402
                         quat_twist, quat_twist_angle, quat_twist_angle_signed,
                         transform_twist, transform_wrench, velocity_at_point)
-from .noise import curlnoise, noise, pnoise  # noqa: E402
+from .perlin import curlnoise, noise, pnoise  # noqa: E402
 from .norms import (norm_huber, norm_l1, norm_l2, norm_pseudo_huber,  # noqa: E402
                     smooth_normalize)
 from . import autograd  # noqa: E402
@@ -62,6 +63,17 @@ globals().update(_TILE_FORMS)  # kl.tile_load, kl.tile_fft, ... (frontend/tiles.
 globals().update(_FUNCTIONS)  # kl.sin, kl.dot, ... (also callable on NumPy values)
 from .hashgrid import (HashGrid, hash_grid_point_id, hash_grid_query,  # noqa: E402
                        hash_grid_query_next)
+from .mesh import (Mesh, MeshQueryPoint, MeshQueryRay, mesh_eval_face_normal,  # noqa: E402
+                   mesh_eval_position, mesh_eval_velocity, mesh_get_index, mesh_get_point,
+                   mesh_get_velocity, mesh_query_aabb, mesh_query_aabb_next,
+                   mesh_query_furthest_point_no_sign, mesh_query_next, mesh_query_point,
+                   mesh_query_point_no_sign, mesh_query_point_sign_normal,
+                   mesh_query_point_sign_winding_number, mesh_query_ray,
+                   mesh_query_ray_anyhit, mesh_query_ray_count_intersections,
+                   mesh_query_sphere, mesh_get)
+from .frontend.mesh import MeshQueryAABB  # noqa: E402
+
+MeshQuery = MeshQueryAABB  # Warp's parent of the box and sphere query types
 
 from .runtime import cache as _cache  # noqa: E402,F401 — before the preload thread needs it
 from .backends import preload_cpu_backend as _preload  # noqa: E402

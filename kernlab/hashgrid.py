@@ -26,6 +26,7 @@ import weakref
 import numpy as np
 
 import kernlab as kl
+from .handles import register
 from .runtime.array import array
 
 HEADER = 5  # ints[0:5] = dim_x, dim_y, dim_z, number of points, built (0 or 1)
@@ -134,15 +135,8 @@ def grid_arrays(kernel_key: str, param: str, grid_id) -> tuple:
     return grid._ints, grid._inv
 
 
-def refresh_grid_args(kernel, args: list) -> None:
-    """Put the current arrays of each grid a launch's grid parameters name into its hidden
-    parameters (in place): a build replaces a grid's arrays, and a launch recorded earlier
-    (a captured graph, a ``record_cmd`` launch) must see the grid as it is when it runs."""
-    hidden = kernel.ir.hash_grid_hidden
-    for k, p in enumerate(kernel.ir.params):
-        if p.name in hidden:
-            index, pname, part = hidden[p.name]
-            args[k] = grid_arrays(kernel.key, pname, args[index])[part]
+register("hash_grid", "hash grid", (("hash_grid", kl.int32), ("hash_grid_inv_width", kl.float32)),
+         grid_arrays)
 
 
 def hash_grid_query(grid, point, radius):

@@ -175,16 +175,25 @@ class Kernel:
     def tangent_variant(self, adjoint: bool = False, retain: frozenset = frozenset(),
                         effects: bool = True, shared: bool = False) -> Function:
         """The tangent kernel's IR (forward mode): of the kernel, or with adjoint=True of its
-        adjoint (forward over reverse, for Hessian-vector products). effects=False leaves out
-        the kernel's own stores, atomics and prints (a tangent sweep after the forward ran).
-        """
+        adjoint (forward over reverse, for Hessian-vector products). effects=True: the
+        kernel's computation and its tangents (kl.jvp); effects=False: the tangents only,
+        the kernel's arrays left as they were (kl.launch(tangent=True), the tangent sweep
+        of Tape.hvp; its ``kept`` arrays need a scratch copy: autodiff/forward.py)."""
         shared = bool(shared) and bool(adjoint)
-        key = (bool(adjoint), frozenset(retain), bool(effects)) + (("shared",) if shared else ())
+        effects = bool(effects) or bool(adjoint)  # an adjoint's effects are its gradients
+        key = (bool(adjoint), frozenset(retain), effects) + (("shared",) if shared else ())
         func = self._tangents.get(key)
         if func is None:
             from .autodiff import tangent_mode
-            base = self.adjoint_variant(frozenset(retain), shared) if adjoint else self.ir
-            func = self._tangents[key] = _compiling(tangent_mode, base, effects)
+            from .autodiff.inplace import localize, tangent_plan
+            if adjoint:
+                base, kept = self.adjoint_variant(frozenset(retain), shared), ()
+            elif effects:
+                base, kept = self.ir, ()
+            else:
+                local, kept = _user_facing(tangent_plan, self.ir)
+                base = _compiling(localize, self.ir, local)
+            func = self._tangents[key] = _compiling(tangent_mode, base, effects, kept)
         return func
 
     @property
@@ -220,8 +229,8 @@ class Kernel:
     def compiled(self, backend: str, adjoint: bool = False, retain: frozenset = frozenset(),
                  tangent: str | None = None, shared: bool = False):
         """The runnable variant for ``backend`` ("interp", "llvm" or "cuda"), compiled once.
-        tangent: None, "tangent" (forward mode) or "sweep" (its tangent sweep without the
-        kernel's side effects); with adjoint=True, the tangent of the adjoint. shared: the
+        tangent: None, "jvp" (forward mode: the kernel's computation and its tangents) or
+        "tangent" (the tangents only); with adjoint=True, the tangent of the adjoint. shared: the
         adjoint that accumulates every gradient atomically (see adjoint_variant)."""
         retain = frozenset(retain) if adjoint else frozenset()
         shared = bool(shared) and adjoint
@@ -233,7 +242,7 @@ class Kernel:
         runner = self._compiled.get(key)
         if runner is None:
             if tangent is not None:
-                func = self.tangent_variant(adjoint, retain, effects=tangent != "sweep",
+                func = self.tangent_variant(adjoint, retain, effects=tangent == "jvp",
                                             shared=shared)
             else:
                 func = self.adjoint_variant(retain, shared) if adjoint else self.ir
@@ -520,8 +529,11 @@ def source(k: Kernel, target: str = "ir", adjoint: bool = False, *,
            arch: int | None = None, tangent: bool = False) -> str:
     """The listing of a kernel: "ir", "llvm" (as lowered, with the user's lines), "llvm-opt"
     (after optimisation), "cuda" or "ptx"; the adjoint's with adjoint=True, the tangent
-    kernel's (forward mode) with tangent=True (both: the tangent of the adjoint, which
-    Hessian-vector products run). ``arch`` picks
+    kernel's (forward mode: the values and their tangents, what kl.jvp runs; the
+    tangents-only kernel of kl.launch(..., tangent=True) is it without the kernel's stores
+    and what only they needed) with tangent=True (both: the tangent of the adjoint, which
+    Hessian-vector products run).
+    ``arch`` picks
     the GPU architecture of "ptx" (80 for sm_80; default kl.config.ptx_target_arch, else
     the first GPU's, else 80): PTX for any GPU can be made on a machine without one."""
     if not isinstance(k, Kernel):

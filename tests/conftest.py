@@ -58,13 +58,25 @@ SLOW_TESTS = {"test_kernel_compiles_to_ptx_forward_and_adjoint",
               # a real JupyterLab server, a child process waiting for Ctrl-C, a cache reload
               "test_the_lab_starts_serves_the_tutorials_and_stops",
               "test_keyboard_interrupt_stops_an_endless_kernel_within_a_second",
-              "test_edited_re_runs_loaded_from_the_cache_keep_no_code"}
+              "test_edited_re_runs_loaded_from_the_cache_keep_no_code",
+              # compiles the adjoints of three mesh-query kernels (the others stay fast)
+              "test_closest_distance_and_ray_gradients_match_finite_differences"}
 # big launches on the NumPy reference interpreter (their LLVM variants stay in the fast tier)
 SLOW_ON_INTERP = {"test_augmented_add_is_atomic_on_a_launch_large_enough_to_run_in_parallel",
                   "test_tid_2d_on_a_launch_large_enough_to_run_in_parallel",
                   "test_out_of_bounds_in_one_thread_of_a_large_launch",
                   "test_queries_visit_the_cell_box_and_find_every_neighbour",
-                  "test_what_is_not_privatised_stays_right", "test_vector_sum"}
+                  "test_what_is_not_privatised_stays_right", "test_vector_sum",
+                  # BVH walks of every mesh query on the interpreter
+                  "test_rays_find_the_nearest_hit", "test_signs_of_a_closed_cube",
+                  "test_output_argument_forms",
+                  # Perlin noise (test_noise.py): thousands of statements interpreted
+                  "test_noise_and_pnoise_match_the_float64_model",
+                  "test_curlnoise_matches_the_float64_model",
+                  "test_noise_gradients_by_reverse_mode_match_the_model",
+                  "test_curlnoise_gradients_by_reverse_mode_match_finite_differences",
+                  "test_pnoise_repeats_with_its_period_and_is_noise_within_one_period",
+                  "test_noise_is_zero_at_every_lattice_point"}
 
 
 def pytest_collection_modifyitems(config, items):

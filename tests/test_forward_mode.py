@@ -102,9 +102,17 @@ def test_loops_branches_funcs_vectors_matrices(backend, rng):
     h = 1e-6
     plus = _run_program([v + h * t for v, t in zip(values, tangents)])
     minus = _run_program([v - h * t for v, t in zip(values, tangents)])
+    # a tangent launch computes the tangents only: the outputs are left as they were
+    assert not np.any(y.numpy()) and not np.any(q.numpy())
+    np.testing.assert_allclose(jvp, (plus - minus) / (2 * h), rtol=1e-5, atol=1e-7)
+    # kl.jvp writes both, in one launch
+    ty2, tq2 = kl.jvp(program, 3, inputs=ins, outputs=[y, q],
+                      tan_inputs=[kl.array(tx, dtype=F), kl.array(tp, dtype=kl.vec3d),
+                                  kl.array(tm, dtype=kl.mat33d), ts, None])
     np.testing.assert_allclose(np.concatenate([y.numpy(), q.numpy().reshape(-1)]),
                                _run_program(values), rtol=1e-12)
-    np.testing.assert_allclose(jvp, (plus - minus) / (2 * h), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(np.concatenate([ty2.numpy(), tq2.numpy().reshape(-1)]), jvp,
+                               rtol=1e-12)
     # <J u, w> = <u, J^T w>, with J^T w from the reverse mode (the scalar s's adjoint is
     # not reported by an adjoint launch, so s is held fixed here)
     w = rng.normal(size=jvp.size)
@@ -173,12 +181,57 @@ def in_place(x: kl.array(dtype=F), v: kl.array(dtype=F)):
 
 
 def test_in_place_updates_are_exact_in_forward_mode(backend):
+    """x's one tangent array carries the tangent before the launch in and the tangent after
+    it out. The tangent launch leaves x itself alone (its kernel reads x back after the
+    first store: a per-thread local stands in for the element); kl.jvp updates it."""
     x0, v = np.array([0.3, -0.4]), np.array([0.1, 0.2])
+    expected = np.cos(x0 * x0 + v) * 2 * x0 * [1.0, -2.0]
     x, tx = kl.array(x0, dtype=F), kl.array([1.0, -2.0], dtype=F)
     kl.launch(in_place, 2, inputs=[x, kl.array(v, dtype=F)], tangent=True,
               tan_inputs=[tx, None])
+    np.testing.assert_array_equal(x.numpy(), x0)
+    np.testing.assert_allclose(tx.numpy(), expected)
+    tx = kl.array([1.0, -2.0], dtype=F)
+    assert kl.jvp(in_place, 2, inputs=[x, kl.array(v, dtype=F)], tan_inputs=[tx, None]) == []
     np.testing.assert_allclose(x.numpy(), np.sin(x0 * x0 + v))
-    np.testing.assert_allclose(tx.numpy(), np.cos(x0 * x0 + v) * 2 * x0 * [1.0, -2.0])
+    np.testing.assert_allclose(tx.numpy(), expected)
+
+
+@kl.kernel
+def gather_back(x: kl.array(dtype=F), y: kl.array(dtype=F), z: kl.array(dtype=F)):
+    i = kl.tid()
+    y[2 * i] = x[i] * x[i]      # not the thread's own element (2 i): no local stands in
+    y[2 * i + 1] = x[i]
+    z[i] = kl.sin(y[2 * i]) * y[2 * i + 1]
+
+
+def test_a_tangent_launch_reading_back_another_index_writes_a_copy(backend):
+    """y is written and read back at 2i and 2i + 1: the tangents-only kernel keeps those
+    writes, on a scratch copy, so y stays as it was and the tangent is exact."""
+    x0, u = np.array([0.3, -0.7, 1.1]), np.array([1.0, 0.5, -2.0])
+    y, z = kl.full(6, 5.0, dtype=F), kl.zeros(3, dtype=F)
+    ty, tz = kl.zeros(6, dtype=F), kl.zeros(3, dtype=F)
+    kl.launch(gather_back, 3, inputs=[kl.array(x0, dtype=F)], outputs=[y, z], tangent=True,
+              tan_inputs=[kl.array(u, dtype=F)], tan_outputs=[ty, tz])
+    assert np.all(y.numpy() == 5.0) and not np.any(z.numpy())
+    # z = sin(x²) x: dz = (cos(x²) 2x · x + sin(x²)) u
+    np.testing.assert_allclose(tz.numpy(), (np.cos(x0 ** 2) * 2 * x0 ** 2 + np.sin(x0 ** 2))
+                               * u, rtol=1e-12)
+    np.testing.assert_allclose(ty.numpy()[0::2], 2 * x0 * u, rtol=1e-12)
+    np.testing.assert_allclose(ty.numpy()[1::2], u, rtol=1e-12)
+    # and through Tape.hvp (its sweep runs the same kernel, y on a scratch copy):
+    # Σ z = Σ sin(x²) x has the diagonal Hessian 6x cos(x²) - 4x³ sin(x²)
+    x = kl.array(x0, dtype=F, requires_grad=True)
+    y, z = kl.zeros(6, dtype=F, requires_grad=True), kl.zeros(3, dtype=F, requires_grad=True)
+    loss = kl.zeros(1, dtype=F, requires_grad=True)
+    with kl.Tape() as tape:
+        kl.launch(gather_back, 3, inputs=[x], outputs=[y, z])
+        kl.launch(rosen_sum, 3, inputs=[z, kl.zeros(3, dtype=F)], outputs=[loss])
+    hv = tape.hvp(loss, {x: u})[x].numpy()
+    zz = np.sin(x0 ** 2) * x0  # loss = Σ 100 z²: H = 200 (z'² + z z'')
+    d1 = np.cos(x0 ** 2) * 2 * x0 ** 2 + np.sin(x0 ** 2)
+    d2 = 6 * x0 * np.cos(x0 ** 2) - 4 * x0 ** 3 * np.sin(x0 ** 2)
+    np.testing.assert_allclose(hv, 200 * (d1 ** 2 + zz * d2) * u, rtol=1e-12)
 
 
 @kl.kernel
@@ -289,13 +342,18 @@ def test_hvp_on_vectors_through_a_loop(backend, rng):
         np.testing.assert_allclose(hv[i], h @ v[i], rtol=1e-12)
 
 
-def test_a_tangent_launch_on_a_tape_is_recorded_as_its_forward(backend):
+def test_jvp_on_a_tape_is_recorded_as_its_forward_a_tangent_launch_is_not(backend):
     x0 = np.array([0.3, -0.4])
     x = kl.array(x0, dtype=F, requires_grad=True)
     total = kl.zeros(2, dtype=F, requires_grad=True)
     with kl.Tape() as tape:
         kl.launch(accumulate, 2, inputs=[x], outputs=[total], tangent=True,
                   tan_inputs=[kl.array([1.0, 1.0], dtype=F)], tan_outputs=[None])
+        assert tape.launches == [] and not np.any(total.numpy())  # changed nothing
+        kl.jvp(accumulate, 2, inputs=[x], outputs=[total],
+               tan_inputs=[kl.array([1.0, 1.0], dtype=F)])
+    assert len(tape.launches) == 1
+    np.testing.assert_allclose(total.numpy(), [x0 @ x0, -np.exp(x0).sum()])
     tape.backward(grads={total: kl.array([1.0, 2.0], dtype=F)})
     np.testing.assert_allclose(x.grad.numpy(), 2 * x0 - 2 * np.exp(x0))
 
@@ -311,6 +369,31 @@ def test_listings():
     assert "# ---- reverse ----" in text and "%tan_adj_p" in text
     cuda = kl.source(program, "cuda", tangent=True)
     assert "program_tan(" in cuda and "(tangent)" in cuda
+
+
+@kl.kernel
+def saxpy(x: kl.array(dtype=F), y: kl.array(dtype=F), z: kl.array(dtype=F), a: F):
+    i = kl.tid()
+    z[i] = a * x[i] + y[i]
+
+
+def test_the_tangents_only_kernel_reads_and_writes_only_what_tangents_need(backend):
+    """dz = a dx + da x + dy: the tangent launch's kernel loads x, dx, dy and stores dz;
+    y is never loaded, z never stored (kl.jvp's kernel does both), and z keeps its
+    values."""
+    from kernlab.ir.nodes import Op
+    func = saxpy.tangent_variant(effects=False)
+    params = {p.value: p.name for p in func.params}
+    loads = sorted(params[i.args[0]] for i in func.body.walk() if i.op is Op.LOAD)
+    stores = [params[i.args[0]] for i in func.body.walk() if i.op is Op.STORE]
+    assert loads == ["tan_x", "tan_y", "x"] and stores == ["tan_z"]
+    x, dx, dy = np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0]), np.ones(3)
+    dz, z = kl.zeros(3, dtype=F), kl.full(3, 7.0, dtype=F)
+    kl.launch(saxpy, 3, inputs=[kl.array(x, dtype=F), kl.zeros(3, dtype=F), z, 2.0],
+              tangent=True, tan_inputs=[kl.array(dx, dtype=F), kl.array(dy, dtype=F), dz,
+                                        0.25])
+    np.testing.assert_allclose(dz.numpy(), 2.0 * dx + 0.25 * x + dy)
+    assert np.all(z.numpy() == 7.0)
 
 
 def test_errors():

@@ -182,3 +182,27 @@ def test_a_captured_launch_sees_the_grid_as_rebuilt_when_it_replays():
     out.zero_()
     cmd.launch()
     np.testing.assert_array_equal(out.numpy(), [1, 2, 0])
+
+
+@kl.kernel
+def query_by_branch(grid: kl.uint64, pts: kl.array(dtype=kl.vec3), far: bool,
+                    out: kl.array(dtype=int)):
+    if far:
+        q = kl.hash_grid_query(grid, pts[0], 0.1)
+    else:
+        q = kl.hash_grid_query(grid, pts[1], 0.1)
+    for j in q:
+        out[0] += 1
+
+
+def test_a_query_chosen_by_a_runtime_branch_is_the_one_that_ran(backend):
+    """A query local assigned in both branches holds the one whose branch ran (its walk
+    state is copied), not the last one written in the source."""
+    P = np.array([[0.05, 0.05, 0.05], [5.05, 5.05, 5.05], [5.06, 5.05, 5.05]], np.float32)
+    grid = kl.HashGrid(64, 64, 64)
+    pts = kl.array(P, dtype=kl.vec3)
+    grid.build(pts, 0.1)
+    for far, expect in ((True, 1), (False, 2)):
+        out = kl.zeros(1, dtype=int)
+        kl.launch(query_by_branch, 1, inputs=[grid.id, pts, far, out])
+        assert out.numpy()[0] == expect

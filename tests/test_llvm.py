@@ -654,3 +654,51 @@ def test_adjoint_with_an_absent_gradient_array_on_both_entries(monkeypatch, stri
 def test_every_builtin_has_an_llvm_lowering():
     from kernlab.builtins import REGISTRY
     assert [name for name, bi in REGISTRY.items() if bi.llvm is None] == []
+
+
+LAZY_FAST_ENTRY_CHILD = textwrap.dedent('''
+    import collections
+    import numpy as np
+    import kernlab as kl
+    from kernlab.backends.llvm import jit
+
+    jit.ARENA_SIZE = 1                          # one entry per engine: freed with it
+    jit._recent = collections.deque(maxlen=1)   # the memo keeps an entry no longer
+
+    @kl.kernel
+    def square_plus(x: kl.array(dtype=kl.float64), z: kl.array(dtype=kl.float64),
+                    y: kl.array(dtype=kl.float64)):
+        i = kl.tid()
+        y[i] = x[i] * x[i] + z[i]
+
+    @kl.kernel
+    def other(x: kl.array(dtype=kl.float64)):
+        i = kl.tid()
+        x[i] = x[i] + 1.0
+
+    x = kl.array(np.array([1.0, 2.0, 3.0]))
+    z, y = kl.zeros(3, dtype=kl.float64), kl.zeros(3, dtype=kl.float64)
+    out = []
+    for _ in range(2):
+        gx = kl.zeros(3, dtype=kl.float64)
+        # z's gradient absent: the fast entry without it, loaded when first needed
+        kl.launch(square_plus, 3, inputs=[x, z], outputs=[y], adj_inputs=[gx, None],
+                  adj_outputs=[kl.ones(3, dtype=kl.float64)], adjoint=True)
+        out.append(gx.numpy().tolist())
+        kl.launch(other, 3, inputs=[kl.zeros(3, dtype=kl.float64)])  # evicts it from memo
+    print(out)
+''')
+
+
+def test_a_lazily_loaded_fast_entry_stays_loaded(tmp_path):
+    """A runner's fast entry loaded for a launch's absent gradient arrays is held by the
+    runner: once the memo forgot it, its engine was freed and the next launch called freed
+    code (garbage gradients or a segmentation fault). In a child process: a crash fails
+    the test instead of the run."""
+    script = tmp_path / "lazy_fast_entry.py"
+    script.write_text(LAZY_FAST_ENTRY_CHILD)
+    env = dict(os.environ, KERNLAB_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == str([[2.0, 4.0, 6.0]] * 2)

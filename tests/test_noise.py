@@ -1,4 +1,4 @@
-"""Perlin noise (kl.noise, kl.pnoise, kl.curlnoise; kernlab/noise.py).
+"""Perlin noise (kl.noise, kl.pnoise, kl.curlnoise; kernlab/perlin.py).
 
 The expected values come from a float64 NumPy model written here in another form: the
 noise as the tensor-product sum over the cell's corners (not nested interpolations), with

@@ -136,6 +136,58 @@ def test_adjoint_launch_none_means_the_arrays_own_gradient():
     np.testing.assert_array_equal(x.grad.numpy(), [2.0, 4.0, 6.0])
 
 
+@kl.kernel
+def overwrite_and_scale(x: kl.array(dtype=float), y: kl.array(dtype=float)):
+    i = kl.tid()
+    y[i] = 3.0 * x[i]
+    y[i] = 2.0 * x[i]  # overwrites: y = 2 x in the end
+
+
+def test_a_store_consumes_only_the_arrays_own_gradient():
+    """As in Warp 1.19 (adj_array_store zeroes the element only when the adjoint buffer is
+    buf.grad): a buffer passed in adj_outputs belongs to the caller and is read, not zeroed;
+    y.grad (given as None, or as the array itself) is consumed. By hand, in reverse order:
+    the second store's adjoint reads the seed g (dx += 2 g), then the first store's reads
+    the element again: g if the buffer was not zeroed (dx = 2 g + 3 g), 0 if it was
+    (dx = 2 g)."""
+    x = f32([1.0, 2.0])
+    seed = kl.array(np.array([1.0, 10.0], np.float32), dtype=float)
+    kl.launch(overwrite_and_scale, 2, inputs=[x], outputs=[kl.zeros(2)],
+              adj_inputs=[x.grad], adj_outputs=[seed], adjoint=True)
+    np.testing.assert_array_equal(x.grad.numpy(), [5.0, 50.0])  # 2 g + 3 g
+    np.testing.assert_array_equal(seed.numpy(), [1.0, 10.0])    # left alone
+    for given in (None, "own"):
+        x.grad.zero_()
+        y = kl.zeros(2, requires_grad=True)
+        y.grad.assign(np.array([1.0, 10.0], np.float32))
+        kl.launch(overwrite_and_scale, 2, inputs=[x], outputs=[y], adj_inputs=[None],
+                  adj_outputs=[y.grad if given == "own" else None], adjoint=True)
+        np.testing.assert_array_equal(x.grad.numpy(), [2.0, 20.0])  # 2 g + 3 * 0
+        np.testing.assert_array_equal(y.grad.numpy(), [0.0, 0.0])   # consumed
+    x.grad.zero_()
+    y = kl.zeros(2, requires_grad=True)
+    y.retain_grad = True
+    y.grad.assign(np.array([1.0, 10.0], np.float32))
+    kl.launch(overwrite_and_scale, 2, inputs=[x], outputs=[y], adjoint=True)
+    np.testing.assert_array_equal(x.grad.numpy(), [5.0, 50.0])  # retain_grad: never zeroed
+
+
+@kl.kernel
+def double_in_place(x: kl.array(dtype=float)):
+    i = kl.tid()
+    x[i] = 2.0 * x[i]
+
+
+def test_an_explicit_buffer_of_an_array_updated_in_place_is_consumed():
+    """On purpose unlike Warp: the buffer of an array the kernel reads and overwrites goes
+    from d/d(after) to d/d(before), so it is consumed even when passed explicitly. By
+    hand: the store reads g and zeroes it, the load adds 2 g: 2 g (Warp keeps the g: 3 g).
+    """
+    g = kl.array(np.array([1.0, -4.0], np.float32), dtype=float)
+    kl.launch(double_in_place, 2, inputs=[f32([0.5, 7.0])], adj_inputs=[g], adjoint=True)
+    np.testing.assert_array_equal(g.numpy(), [2.0, -8.0])
+
+
 def test_launch_objects_keep_the_adjoint_flag_and_take_params_by_name():
     x = f32([1.0, 2.0, 3.0])
     y = kl.zeros(3, requires_grad=True)

@@ -5,8 +5,7 @@
   adjoint needs the value read (the replay would read the new value; linear updates such as
   ``y[i] += v`` or a vector component write are fine), and the value returned by an atomic
   used in the computation.
-* ``own_element_arrays``: arrays every access of which is indexed exactly by the thread id,
-  so no other thread touches the same element and gradients accumulate with a plain add.
+(Which arrays each thread owns an element of is autodiff/ownership.py's question.)
 """
 from __future__ import annotations
 
@@ -160,55 +159,3 @@ def _stale_use_ok(ins, bad, defs, fixed=frozenset()) -> bool:
     scales = {k % n for k in bi.scales}  # x * 2.0, x / 4.0, x * dt: linear when the rest
     return len(bad) == 1 and bad[0] in scales and all(  # is constant to the thread
         _constant(a, defs, fixed) for k, a in enumerate(ins.args) if k != bad[0])
-
-
-def own_element_arrays(func: Function) -> set:
-    """Array params whose every load, store and atomic is indexed by (tid 0, tid 1, ...)."""
-    tid_vars = _tid_vars(func)
-    ok, bad = set(), set()
-    defs = {ins.result: ins for ins in func.body.walk() if ins.result is not None}
-    for ins in func.body.walk():
-        if ins.op not in (Op.LOAD, Op.STORE, Op.ATOMIC):
-            continue
-        arr = ins.args[0]
-        n = arr.type.ndim
-        idx = ins.args[1:1 + n]
-        if _is_tid_index(idx, defs, tid_vars, func.ndim):
-            ok.add(arr)
-        else:
-            bad.add(arr)
-    return ok - bad
-
-
-def _tid_vars(func: Function) -> dict:
-    """Vars assigned exactly once in the whole kernel, at top level, from a tid: var -> dim."""
-    stores: dict = {}
-    for ins in func.body.walk():
-        if ins.op is Op.STORE_VAR:
-            stores.setdefault(ins.attrs["var"], []).append(ins)
-        if ins.op is Op.FOR:
-            stores.setdefault(ins.attrs["var"], []).append(ins)
-    top = set(map(id, func.body.instrs))
-    defs = {ins.result: ins for ins in func.body.instrs if ins.result is not None}
-    out = {}
-    for var, writes in stores.items():
-        if len(writes) == 1 and id(writes[0]) in top and writes[0].op is Op.STORE_VAR:
-            src = defs.get(writes[0].args[0])
-            if src is not None and src.op is Op.TID:
-                out[var] = src.attrs["dim"]
-    return out
-
-
-def _is_tid_index(idx, defs, tid_vars, ndim) -> bool:
-    if len(idx) != ndim:
-        return False
-    for d, v in enumerate(idx):
-        ins = defs.get(v)
-        if ins is None:
-            return False
-        if ins.op is Op.TID and ins.attrs["dim"] == d:
-            continue
-        if ins.op is Op.LOAD_VAR and tid_vars.get(ins.attrs["var"]) == d:
-            continue
-        return False
-    return True

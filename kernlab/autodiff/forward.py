@@ -21,11 +21,25 @@ partial derivatives, whose inner product with the arguments' tangents is the out
 tangent (one run for a scalar-valued func). A ``@kl.func_replay`` func is differentiated
 through its own body.
 
-``effects=False`` gives the tangent sweep without the kernel's own side effects (no
-stores into, or atomics on, the kernel's arrays, no prints): the values it reads are the
-ones the forward launch left, as for an adjoint. Hessian-vector products use it, and use
-the tangent of an *adjoint* kernel (forward over reverse): the adjoint's per-thread stack
-then holds every float value followed by its tangent.
+Two tangent kernels are made of a kernel (runtime/tangent.py runs them):
+
+* ``effects=True`` — the kernel's computation *and* its tangents: its stores, atomics and
+  prints stay, so one launch writes the outputs and their tangents (``kl.jvp``).
+* ``effects=False`` — the tangents only (``kl.launch(..., tangent=True)``, and the tangent
+  sweep of ``Tape.hvp``): no store into, or atomic on, the kernel's arrays and no print,
+  except into the arrays in ``keep`` (arrays the kernel reads back what it wrote, which
+  the runtime hands a scratch copy); the caller localizes the arrays each thread reads
+  and overwrites at its own element first (autodiff/inplace.py: they become per-thread
+  locals, so the reads after a store see the stored value without the store). The primal
+  values the tangents do not need — typically every value computed only to be stored —
+  are then dead, and are removed (``dead_code``): the saxpy tangent ``dz = a dx + da x +
+  dy`` reads x, dx and dy and writes dz, never y or z. An ``atomic_min``/``max`` tangent
+  reads the element's final value, which only exists after the forward ran (HVPs); a
+  tangent launch refuses it (``check_launchable``).
+
+Hessian-vector products also use the tangent of an *adjoint* kernel (forward over
+reverse): the adjoint's per-thread stack then holds every float value followed by its
+tangent.
 """
 from __future__ import annotations
 
@@ -37,24 +51,80 @@ from ..ir.nodes import Block, Function, Instr, Op, Param, Value, Var
 from ..ir.verify import verify
 
 
-def tangent_mode(func: Function, effects: bool = True) -> Function:
-    """The tangent kernel of func (a kernel's IR, or an adjoint kernel's for HVPs)."""
+def tangent_mode(func: Function, effects: bool = True, keep=()) -> Function:
+    """The tangent kernel of func (a kernel's IR, or an adjoint kernel's for HVPs); with
+    effects=False the tangents only, keeping the writes into the array params ``keep``
+    (indices; ``out.kept`` lists them)."""
     tan_params = [Param(f"tan_{p.name}", p.type, Value(p.type, f"tan_{p.name}"))
                   for p in func.params]
     out = Function(func.name, func.params + tan_params, Block(), func.loc,
                    vars=list(func.vars), sites=func.sites, ndim=func.ndim,
-                   is_adjoint=func.is_adjoint, is_tangent=True)
+                   is_adjoint=func.is_adjoint, is_tangent=True,
+                   kept=() if effects else tuple(keep))
     t = _Tangent(func, out, {p.value: tp.value for p, tp in zip(func.params, tan_params)},
-                 effects)
-    if effects:
-        _check_atomic_results(func)
+                 effects, {func.params[k].value for k in keep})
+    _check_atomic_results(func)
     for k, ins in enumerate(func.body.instrs):
         if func.is_adjoint and k == func.reverse_start:
             out.reverse_start = len(out.body.instrs)
         t.instr(ins)
     if func.is_adjoint and out.reverse_start is None:
         out.reverse_start = len(out.body.instrs)
+    dead_code(out)
     return verify(out)
+
+
+def check_launchable(func: Function):
+    """Refuse, before a tangent launch, what only a tangent after the forward can do: the
+    tangent of atomic_min/max needs the element's final value. (Checked once per
+    function.)"""
+    if getattr(func, "_launchable", False):
+        return
+    for ins in func.body.walk():
+        if ins.op is Op.ATOMIC and ins.attrs["kind"] in ("min", "max") \
+                and _differentiable(ins.args[-1]):
+            raise GradientError(
+                f"atomic_{ins.attrs['kind']} has no tangent in a tangent launch: which "
+                "thread's value wins is known only after every thread ran. Launch the "
+                "kernel, then differentiate it with a tape (tape.backward or tape.hvp)",
+                ins.loc, kernel=func.name)
+    func._launchable = True
+
+
+_PURE = (Op.CONST, Op.TID, Op.SHAPE, Op.LOAD, Op.LOAD_VAR, Op.CALL)
+
+
+def dead_code(func: Function):
+    """Remove, to a fixed point, what no effect of func needs: pure instructions (builtin
+    calls, constants, array and local loads) whose value nobody uses, stores to locals
+    nobody loads, and branches left empty. Loops stay (they may not terminate), and so do
+    the per-thread stack's pushes and pops (they pair up)."""
+    while True:
+        used, loaded = set(), set()
+        for ins in func.body.walk():
+            used.update(ins.args)
+            used.update(r.result for r in ins.regions if r.result is not None)
+            if ins.op is Op.LOAD_VAR:
+                loaded.add(ins.attrs["var"])
+        if not _sweep(func.body, used, loaded):
+            return
+
+
+def _sweep(block: Block, used: set, loaded: set) -> bool:
+    kept, changed = [], False
+    for ins in block.instrs:
+        for r in ins.regions:
+            changed |= _sweep(r, used, loaded)
+        dead = (ins.op in _PURE and ins.result not in used) \
+            or (ins.op is Op.STORE_VAR and ins.attrs["var"] not in loaded) \
+            or (ins.op is Op.IF and (ins.result is None or ins.result not in used)
+                and not any(r.instrs or r.result is not None for r in ins.regions))
+        if dead:
+            changed = True
+        else:
+            kept.append(ins)
+    block.instrs[:] = kept
+    return changed
 
 
 def _differentiable(v) -> bool:
@@ -129,7 +199,8 @@ def _drop_dead(block: Block, start: int, keep):
 # ---- the transform -------------------------------------------------------------------------
 
 class _Tangent:
-    def __init__(self, func: Function, out: Function, tan_params: dict, effects: bool):
+    def __init__(self, func: Function, out: Function, tan_params: dict, effects: bool,
+                 keep: set):
         self.func = func
         self.g = Builder(out, func.loc)
         self.map = {p.value: p.value for p in func.params}
@@ -137,6 +208,11 @@ class _Tangent:
                           if v.type.is_array or _differentiable(v)}
         self.tan_vars: dict = {}
         self.effects = effects
+        self.keep = keep
+
+    def writes(self, arr) -> bool:
+        """Whether the tangent kernel keeps the kernel's own writes into arr."""
+        return self.effects or arr in self.keep
 
     # -- tangents of values and locals --
 
@@ -222,7 +298,7 @@ class _Tangent:
                                                site=ins.attrs["site"])
 
     def tan_STORE(self, ins):
-        if self.effects:
+        if self.writes(ins.args[0]):
             self.clone(ins)
         value = ins.args[-1]
         if _differentiable(value):
@@ -233,19 +309,16 @@ class _Tangent:
     def tan_ATOMIC(self, ins):
         value, kind, g = ins.args[-1], ins.attrs["kind"], self.g
         if not _differentiable(value):
-            if self.effects:
-                self.clone(ins)
+            if self.writes(ins.args[0]):  # (an integer atomic whose result is used, a
+                self.clone(ins)           # slot, is on an array in keep: inplace.py)
             return
         if kind == "cas":
             raise GradientError("atomic_cas on floats cannot be differentiated (whether it "
                                 "wrote depends on the order threads run in)", ins.loc,
                                 kernel=self.func.name)
-        if kind in ("min", "max") and self.effects:
-            raise GradientError(
-                f"atomic_{kind} has no tangent in a tangent launch: which thread's value wins "
-                "is known only after every thread ran. Launch the kernel, then differentiate "
-                "it with a tape (tape.backward or tape.hvp)", ins.loc, kernel=self.func.name)
-        if self.effects:
+        if kind in ("min", "max") and self.writes(ins.args[0]):
+            check_launchable(self.func)
+        if self.writes(ins.args[0]):
             self.clone(ins)
         arr, idx = self._tan_access(ins, ins.args[0].type.ndim)
         tan = self.tangent_or_zero(value)

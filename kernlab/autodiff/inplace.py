@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from ..ir.builder import Builder
 from ..ir.nodes import Block, Function, Instr, Op
 from ..types import int32
-from .checks import (_stale_loads, first_needing_use, fixed_vars, own_element_arrays,
-                     taint)
+from .checks import _stale_loads, first_needing_use, fixed_vars, taint
+from .ownership import owned_arrays
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,32 @@ def _make_plan(func: Function) -> InplacePlan:
     return InplacePlan(tuple(snapshot), tuple(needs))
 
 
+def tangent_plan(func: Function) -> tuple:
+    """For the tangents-only kernel of ``func`` (autodiff/forward.py, effects=False), which
+    leaves the kernel's arrays as they were: the array params it reads that it also writes,
+    as (localized, kept). Localized: each thread's own element, read and written by stores
+    and atomic add/sub — ``localize`` turns it into a per-thread local, so a read after a
+    store sees the stored value with no store. Kept: the others (another thread's element,
+    atomic_min/max/exch, an integer atomic whose returned value is used, e.g. a slot
+    counter): the tangent kernel keeps their writes, on a copy the runtime makes."""
+    walk = list(func.body.walk())
+    used = {a for i in walk for a in i.args}
+    custom = _in_custom_regions(func)
+    loaded = {i.args[0] for i in walk if i.op is Op.LOAD}
+    counted = {i.args[0] for i in walk if i.op is Op.ATOMIC and i.result in used}
+    written = {i.args[0] for i in walk if i.op in (Op.STORE, Op.ATOMIC)}
+    local, kept = [], []
+    for k, p in enumerate(func.params):
+        arr = p.value
+        if not p.type.is_array or arr not in written or arr not in loaded | counted:
+            continue
+        if arr not in counted and _snapshot_blocker(func, arr, walk, custom) is None:
+            local.append(k)
+        else:
+            kept.append(k)
+    return tuple(local), tuple(kept)
+
+
 def _in_custom_regions(func: Function) -> set:
     """Arrays accessed inside a custom gradient's regions (its body reads them directly)."""
     out = set()
@@ -84,7 +110,11 @@ def _in_custom_regions(func: Function) -> set:
 
 def _snapshot_blocker(func: Function, arr, walk, custom) -> str | None:
     """Why a copy before the launch cannot make this array's adjoint exact, or None."""
-    if arr not in own_element_arrays(func):
+    if arr in custom:
+        return ("A kl.Tape cannot keep the values before the launch for an array a custom "
+                "gradient accesses.")
+    own = owned_arrays(func, exact=True)
+    if not any(func.params[k].value is arr for k in own):
         return ("A kl.Tape keeps the values before the launch only for arrays whose every "
                 "access is the thread's own element (x[i] with i = kl.tid()); an access of "
                 "this one may be another thread's element.")
@@ -92,9 +122,6 @@ def _snapshot_blocker(func: Function, arr, walk, custom) -> str | None:
     if kinds - {"add", "sub"}:
         return (f"A kl.Tape keeps the values before the launch only for arrays updated by "
                 f"stores and atomic add/sub; this one takes atomic_{sorted(kinds)[0]}.")
-    if arr in custom:
-        return ("A kl.Tape cannot keep the values before the launch for an array a custom "
-                "gradient accesses.")
     return None
 
 

@@ -1,8 +1,12 @@
-"""Which arrays each thread owns an element of: the proof behind plain adjoint accumulation.
+"""Which arrays each thread owns an element of: one analysis, two users.
 
-Reverse mode adds a load's adjoint into the gradient array. When other threads may add into
-the same element, that add must be atomic; when the analysis here proves that no other
-thread touches the element, a plain load-add-store is exact, and LLVM vectorises it.
+* Reverse mode adds a load's adjoint into the gradient array. When other threads may add
+  into the same element, that add must be atomic; when the analysis here proves that no
+  other thread touches the element, a plain load-add-store is exact, and LLVM vectorises
+  it (``owned_arrays(func)``: any injective index).
+* In-place updates (autodiff/inplace.py) replace a thread's element by a per-thread local
+  loaded once on entry, at ``arr[tid 0, tid 1, ...]`` guarded by the array's shape; they ask
+  for the arrays owned at exactly that index (``owned_arrays(func, exact=True)``).
 
 ``owned_arrays(func)`` proves it for an array parameter when every access to the array (load,
 store, atomic) uses one and the same index, and that index is an injective function of the
@@ -33,9 +37,21 @@ _ARITHMETIC = frozenset("add sub mul neg div floordiv mod abs min max cast bit_a
                         "bit_xor lshift rshift invert".split())
 
 
-def owned_arrays(func: Function) -> dict:
+def owned_arrays(func: Function, exact: bool = False) -> dict:
     """Array parameter index -> a canonical string of the one index every access uses,
-    for the arrays whose elements each belong to one thread."""
+    for the arrays whose elements each belong to one thread; with exact=True only those
+    whose index is the thread id itself, ``[tid0, tid1, ...]`` over every launch dimension
+    (computed once per function, like the plain analysis)."""
+    cache = func.__dict__.setdefault("_owned", {})
+    if exact not in cache:
+        owned = cache[False] if False in cache else _owned(func)
+        cache[False] = owned
+        identity = "[" + ", ".join(f"tid{d}" for d in range(func.ndim)) + "]"
+        cache[True] = {k: key for k, key in owned.items() if key == identity}
+    return cache[exact]
+
+
+def _owned(func: Function) -> dict:
     a = _Analysis(func)
     accesses: dict = {}
     banned = set()

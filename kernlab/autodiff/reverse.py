@@ -20,8 +20,11 @@ count — runtime bounds, while, break, continue and early return included (they
 the IR, so just more carried locals).
 
 Every array store consumes the gradient of the element it overwrites (reads it, then zeroes
-it), so overwritten values get none, as Warp 1.19 does (``retain`` lists the arrays made with
-retain_grad, whose gradients stay). What cannot be differentiated is rejected here, with the
+it), so overwritten values get none, except in the arrays listed in ``retain``, whose
+gradients are only read. As in Warp 1.19, the runtime retains the arrays made with
+retain_grad and, in an adjoint launch by hand, an array the kernel only writes whose
+gradient buffer is not its own ``.grad`` (one passed in adj_inputs/adj_outputs; an array
+the kernel also reads is consumed all the same: runtime/launch.py, _kept_gradients). What cannot be differentiated is rejected here, with the
 user's line (autodiff/checks.py): an array element overwritten after it was read when an
 adjoint needs the value read (the replay would read the new value), and using the value an
 atomic returns.
@@ -42,9 +45,10 @@ STRUCTURED = (Op.IF, Op.FOR, Op.WHILE)
 
 def reverse_mode(func: Function, retain: frozenset = frozenset(),
                  shared: bool = False) -> Function:
-    """The adjoint of func. An array store consumes the element's gradient (reads it, then
-    zeroes it: the overwritten value gets none), as Warp 1.19 does, except for the array
-    parameters whose indices are in ``retain`` (arrays made with retain_grad=True). Arrays
+    """The adjoint of func. An array store (and atomic_exch) consumes the element's gradient
+    (reads it, then zeroes it: the overwritten value gets none), except for the array
+    parameters whose indices are in ``retain`` (the caller's choice: arrays made with
+    retain_grad=True, gradient buffers that are not the array's own .grad). Arrays
     the kernel reads and then overwrites nonlinearly, each thread its own element, are read
     once on entry (autodiff/inplace.py): the adjoint takes their values before the launch,
     which a kl.Tape keeps.
@@ -357,9 +361,9 @@ class _Reverse:
                      site=ins.attrs["site"])
         if kind == "sub":
             adj = g.neg(adj)
-        elif kind == "exch":  # a store: the value gets the element's adjoint, which it replaced
-            g.emit(Op.STORE, [adj_arr, *idx, g.zeros(value.type)], nullable=True,
-                   site=ins.attrs["site"])
+        elif kind == "exch" and ins.args[0] not in self.retained:  # a store: the value gets
+            g.emit(Op.STORE, [adj_arr, *idx, g.zeros(value.type)], nullable=True,  # the
+                   site=ins.attrs["site"])  # element's adjoint, which it replaced
         elif kind in ("min", "max"):  # the gradient goes to the value that won
             final = g.emit(Op.LOAD, [self.map[ins.args[0]], *idx], value.type,
                            site=ins.attrs["site"])

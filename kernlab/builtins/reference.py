@@ -194,6 +194,70 @@ SPECIAL_FORMS = {
                                         "next point, or False", "no"),
     "hash_grid_point_id": SpecialForm("hash_grid_point_id(grid_id, index) -> int",
                                       "the index-th point of the grid in cell order", "no"),
+    # kl.Mesh (kernlab/mesh.py, lowered by frontend/mesh.py); the query forms also take
+    # Warp's older output arguments: mesh_query_point(id, p, d, sign, face, u, v) -> bool
+    "mesh_eval_position": SpecialForm(
+        "mesh_eval_position(id, face, bary_u, bary_v) -> vec3",
+        "the point of a face at barycentrics u, v (weights of its 1st and 2nd corner)",
+        "yes (bary_u, bary_v; not the mesh points, as in Warp)"),
+    "mesh_eval_velocity": SpecialForm(
+        "mesh_eval_velocity(id, face, bary_u, bary_v) -> vec3",
+        "the interpolated vertex velocity (zero for a mesh without velocities)",
+        "yes (bary_u, bary_v)"),
+    "mesh_eval_face_normal": SpecialForm("mesh_eval_face_normal(id, face) -> vec3",
+                                         "the unit normal (b - a) x (c - a) of a face", "no"),
+    "mesh_get": SpecialForm("mesh_get(id) -> Mesh",
+                            "the mesh's arrays: .points, .velocities, .indices (reads of "
+                            ".points differentiate into the points' gradient, as in Warp)",
+                            "yes (through its arrays)"),
+    "mesh_get_point": SpecialForm("mesh_get_point(id, index) -> vec3",
+                                  "points[indices[index]] (index: a face-vertex index)", "no"),
+    "mesh_get_velocity": SpecialForm("mesh_get_velocity(id, index) -> vec3",
+                                     "velocities[indices[index]]", "no"),
+    "mesh_get_index": SpecialForm("mesh_get_index(id, face_vertex_index) -> int",
+                                  "indices[face_vertex_index]", "no"),
+    "mesh_query_point": SpecialForm(
+        "mesh_query_point(id, point, max_dist) -> MeshQueryPoint",
+        "the closest point nearer than max_dist; sign < 0 inside (votes of three axis rays)",
+        "yes (u, v with respect to point)"),
+    "mesh_query_point_no_sign": SpecialForm(
+        "mesh_query_point_no_sign(id, point, max_dist) -> MeshQueryPoint",
+        "the closest point nearer than max_dist, without a sign",
+        "yes (u, v with respect to point)"),
+    "mesh_query_point_sign_normal": SpecialForm(
+        "mesh_query_point_sign_normal(id, point, max_dist, epsilon=1e-3) -> MeshQueryPoint",
+        "the closest point; sign by the angle-weighted normals of the faces as close "
+        "(within epsilon times the average edge length)", "yes (u, v with respect to point)"),
+    "mesh_query_point_sign_winding_number": SpecialForm(
+        "mesh_query_point_sign_winding_number(id, point, max_dist, accuracy=2.0, "
+        "threshold=0.5) -> MeshQueryPoint",
+        "the closest point; sign < 0 where the winding number exceeds threshold (summed "
+        "exactly over the faces; a mesh made without support_winding_number uses rays)",
+        "yes (u, v with respect to point)"),
+    "mesh_query_furthest_point_no_sign": SpecialForm(
+        "mesh_query_furthest_point_no_sign(id, point, min_dist) -> MeshQueryPoint",
+        "the furthest point (a corner) further than min_dist", "no (a corner)"),
+    "mesh_query_ray": SpecialForm(
+        "mesh_query_ray(id, start, dir, max_t, root=-1) -> MeshQueryRay",
+        "the nearest hit of start + t dir with 0 <= t < max_t (sign > 0: the front of the "
+        "face); root is accepted (kernlab meshes have no groups)",
+        "yes (t, u, v, normal with respect to start and dir)"),
+    "mesh_query_ray_anyhit": SpecialForm(
+        "mesh_query_ray_anyhit(id, start, dir, max_t, root=-1) -> bool",
+        "whether the ray meets a face at 0 <= t < max_t", "no"),
+    "mesh_query_ray_count_intersections": SpecialForm(
+        "mesh_query_ray_count_intersections(id, start, dir, root=-1) -> int",
+        "how many faces the ray meets at t >= 0", "no"),
+    "mesh_query_aabb": SpecialForm("mesh_query_aabb(id, low, high) -> MeshQueryAABB",
+                                   "a query over the faces whose boxes overlap [low, high]; "
+                                   "iterate with for face in query", "no (a query)"),
+    "mesh_query_sphere": SpecialForm("mesh_query_sphere(id, center, radius) -> MeshQueryAABB",
+                                     "a query over the faces that come within radius of "
+                                     "center; iterate as a box query", "no (a query)"),
+    "mesh_query_aabb_next": SpecialForm("mesh_query_aabb_next(query, index) -> bool",
+                                        "advances the box query; True with index set to "
+                                        "the next face, or False (mesh_query_next: the "
+                                        "same)", "no"),
 }
 
 # Tiles (builtins/tiles.py, frontend/tiles.py): every block of a tiled launch is one thread
@@ -303,11 +367,12 @@ def describe(name: str) -> BuiltinDoc:
     if name in funcs and name not in FUNCTIONS:
         import inspect
         fn = funcs[name]
-        py = getattr(fn, "pyfunc", None) or getattr(fn, "func", None)
-        sig = f"{name}{inspect.signature(py)}" if py is not None else name
+        sigs = tuple(f"{name}{inspect.signature(py)}" for py in fn.overloads)
         summary = (inspect.getdoc(fn) or "").split("\n\n")[0].replace("\n", " ").rstrip(".")
-        return BuiltinDoc(name, summary, (sig,), "yes (a kernlab func, differentiated as "
-                          "yours are)", "Funcs written in kernlab", True, warp)
+        how = ("its custom gradient" if fn.grads or fn.grad else
+               "differentiated as yours are")
+        return BuiltinDoc(name, summary, sigs, f"yes (a kernlab func, {how})",
+                          "Funcs written in kernlab", True, warp)
     if name in SPECIAL_FORMS and name not in FUNCTIONS:
         form = SPECIAL_FORMS[name]
         return BuiltinDoc(name, form.summary, (form.signature,), form.differentiable,

@@ -23,7 +23,8 @@ from .spatial import NOT_SPATIAL
 from . import structs
 from .hashgrid import NOT_HASHGRID
 from .tiles import NOT_TILE
-from .exprs import PY_BUILTINS, Lit, PyObj, _hashable
+from .mesh import NOT_MESH
+from .exprs import PY_BUILTINS, Lit, PyObj, _hashable, _Tid
 from .grads import GradOf
 from .source import parse_function
 from .views import ArrayRef
@@ -60,6 +61,9 @@ class CallMixin:
         tile = self.tile_call(obj, node)  # frontend/tiles.py
         if tile is not NOT_TILE:
             return tile
+        mesh = self.mesh_call(obj, node)  # frontend/mesh.py
+        if mesh is not NOT_MESH:
+            return mesh
         args = self.call_args(node.args)
         kwargs = {}
         for kw in node.keywords:
@@ -290,6 +294,7 @@ class CallMixin:
     # ---- funcs --------------------------------------------------------------------------------
 
     def call_func(self, func, args, kwargs):
+        args = [self.value(a) if isinstance(a, _Tid) else a for a in args]  # f(kl.tid())
         chosen = self.resolve_overload(func, args, kwargs)
         if chosen is None:
             shown = ", ".join([self.describe_arg(a) for a in args]

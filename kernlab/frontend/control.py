@@ -15,6 +15,7 @@ from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir.nodes import Block, Op, Value
 from . import structs
 from .hashgrid import HashGridQuery
+from .mesh import MeshQueryAABB
 from ..generics import matches
 from ..types import int32, is_generic
 from .exprs import Lit, PyObj
@@ -41,11 +42,13 @@ class ControlMixin:
         seq = self.expr(it)
         if isinstance(seq, HashGridQuery):
             return self.for_hash_grid(node, seq)
+        if isinstance(seq, MeshQueryAABB):
+            return self.for_mesh_aabb(node, seq)
         if isinstance(seq, Value) and (seq.type.is_vector or seq.type.is_matrix):
             return self.for_each(node, seq)
         raise KernelSyntaxError("kernels loop over range(...), reversed(range(...)), the "
-                                "components of a vector (rows of a matrix), or a hash grid "
-                                "query", self.b.loc)
+                                "components of a vector (rows of a matrix), a hash grid "
+                                "query or a mesh box query", self.b.loc)
 
     def for_range(self, node, it, backwards=False):
         if it.keywords or not 1 <= len(it.args) <= 3:

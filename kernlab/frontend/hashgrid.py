@@ -16,7 +16,7 @@ import ast
 
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir.nodes import Block, Op, Param, Value
-from ..types import ArrayType, float32, int32, uint64
+from ..types import ArrayType, int32, uint64
 
 NOT_HASHGRID = object()
 _STATE = ("x", "y", "z", "x0", "x1", "y0", "y1", "z0", "z1", "current", "end")
@@ -27,6 +27,10 @@ class HashGridQuery:
 
     def __init__(self, ints, state: dict):
         self.ints, self.state = ints, state
+
+    @property
+    def arrays(self):
+        return self.ints
 
 
 def _module():
@@ -67,29 +71,41 @@ class HashGridMixin:
     def grid_arrays(self, node, what: str):
         """The hidden (ints, inverse width) parameters of the grid id parameter ``node``
         names, made on first use."""
+        return self.handle_arrays(node, what, "hash_grid")
+
+    def handle_arrays(self, node, what: str, kind: str) -> tuple:
+        """The hidden array parameters of the object (``kind``, see kernlab/handles.py)
+        whose id the uint64 parameter ``node`` names, made on first use."""
+        from ..handles import KINDS
+        noun, parts, _ = KINDS[kind]
         var = self.scope.names.get(node.id) if isinstance(node, ast.Name) else None
         entry = self.grid_params.get(var) if var is not None else None
         if entry is None:
-            raise KernelTypeError(f"{what}() needs a hash grid id that is a uint64 parameter "
-                                  "of the kernel (pass grid.id at launch); kernlab cannot "
-                                  "follow an id through a func argument or a computed value",
-                                  self.b.loc)
+            raise KernelTypeError(f"{what}() needs a {noun} id that is a uint64 parameter "
+                                  f"of the kernel (pass its .id at launch), or a func "
+                                  "parameter given one; kernlab cannot follow an id through "
+                                  "a computed value", self.b.loc)
         if entry["reassigned"]:
-            raise KernelTypeError(f"the hash grid parameter '{node.id}' is reassigned in the "
-                                  "kernel; a grid id must stay the one the launch gave",
+            raise KernelTypeError(f"the {noun} parameter '{node.id}' is reassigned in the "
+                                  f"kernel; a {noun} id must stay the one the launch gave",
+                                  self.b.loc)
+        if entry["arrays"] is not None and entry["kind"] != kind:
+            raise KernelTypeError(f"{what}() uses '{node.id}' as a {noun} id, but the kernel "
+                                  f"already uses it as a {KINDS[entry['kind']][0]} id",
                                   self.b.loc)
         if entry["arrays"] is None:
             name = entry["name"]
-            ints = Value(ArrayType(int32, 1), f"{name}.hash_grid")
-            inv = Value(ArrayType(float32, 1), f"{name}.hash_grid_inv_width")
             index = next(k for k, p in enumerate(self.func.params) if p.value is entry["param"])
-            hidden = getattr(self.func, "hash_grid_hidden", None)
+            hidden = getattr(self.func, "handle_hidden", None)
             if hidden is None:
-                hidden = self.func.hash_grid_hidden = {}
-            for v, part in ((ints, 0), (inv, 1)):
+                hidden = self.func.handle_hidden = {}
+            values = []
+            for part, (suffix, dtype) in enumerate(parts):
+                v = Value(ArrayType(dtype, 1), f"{name}.{suffix}")
                 self.func.params.append(Param(v.name, v.type, v))
-                hidden[v.name] = (index, name, part)
-            entry["arrays"] = (ints, inv)
+                hidden[v.name] = (index, name, part, kind)
+                values.append(v)
+            entry["arrays"], entry["kind"] = tuple(values), kind
         entry["used"] = True
         return entry["arrays"]
 
@@ -131,4 +147,4 @@ class HashGridMixin:
         if param_value.type == uint64:
             self.grid_params[self.scope.names[name]] = {
                 "name": name, "param": param_value, "arrays": None, "used": False,
-                "reassigned": False}
+                "reassigned": False, "kind": None}

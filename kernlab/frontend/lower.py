@@ -24,6 +24,7 @@ from .exprs import ExprMixin, Lit, PyObj, _describe, _Tid
 from .spatial import SpatialMixin
 from .hashgrid import HashGridMixin, HashGridQuery
 from .tiles import TileMixin
+from .mesh import MeshMixin, MeshQueryAABB
 from .source import ParsedSource, annotation_type, parse_function
 from . import structs
 
@@ -50,9 +51,8 @@ def source_to_ir(pyfunc, name: str | None = None, extra_globals: dict | None = N
                    param_types).build_kernel(name)
 
 
-class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, TileMixin, ViewMixin,
-              ControlMixin,
-              ExprMixin):
+class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, TileMixin,
+              ViewMixin, ControlMixin, ExprMixin):
     def __init__(self, pyfunc, extra_globals=None, funcs_in_progress=(), param_types=None):
         self.kernel_src = parse_function(pyfunc)
         self.extra_globals = extra_globals
@@ -60,6 +60,7 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, TileMixin, View
         self.stack = [Scope(pyfunc, self.kernel_src)]
         self.inlining = list(funcs_in_progress)
         self.grid_params: dict = {}  # Var of a uint64 kernel parameter -> its use as a grid
+        self.handle_values: dict = {}  # a load of such a Var -> the Var (followed into funcs)
 
     # ---- scope helpers -----------------------------------------------------------------
 
@@ -77,7 +78,10 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, TileMixin, View
     def lookup(self, name):
         found = self.scope.names.get(name)
         if isinstance(found, Var):
-            return self.b.load(found, name)
+            value = self.b.load(found, name)
+            if found in self.grid_params:  # a grid or mesh id: a func it is passed to
+                self.handle_values[value] = found  # may query it too (bind_param)
+            return value
         return found
 
     def site(self, arr: Value) -> int:
@@ -142,6 +146,9 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, TileMixin, View
             var = self.b.new_var(value.type, name)
             self.b.store(var, value)
             self.scope.names[name] = var
+            source = self.handle_values.get(value)
+            if source is not None:  # a func's parameter given a grid or mesh id parameter
+                self.grid_params[var] = self.grid_params[source]
 
     # ---- statements -----------------------------------------------------------------------
 
@@ -277,16 +284,32 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, TileMixin, View
         return isinstance(node, ast.Name) and structs.is_structish(
             self.scope.names.get(node.id))
 
+    def assign_query(self, name, current, value) -> None:
+        """``q = query`` where q already holds a query: q's walk state takes the new
+        query's, so which one q holds may depend on a runtime branch. Both must query the
+        same grid or mesh; a box and a sphere query make q's kind a runtime value."""
+        if current.arrays is not value.arrays:
+            raise KernelTypeError(f"'{name}' holds a query of one grid or mesh and is "
+                                  "assigned a query of another; use two names", self.b.loc)
+        for key, var in current.state.items():
+            self.b.store(var, self.b.load(value.state[key]))
+        if getattr(current, "sphere", None) != getattr(value, "sphere", None):
+            current.sphere = None  # decided at run time by its "is_sphere" local
+
     def assign_name(self, name, value, declared=None):
         if structs.is_structish(value):
             return structs.assign_name(self, name, value)
         current = self.scope.names.get(name)
-        if isinstance(value, HashGridQuery) or isinstance(current, HashGridQuery):
-            if not isinstance(value, HashGridQuery) or not (
-                    current is None or isinstance(current, HashGridQuery)):
-                raise KernelTypeError(f"'{name}' cannot hold both a hash grid query and a "
-                                      "value", self.b.loc)
-            self.scope.names[name] = value
+        queries = (HashGridQuery, MeshQueryAABB)
+        if isinstance(value, queries) or isinstance(current, queries):
+            if not isinstance(value, queries) or not (
+                    current is None or type(current) is type(value)):
+                raise KernelTypeError(f"'{name}' cannot hold both a query and a value (or "
+                                      "two kinds of query)", self.b.loc)
+            if current is None or current is value:
+                self.scope.names[name] = value
+            else:  # a query local assigned again (in a branch, a loop): its state is copied
+                self.assign_query(name, current, value)
             return
         grid = self.grid_params.get(current) if isinstance(current, Var) else None
         if grid is not None:

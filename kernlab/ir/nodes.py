@@ -159,6 +159,8 @@ class Function:
     owned: dict = field(default_factory=dict)  # adjoint only: param index -> the index (a
     # canonical string) at which each thread owns that array's element: its gradient is
     # accumulated with plain adds (autodiff/ownership.py)
+    kept: tuple = ()  # tangent only, without the kernel's effects: indices of the array
+    # params whose primal writes it keeps (it reads them back); the runtime passes a copy
 
     @property
     def array_params(self):

@@ -84,6 +84,16 @@ def is_cuda_available() -> bool:
     return _driver().is_available()
 
 
+def is_cpu_available() -> bool:
+    """True: kernlab always runs kernels on the CPU (Warp's may be built without it)."""
+    return True
+
+
+def is_cubql_available() -> bool:
+    """False: kernlab builds its BVHs itself (kl.Mesh), never with NVIDIA's cuBQL."""
+    return False
+
+
 def get_cuda_device_count() -> int:
     return _driver().device_count()
 

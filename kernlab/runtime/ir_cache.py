@@ -340,8 +340,8 @@ def store(kernel) -> None:
     if key is None or not config.cache_dir or kernel._ir is None:
         return
     if getattr(kernel._ir, "struct_signature", None) is not None \
-            or getattr(kernel._ir, "hash_grid_hidden", None):
-        return  # their launches hold on to frontend objects by identity
+            or getattr(kernel._ir, "handle_hidden", None):
+        return  # their launches hold on to frontend objects by identity (grids, meshes)
     from ..autodiff.inplace import plan
     from ..ir.printer import canonical_parts
     try:

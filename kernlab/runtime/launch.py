@@ -14,7 +14,7 @@ import numpy as np
 from .. import config
 from ..errors import LaunchError, LaunchValueError
 from ..ir.nodes import Op
-from ..kernel import Kernel
+from ..kernel import Kernel, _user_facing
 from . import capture as _capture
 from . import tape as _tape
 from .array import array
@@ -224,19 +224,19 @@ class Launch:
                 if p.type.is_array and args[n + k] is None and args[k] is not None:
                     args[n + k] = args[k].grad
         kernel, dim, device, adjoint = self.kernel, self.dim, self.device, self.adjoint
-        grids = getattr(kernel.ir, "hash_grid_hidden", None)
+        handles = getattr(kernel.ir, "handle_hidden", None)
 
         def run():
-            if grids:  # a grid rebuilt since this launch was made: its current arrays
-                from ..hashgrid import refresh_grid_args
-                refresh_grid_args(kernel, args)
+            if handles:  # a grid rebuilt or mesh refitted since this launch was made
+                from ..handles import refresh_handle_args
+                refresh_handle_args(kernel, args)
             _run(kernel, dim, args, device, adjoint)
 
         if _capture.defer(f"launch {kernel.key}", run):
             return  # recorded into the open graph capture (kl.ScopedCapture)
         run()
         if kernel._quick is None and not adjoint and self.struct_args is None \
-                and device is _CPU and not grids:
+                and device is _CPU and not handles:
             kernel._quick = _Quick.make(kernel)  # the next small launches take the short path
 
     def set_dim(self, dim):
@@ -315,7 +315,10 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
     names it. Scalars, vectors and matrices take Python numbers, tuples, NumPy arrays or
     kernlab values. Inside a ``kl.Tape`` the launch is recorded (``record_tape=False`` opts
     out). ``adjoint=True`` runs the kernel's adjoint with ``adj_inputs``/``adj_outputs``
-    (None or 0 for an array means its own ``.grad``, as in Warp). ``tangent=True`` runs
+    (None or 0 for an array means its own ``.grad``, as in Warp); as in Warp, a store's
+    adjoint zeroes the gradient it reads only in the array's own ``.grad``, not in a
+    buffer passed explicitly (except for arrays the kernel also reads: _kept_gradients).
+    ``tangent=True`` runs
     its tangent kernel (forward mode) from ``tan_inputs`` into ``tan_outputs``.
     ``record_cmd=True`` returns a :class:`kl.Launch` to run later instead of running. ``stream``,
     ``max_blocks`` and ``block_dim`` are accepted for Warp code; kernlab picks its own.
@@ -354,17 +357,15 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
                 for check, p, v in zip(plan, kernel.params, primal)]
     else:
         args = [check(v, dev) for check, v in zip(plan, primal)]
+    if tangent:  # True: the tangents only; "jvp" (kl.jvp): the outputs too
+        _tangent_launch(kernel, dims, args, dev, tan_inputs, tan_outputs, n_in,
+                        adjoint or record_cmd or structs is not None, tangent == "jvp",
+                        record_tape)
+        return None
     tape = _tape.active_tape() if record_tape and not adjoint and not record_cmd \
         and not _capture.is_capturing() else None
     if tape is not None:  # copies what the launch overwrites and an adjoint needs
         tape.prepare_launch(kernel, args)
-    if tangent:
-        _tangent_launch(kernel, dims, args, dev, tan_inputs, tan_outputs, n_in,
-                        adjoint or record_cmd or structs is not None)
-        tape = _tape.active_tape() if record_tape else None
-        if tape is not None:  # it ran the forward too: a tape records that
-            tape.record_launch(Launch(kernel, dev, params=args, dim=dims), n_inputs=n_in)
-        return None
     if adjoint:
         from ..autodiff.inplace import refuse_manual_adjoint
         refuse_manual_adjoint(kernel.ir, kernel.key, args)
@@ -411,13 +412,13 @@ class _Quick:
     def make(cls, kernel):
         """The short path of ``kernel``; None under another backend (asked again at the
         next launch); False where it has none (a kernel with vector, bool or struct
-        parameters, hash grids, loops or atomics that need the general launch)."""
+        parameters, hash grids or meshes, loops or atomics that need the general launch)."""
         if config.cpu_backend != "llvm":
             return None
         from ..autodiff.inplace import plan as inplace_plan
         from ..backends.llvm import jit
         func = kernel.ir
-        if getattr(func, "hash_grid_hidden", None) \
+        if getattr(func, "handle_hidden", None) \
                 or getattr(func, "struct_signature", None) is not None:
             return False
         kinds = []
@@ -560,14 +561,25 @@ def _quick_source(kinds, written, snapshot, most, status, converted) -> str:
     return "\n".join(out) + "\n"
 
 
-def _tangent_launch(kernel, dims, args, dev, tan_inputs, tan_outputs, n_in, unsupported):
+def _tangent_launch(kernel, dims, args, dev, tan_inputs, tan_outputs, n_in, unsupported,
+                    jvp, record_tape):
+    """A tangent launch (runtime/tangent.py): the tangents only, or with jvp the kernel's
+    outputs too, which a recording tape then records as the forward launch."""
+    from ..autodiff.forward import check_launchable
     from .tangent import run_variant, tangent_args
     if unsupported:
         raise LaunchError(f"kl.launch({kernel.key}, tangent=True): a tangent launch runs now, "
                           "on plain (non-struct) arguments; it cannot be an adjoint launch or "
                           "a recorded command (for second derivatives use Tape.hvp)")
+    _user_facing(check_launchable, kernel.ir)
     tans = tangent_args(kernel, kernel.params, args, tan_inputs, tan_outputs, n_in, dev)
-    run_variant(kernel, dims, args + tans, dev, False, "tangent")
+    tape = _tape.active_tape() if jvp and record_tape and not _capture.is_capturing() \
+        else None
+    if tape is not None:
+        tape.prepare_launch(kernel, args)
+    run_variant(kernel, dims, args + tans, dev, False, "jvp" if jvp else "tangent")
+    if tape is not None:  # it ran the forward too: a tape records that
+        tape.record_launch(Launch(kernel, dev, params=args, dim=dims), n_inputs=n_in)
 
 
 def _plan(kernel: Kernel) -> list:
@@ -647,12 +659,16 @@ def _adjoint_args(kernel, params, args, adj_inputs, adj_outputs, n_in):
             for p, a, g in zip(params, args, adj)]
 
 
-def _run(kernel: Kernel, dims, args, device, adjoint):
+def _run(kernel: Kernel, dims, args, device, adjoint, retain=None):
+    """Run the kernel (its adjoint with adjoint=True; ``retain``: the parameters whose
+    gradients its stores leave in place, by default those _kept_gradients gives)."""
     from ..autodiff.inplace import mark_overwritten
     if math.prod(dims) == 0:
         return
-    retain = frozenset(k for k, a in enumerate(args[:len(kernel.params)])
-                       if isinstance(a, array) and a.retain_grad) if adjoint else frozenset()
+    if not adjoint:
+        retain = frozenset()
+    elif retain is None:
+        retain = _kept_gradients(kernel.ir, args)
     func = kernel.adjoint_variant(retain) if adjoint else kernel.ir
     shared = adjoint and bool(func.owned) and _gradients_overlap(func, args)
     if shared:  # the per-thread ownership proof does not hold for these arrays
@@ -673,6 +689,45 @@ def _run(kernel: Kernel, dims, args, device, adjoint):
                 args[k]._bump_version()
         if not adjoint:
             mark_overwritten(kernel.ir, kernel.key, args)
+
+
+def _kept_gradients(func, args) -> frozenset:
+    """The array parameters of an adjoint launch whose stores must leave the incoming
+    gradient in place (func: the kernel's forward IR). As in Warp 1.19, a store's adjoint
+    zeroes (consumes) the element's gradient only in the array's own ``.grad`` (and not
+    when the array has retain_grad): a gradient buffer passed explicitly in
+    ``adj_inputs``/``adj_outputs`` for an array the kernel only writes belongs to the caller
+    and is only read. Warp tests the buffer's address against ``.grad``'s, so a different
+    array object over the same memory counts as ``.grad``.
+
+    On purpose unlike Warp: for an array the kernel also reads (an in-place update), the
+    one buffer carries the gradient with respect to the values after the launch in and
+    must carry that with respect to the values before it out, which needs the consumption
+    (``x[i] = 2 x[i]`` seeded with g gives 2 g; Warp's unzeroed buffer gives 3 g), so such
+    a buffer is always consumed (retain_grad aside)."""
+    n = len(args) // 2
+    read = _read_params(func)
+    kept = []
+    for k in range(n):
+        a, g = args[k], args[n + k]
+        if not isinstance(a, array):
+            continue
+        own = a.grad
+        if a.retain_grad or (k not in read and (
+                not isinstance(g, array) or own is None
+                or (g is not own and (g.ptr != own.ptr or g.shape != own.shape)))):
+            kept.append(k)
+    return frozenset(kept)
+
+
+def _read_params(func) -> frozenset:
+    """Indices of the array parameters the function loads from (cached on the Function)."""
+    cached = getattr(func, "_read", None)
+    if cached is None:
+        sources = {ins.args[0] for ins in func.body.walk() if ins.op is Op.LOAD}
+        cached = func._read = frozenset(k for k, p in enumerate(func.params)
+                                        if p.value in sources)
+    return cached
 
 
 def _gradients_overlap(func, args) -> bool:

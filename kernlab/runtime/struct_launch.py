@@ -26,14 +26,14 @@ def flatten_launch_args(kernel, inputs, outputs, device=None, adjoint=False):
         flat += _leaf_values(kernel.key, name, t, value, dev, adjoint)
         if k < len(inputs):
             n_in = len(flat)
-    grids = getattr(func, "hash_grid_hidden", {})
+    handles = getattr(func, "handle_hidden", {})
     for p in func.params[func.struct_flat_count: len(func.params)]:
         if adjoint:
             flat.append(None)
-        elif p.name in grids:  # a hash grid's arrays, from the id its parameter got
-            from ..hashgrid import grid_arrays
-            index, pname, part = grids[p.name]
-            flat.append(grid_arrays(kernel.key, pname, flat[index])[part])
+        elif p.name in handles:  # a grid's or mesh's arrays, from the id its parameter got
+            from ..handles import handle_arrays
+            index, pname, part, kind = handles[p.name]
+            flat.append(handle_arrays(kind, kernel.key, pname, flat[index])[part])
         else:
             flat.append(_empty(p.type, dev))
     return flat[:n_in], flat[n_in:]

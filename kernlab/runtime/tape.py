@@ -69,7 +69,6 @@ def active_tape():
 @dataclass(eq=False)
 class RecordedLaunch:
     launch: object            # the kl.Launch that ran
-    versions: dict            # id(array) -> (array, param name, version after the launch)
     aliased: tuple | None = None  # (read param, written param) bound to overlapping memory
     sums: dict = field(default_factory=dict)  # id(array) -> _Snapshot (see exports.py)
     # in-place updates: id(array) -> (array, param name, version, param index) for the arrays
@@ -260,11 +259,10 @@ class Tape:
         from .launch import written_params
         func = cmd.kernel.ir
         read = {ins.args[0] for ins in func.body.walk() if ins.op is Op.LOAD}
-        versions, sums = {}, {}
+        sums = {}
         for p, a in zip(func.params, cmd.params):
             self._track(a)
             if isinstance(a, array) and p.value in read:
-                versions[id(a)] = (a, p.name, a._version)
                 if id(a) not in sums and a._data is not None:
                     # writes through NumPy views and other exports bump no version: such
                     # memory gets a checksum, now or when it is first exported
@@ -273,7 +271,7 @@ class Tape:
                         snap()
                     else:
                         exports.watch(a._data, snap)
-        info = RecordedLaunch(cmd, versions, _aliased(
+        info = RecordedLaunch(cmd, _aliased(
             func, cmd.params, read, written_params(func)), sums)
         self._record_needs(info)
         self._info[id(cmd)] = info
@@ -390,7 +388,7 @@ class Tape:
         for cmd in self.launches:  # refuse before any gradient is touched
             info = self._info.get(id(cmd))
             if info is not None:
-                _check_replayable(info, exact_reads=False)
+                _check_replayable(info)
         for rec in reversed(self.launches):
             if isinstance(rec, RecordedArrayOp):
                 _array_op_adjoint(rec)
@@ -440,7 +438,10 @@ class Tape:
         primal = list(cmd.params)
         for k, snap in self._info[id(cmd)].snapshots.items():
             primal[k] = snap  # the values the launch read (in-place updates)
-        _run(cmd.kernel, cmd.dim, primal + adj, cmd.device, True)
+        # the adjoints are the arrays' own gradients: stores consume them (retain_grad aside)
+        retain = frozenset(k for k, a in enumerate(cmd.params)
+                           if isinstance(a, array) and a.retain_grad)
+        _run(cmd.kernel, cmd.dim, primal + adj, cmd.device, True, retain)
 
     def adjoint_of(self, param, value):
         """The adjoint argument of a launch argument: an array's gradient, a struct with its
@@ -580,11 +581,11 @@ def _aliased(func, args, read, written) -> tuple | None:
     return None
 
 
-def _check_replayable(record: RecordedLaunch, exact_reads: bool = True):
-    """Refuse a record whose adjoint would be wrong. exact_reads=False (backward): the
-    arrays the adjoint reads nonlinearly must be as the launch left them, or copied by the
-    tape; exact_reads=True (for callers that replay the forward itself): every array read
-    must be unchanged, and in-place copies are not understood."""
+def _check_replayable(record: RecordedLaunch):
+    """Refuse a record whose adjoint would be wrong (before backward or an HVP runs): a
+    read array bound to a written one, an in-place update the tape could not copy, or an
+    array the adjoint reads nonlinearly changed since the launch and not copied by the
+    tape."""
     cmd = record.launch
     if record.aliased is not None:
         src, dst = record.aliased
@@ -600,18 +601,9 @@ def _check_replayable(record: RecordedLaunch, exact_reads: bool = True):
                 "gradient needs the values before the launch, but the tape could not copy "
                 "them (the argument is not a plain kernlab array); pass a kl.array.",
                 kernel=cmd.kernel.key)
-        if exact_reads:
-            raise GradientError(
-                f"array '{names[k]}' of kernel '{cmd.kernel.key}' was overwritten after the "
-                "launch read it (the tape keeps a copy for backward, but this pass does not "
-                "use it yet); write into a new array instead.", kernel=cmd.kernel.key)
-    if not exact_reads:
-        _refuse_modified(((k, a, n, v) for k, (a, n, v, _) in record.needs.items()), record,
-                         cmd, "Modify it after backward(), or modify a kl.clone of it (a "
-                         "recorded launch may overwrite it: the tape copies it first).")
-        return
-    _refuse_modified(((k, a, n, v) for k, (a, n, v) in record.versions.items()), record, cmd,
-                     "Write into a new array instead of updating it in place.")
+    _refuse_modified(((k, a, n, v) for k, (a, n, v, _) in record.needs.items()), record,
+                     cmd, "Modify it after backward(), or modify a kl.clone of it (a "
+                     "recorded launch may overwrite it: the tape copies it first).")
 
 
 def _refuse_modified(entries, record, cmd, advice: str) -> None:

@@ -137,6 +137,9 @@ EXAMPLES: dict[str, Example] = {
         make=lambda m: m.Example(),
         state=["u0", "u1", "rho0", "rho1", "p0", "div", "sim_time"], steps=2,
         note="the pressure solve is replayed from a captured graph (wp.ScopedCapture)"),
+    "core/example_graph_capture": Example(
+        make=lambda m: m.Example(), state=["pixel_values", "x"], steps=3,
+        note="16 octaves of wp.noise replayed from a captured graph"),
     "core/example_raymarch": Example(
         make=lambda m: m.Example(height=96, width=192),
         advance=lambda ex: ex.render(), state=["pixels"], steps=1),
@@ -157,6 +160,9 @@ EXAMPLES: dict[str, Example] = {
         advance=_torch_step, state=["xy_now", "grad_now", "mean_pos"], steps=3, quick=False,
         note="a torch.autograd.Function whose forward and backward launch a kernel and "
              "its adjoint on arrays shared with PyTorch (CPU tensors)"),
+    "core/example_sample_mesh": Example(
+        make=lambda m: m.Example(stage_path=None), state=["points", "cdf"], steps=3,
+        note="wp.Mesh, wp.mesh_eval_position; triangles drawn by area with wp.lower_bound"),
     "core/example_spin_lock": Example(
         make=_spin_lock, advance=lambda ns: None, state=["counter", "atomic_counter", "lock"],
         steps=1, note="on the CPU (the file's own main asks for cuda)"),
@@ -201,10 +207,7 @@ EXCLUDED: dict[str, str] = {
     "core/example_raycast": "reads a USD asset (pxr) into wp.Mesh",
     "core/example_nvdb": "NanoVDB volumes (wp.Volume) and a USD renderer",
     "core/example_render_opengl": "an OpenGL window (warp.render.OpenGLRenderer): rendering only",
-    "core/example_sample_mesh": "wp.Mesh and mesh queries, which kernlab does not have",
     "optim/example_diffray": "reads a USD asset (pxr) into wp.Mesh",
-    "core/example_graph_capture": "Perlin noise (wp.noise), which kernlab does not have yet "
-                                  "(its graph capture itself works: see example_fluid)",
     "core/example_work_queue": "no reference: the example writes past its queue buffer "
                                "(capacity 8192, buffer of 4096 items); Warp 1.19 on the CPU "
                                "dies of it (double free), kernlab stops with an index error "

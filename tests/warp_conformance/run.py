@@ -3,6 +3,8 @@
     python tests/warp_conformance/run.py                  # every selected file
     python tests/warp_conformance/run.py test_lerp test_grad
     python tests/warp_conformance/run.py --warp --write-baseline   # re-measure Warp itself
+    python tests/warp_conformance/run.py --extra          # selection.EXTRA_FILES, outside
+    python tests/warp_conformance/run.py test_noise       # the figure (or one of them)
 
 The test files are read from the installed ``warp-lang`` package (``pip install -e
 ".[conformance]"``); nothing of Warp's is copied here. Each file runs in a child process
@@ -28,7 +30,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from selection import EXCLUDED, FILES, differs_reason, excluded_reason  # noqa: E402
+from selection import (EXCLUDED, EXTRA_FILES, FILES, differs_reason,  # noqa: E402
+                       excluded_reason)
 
 BASELINE = HERE / "baseline.txt"
 
@@ -257,6 +260,8 @@ def load_baseline() -> set[str] | None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="*", help="test files (default: all in selection.py)")
+    ap.add_argument("--extra", action="store_true",
+                    help="run selection.EXTRA_FILES (outside the issue's figure) instead")
     ap.add_argument("--warp", action="store_true", help="run on Warp itself (the baseline)")
     ap.add_argument("--write-baseline", action="store_true",
                     help="with --warp: write the tests Warp passes to baseline.txt")
@@ -281,7 +286,8 @@ def main(argv=None) -> int:
     if warp_tests_dir() is None:
         print("warp-lang is not installed: pip install -e '.[conformance]'")
         return 2
-    files = [f.removesuffix(".py") for f in args.files] or FILES
+    files = [f.removesuffix(".py") for f in args.files] or (EXTRA_FILES if args.extra
+                                                             else FILES)
     baseline = None if args.warp else load_baseline()
     everything = {}
     rows = []
@@ -328,11 +334,10 @@ def main(argv=None) -> int:
               "is the right one, or it refuses one it cannot make exact): see selection.py")
     if args.json:
         Path(args.json).write_text(json.dumps(everything, indent=1))
-    if args.warp and args.write_baseline:  # the files run replace their own entries
-        ran = tuple(n.replace("/", ".") + "." for n in files)
-        kept = [k for k in (load_baseline() if BASELINE.exists() else ())
-                if not k.startswith(ran)]
-        keep = sorted(set(kept) | {k for k, v in everything.items() if v[0] == "pass"})
+    if args.warp and args.write_baseline:
+        ran = tuple(name.replace("/", ".") + "." for name in files)  # other files' stay
+        kept = {k for k in load_baseline() or () if not k.startswith(ran)}
+        keep = sorted(kept | {k for k, v in everything.items() if v[0] == "pass"})
         BASELINE.write_text("# tests Warp passes on the CPU: run.py --warp --write-baseline\n"
                             + "\n".join(keep) + "\n")
         print(f"wrote {len(keep)} tests to {BASELINE}")

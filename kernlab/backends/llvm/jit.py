@@ -651,6 +651,7 @@ class Runner:
         self._spans = [(first[k], p.type.ndim, p.type.dtype.nbytes)
                        for k, p in enumerate(func.params) if p.type.is_array]
         self._fast_fns = {(frozenset(), frozenset(eager)): self._fn}
+        self._fast_entries = {}  # which -> its CompiledEntry: held while this runner lives
         self._ndim = func.ndim
         self._grids: dict = {}  # launch dims -> the three dims the kernel reads
         self._block = ctypes.c_char * self.layout.size  # a zeroed one per launch
@@ -688,8 +689,9 @@ class Runner:
             which = (frozenset(k for k, at in self._optional if not values[at]),
                      self._privatised(values))
             fn = self._fast_fns.get(which)
-            if fn is None:
-                fn = self._fast_fns[which] = self._load_fast(*which).cfunc
+            if fn is None:  # the entry is held, as the general one: its code stays loaded
+                entry = self._fast_entries[which] = self._load_fast(*which)
+                fn = self._fast_fns[which] = entry.cfunc
         self._run(fn, buf, bounds)
         if buf[layout.status_offset] != b"\0":  # the flag's low byte: some status is set
             self.settle(buf, bounds, args)
