@@ -41,9 +41,9 @@ class ControlMixin:
             return self.for_range(node, it)
         seq = self.expr(it)
         if isinstance(seq, HashGridQuery):
-            return self.for_hash_grid(node, seq)
+            return self.for_query(node, lambda target: self.hash_grid_next(seq, target))
         if isinstance(seq, MeshQueryAABB):
-            return self.for_mesh_aabb(node, seq)
+            return self.for_query(node, lambda target: self.mesh_aabb_next(seq, target))
         if isinstance(seq, Value) and (seq.type.is_vector or seq.type.is_matrix):
             return self.for_each(node, seq)
         raise KernelSyntaxError("kernels loop over range(...), reversed(range(...)), the "
@@ -138,6 +138,20 @@ class ControlMixin:
             raise KernelTypeError(f"loop variable '{name}' was a {var.type} before",
                                   self.b.loc)
         return var
+
+    def for_query(self, node, take_next):
+        """``for index in query:`` (hash grid, mesh box): a WHILE whose condition takes the
+        next item into the loop variable (``take_next(target)`` returns whether it found
+        one)."""
+        if self.scope.names.get(node.target.id) is None:
+            self.assign_name(node.target.id, self.b.zeros(int32))
+        brk = self.flag("break") if _direct(node.body, ast.Break) else None
+        cond_block, body = Block(), Block()
+        self.b.emit(Op.WHILE, regions=[cond_block, body])
+        with self.b.at(cond_block):
+            cond_block.result = self.loop_test(take_next(node.target), brk)
+        with self.b.at(body):
+            self.loop_body(node.body, brk)
 
     def loop_test(self, cond, brk):
         for flag in (brk, self.scope.ret_flag):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 
 from ..errors import KernelSyntaxError, KernelTypeError
-from ..ir.nodes import Block, Op, Param, Value
+from ..ir.nodes import Param, Value
 from ..types import ArrayType, int32, uint64
 
 NOT_HASHGRID = object()
@@ -128,19 +128,6 @@ class HashGridMixin:
             self.b.store(s[k], v)
         self.assign_name(index_node.id, index)
         return found
-
-    def for_hash_grid(self, node, query: HashGridQuery):
-        """``for index in query:``: a WHILE whose condition takes the next point."""
-        from .control import _direct
-        if self.scope.names.get(node.target.id) is None:
-            self.assign_name(node.target.id, self.b.zeros(int32))
-        brk = self.flag("break") if _direct(node.body, ast.Break) else None
-        cond_block, body = Block(), Block()
-        self.b.emit(Op.WHILE, regions=[cond_block, body])
-        with self.b.at(cond_block):
-            cond_block.result = self.loop_test(self.hash_grid_next(query, node.target), brk)
-        with self.b.at(body):
-            self.loop_body(node.body, brk)
 
     def note_grid_param(self, name: str, param_value: Value) -> None:
         """Remember a uint64 kernel parameter: it may be a hash grid id."""

@@ -238,17 +238,3 @@ class MeshMixin:
         self.assign_name(index_node.id, face)
         return found
 
-    def for_mesh_aabb(self, node, query: MeshQueryAABB):
-        """``for face in query:``: a WHILE whose condition takes the next face."""
-        from ..ir.nodes import Block, Op
-        from .control import _direct
-        if self.scope.names.get(node.target.id) is None:
-            self.assign_name(node.target.id, self.b.zeros(int32))
-        brk = self.flag("break") if _direct(node.body, ast.Break) else None
-        cond_block, body = Block(), Block()
-        self.b.emit(Op.WHILE, regions=[cond_block, body])
-        with self.b.at(cond_block):
-            cond_block.result = self.loop_test(self.mesh_aabb_next(query, node.target), brk)
-        with self.b.at(body):
-            self.loop_body(node.body, brk)
-
