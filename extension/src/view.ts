@@ -27,6 +27,8 @@
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Panel } from '@lumino/widgets';
 
+import { SOURCE_MIME } from './types';
+
 export const VIEW_MIME = 'application/vnd.kernlab.view+json';
 export const WIDGET_MIME = 'application/vnd.jupyter.widget-view+json';
 /** Ahead of kernlab's other renderers (40) and text/html (50). */
@@ -128,6 +130,13 @@ class Model implements IRenderMime.IMimeModel {
   }
 }
 
+/** Whether a view keeps its saved rendering even while its widget is alive: an inspect view
+ * drawn by kernlab's source renderer, whose hover links the live widget does not have. */
+export function keepsSaved(data: Bundle, savedMime: string | undefined): boolean {
+  const view = data[VIEW_MIME] as { view?: unknown } | undefined;
+  return view?.view === 'inspect' && savedMime === SOURCE_MIME;
+}
+
 /** The bundle without the view type and any widget view: what the saved rendering shows. */
 export function savedPart(data: Bundle): Bundle {
   const rest: Record<string, unknown> = {};
@@ -177,7 +186,7 @@ export class ViewRenderer extends Panel implements IRenderMime.IRenderer {
     }
     const id = modelId(model);
     // a widget view runs code: only for trusted outputs (what ran here, or a signed notebook)
-    if (!id || !model.trusted) {
+    if (!id || !model.trusted || keepsSaved(model.data, mime)) {
       return;
     }
     // in the background: the saved rendering is complete, and what awaits it goes on

@@ -2,9 +2,11 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Panel, Widget } from '@lumino/widgets';
 
 import {
-  addViewFactory, IRegistry, managerOf, MODEL_GRACE_MS, modelAvailable, modelId, savedPart,
-  VIEW_MIME, VIEW_RANK, ViewRenderer, WIDGET_MIME, WIDGET_WAIT_MS, widgetsBound
+  addViewFactory, IRegistry, keepsSaved, managerOf, MODEL_GRACE_MS, modelAvailable, modelId,
+  savedPart, VIEW_MIME, VIEW_RANK, ViewRenderer, WIDGET_MIME, WIDGET_WAIT_MS,
+  widgetsBound
 } from '../src/view';
+import { SOURCE_MIME } from '../src/types';
 
 const flush = (): Promise<void> => new Promise(resolve => setTimeout(resolve, 0));
 
@@ -190,6 +192,35 @@ describe('kl.lab view renderer', () => {
     await flush();
     expect(shown(view)).toBe('saved <b>table</b>');
     expect(view.hasClass('kl-is-live')).toBe(false);
+  });
+
+  it('keeps an inspect view on the source renderer, which links lines by hover', async () => {
+    const reg = registry(['abc123']);
+    reg.preferredMimeType = bundle => {
+      reg.asked.push(bundle);
+      return SOURCE_MIME in bundle ? SOURCE_MIME : 'text/html';
+    };
+    const inspect = (withSource: boolean): IRenderMime.IMimeModel => ({
+      ...output('abc123'),
+      data: { [VIEW_MIME]: { version: 1, view: 'inspect' }, 'text/html': '<b>listing</b>',
+        ...(withSource ? { [SOURCE_MIME]: { version: 1 } } : {}) }
+    });
+    const kept = new ViewRenderer(reg);
+    await kept.renderModel(inspect(true));
+    await flush();
+    expect(keepsSaved(inspect(true).data, SOURCE_MIME)).toBe(true);
+    expect(reg.created).toEqual([SOURCE_MIME]); // no widget renderer is even made
+    expect(reg.rendered).toEqual([]);
+    expect(kept.isLive).toBe(false);
+    // where only text/html could draw it, the live widget (its dropdown) is the better view
+    const html = new ViewRenderer(reg);
+    await html.renderModel(inspect(false));
+    await flush();
+    expect(keepsSaved(inspect(false).data, 'text/html')).toBe(false);
+    expect(reg.rendered).toEqual(['abc123']);
+    expect(html.isLive).toBe(true);
+    // other views never keep the saved one
+    expect(keepsSaved(output('abc123').data, SOURCE_MIME)).toBe(false);
   });
 
   it('renders the bundle without its view type and any stale widget view', async () => {
