@@ -69,3 +69,9 @@ def test_scoped_stream_of_none_changes_nothing_and_a_stream_is_refused():
     assert a.numpy().tolist() == [2.0, 2.0, 2.0]
     with pytest.raises(ValueError, match="no CUDA streams"):
         kl.ScopedStream(object())
+
+
+def test_a_device_alias_is_the_name_warp_code_passes_around():
+    cpu = D.get_device("cpu")
+    assert cpu.alias == "cpu" and D.get_device(cpu.alias) == cpu
+    assert D.Device("cuda").alias == "cuda:0" and D.Device("cuda:1").alias == "cuda:1"  # "cuda" names the default CUDA device

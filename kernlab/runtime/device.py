@@ -23,6 +23,11 @@ class Device:
         return self.name.startswith("cuda:")
 
     @property
+    def alias(self) -> str:
+        """The name Warp code passes around ("cpu", "cuda:0"); the same as ``str(device)``."""
+        return self.name
+
+    @property
     def ordinal(self) -> int:
         """The CUDA device number; -1 for the CPU (as in Warp)."""
         return int(self.name[5:]) if self.is_cuda else -1
