@@ -779,10 +779,18 @@ def closest_result(points: Vec3s, indices: Ints, face: int, sign: float,
                    p: kl.vec3) -> MeshQueryPoint:
     """The query's result for the face the walk found (-1: none); u, v recomputed here, so
     reverse mode differentiates them with respect to p."""
-    out = MeshQueryPoint()
+    w = kl.vec2(0.0, 0.0)
     if face >= 0:
         a, b, c = tri_points(points, indices, face)
         w = closest_bary(a, b, c, p)
+    return point_result(face, sign, w)
+
+
+@kl.func
+def point_result(face: int, sign: float, w: kl.vec2) -> MeshQueryPoint:
+    """A point query's result from the face found (-1: none) and its barycentrics."""
+    out = MeshQueryPoint()
+    if face >= 0:
         out.result = True
         out.sign = sign
         out.face = face
@@ -836,15 +844,11 @@ def query_point_winding(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, 
 def query_furthest(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, p: kl.vec3,
                    min_dist: float) -> MeshQueryPoint:
     face = furthest_face(points, indices, bvh, bounds, p, min_dist)
-    out = MeshQueryPoint()
+    w = kl.vec2(0.0, 0.0)
     if face >= 0:
         a, b, c = tri_points(points, indices, face)
         w = furthest_bary(a, b, c, p)
-        out.result = True
-        out.face = face
-        out.u = w[0]
-        out.v = w[1]
-    return out
+    return point_result(face, 0.0, w)
 
 
 @kl.func
