@@ -132,3 +132,15 @@ def _private_cache(tmp_path_factory, monkeypatch):
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    """An empty compile cache folder for the test, with a fresh per-user secret."""
+    from kernlab import config
+    from kernlab.runtime import cache
+    folder = tmp_path / "kernlab-cache"
+    monkeypatch.setattr(config, "cache_dir", str(folder))
+    cache._secrets.clear()
+    yield folder
+    cache._secrets.clear()

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 import kernlab as kl
-from kernlab import config
 from kernlab.frontend import lower
 from kernlab.ir.nodes import Value
 from kernlab.runtime import cache, ir_cache
@@ -38,15 +37,6 @@ def scaled(x: kl.array(dtype=float), y: kl.array(dtype=float)):
 def bump(v: float):
     return v * v + {offset}
 """
-
-
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    folder = tmp_path / "kernlab-cache"
-    monkeypatch.setattr(config, "cache_dir", str(folder))
-    cache._secrets.clear()
-    yield folder
-    cache._secrets.clear()
 
 
 def load_module(path, text):

@@ -19,15 +19,6 @@ KEY = hashlib.sha256(b"a kernel").hexdigest()
 OTHER = hashlib.sha256(b"another kernel").hexdigest()
 
 
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    folder = tmp_path / "kernlab-cache"
-    monkeypatch.setattr(config, "cache_dir", str(folder))
-    cache._secrets.clear()
-    yield folder
-    cache._secrets.clear()
-
-
 def entry(folder, key=KEY):
     return folder / (key + ".klc")
 
