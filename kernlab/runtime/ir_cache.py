@@ -243,8 +243,10 @@ class _Pickler(pickle.Pickler):
 
     def reducer_override(self, obj):
         if type(obj) is self.function:  # without the per-process caches (sizes, entries)
-            state = {k: v for k, v in vars(obj).items()  # but with the in-place plan and
-                     if not k.startswith("_") or k in _KEPT}     # the canonical text
+            # (but with the in-place plan and the canonical text). The copy is one step
+            # under the GIL: another thread launching the kernel adds its caches meanwhile.
+            state = {k: v for k, v in vars(obj).copy().items()
+                     if not k.startswith("_") or k in _KEPT}
             return _rebuild_function, (state,)
         return NotImplemented
 
