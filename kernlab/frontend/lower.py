@@ -25,6 +25,7 @@ from .spatial import SpatialMixin
 from .hashgrid import HashGridMixin, HashGridQuery
 from .tiles import TileMixin
 from .mesh import MeshMixin, MeshQueryAABB
+from .volume import VolumeMixin
 from .source import ParsedSource, annotation_type, parse_function
 from . import structs
 
@@ -51,8 +52,8 @@ def source_to_ir(pyfunc, name: str | None = None, extra_globals: dict | None = N
                    param_types).build_kernel(name)
 
 
-class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, TileMixin,
-              ViewMixin, ControlMixin, ExprMixin):
+class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, VolumeMixin,
+              TileMixin, ViewMixin, ControlMixin, ExprMixin):
     def __init__(self, pyfunc, extra_globals=None, funcs_in_progress=(), param_types=None):
         self.kernel_src = parse_function(pyfunc)
         self.extra_globals = extra_globals
