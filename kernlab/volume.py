@@ -32,6 +32,7 @@ the point (the voxel values and the map reach kernels without a gradient, as in 
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import math
 import struct
@@ -64,6 +65,7 @@ _TYPE_NAMES = {0: "Unknown", 1: "float", 2: "double", 3: "int16", 4: "int32", 5:
                18: "Vec4d", 19: "Index", 20: "OnIndex", 21: "IndexMask", 22: "OnIndexMask",
                23: "PointIndex", 24: "Vec3u8", 25: "Vec3u16", 26: "UInt8"}
 _DTYPES = {KIND_FLOAT: kl.float32, KIND_VEC3: kl.vec3, KIND_INT: kl.int32}
+_KIND_NAMES = {KIND_FLOAT: "float", KIND_VEC3: "Vec3f", KIND_INT: "int32"}
 _MAGICS = (0x304244566F6E614E, 0x314244566F6E614E, 0x324244566F6E614E)  # NanoVDB0/1/2
 
 
@@ -73,10 +75,14 @@ class VolumeError(RuntimeError):
 
 class Volume:
     """A sparse volume on ``device``; see the module doc. Make one with
-    :meth:`load_from_nvdb` or :meth:`load_from_numpy`."""
+    :meth:`load_from_nvdb`, :meth:`load_from_numpy`, :meth:`allocate` or
+    :meth:`allocate_by_tiles`."""
 
     CLOSEST = CLOSEST
     LINEAR = LINEAR
+    GridInfo = collections.namedtuple("GridInfo", ["name", "size_in_bytes", "grid_index",
+                                                   "grid_count", "type_str", "translation",
+                                                   "transform_matrix"])
 
     def __init__(self, *args, **kwargs):
         raise TypeError("make a kl.Volume with kl.Volume.load_from_nvdb(file_or_bytes) or "
@@ -91,6 +97,8 @@ class Volume:
         self._voxel_size = tuple(float(v) for v in decoded["voxel_size"])
         self._leaf_origins = decoded["leaf_origins"]
         self._transform64 = decoded["map64"]
+        self._name = decoded.get("name", "")
+        self._grid_size = int(decoded.get("grid_size", 0))
         self._tree = kl.array(decoded["tree"], dtype=kl.int32, device=self.device)
         self._values = kl.array(decoded["values"], dtype=kl.float32, device=self.device)
         self._map64 = kl.array(decoded["map64"], dtype=kl.float64, device=self.device)
@@ -120,18 +128,12 @@ class Volume:
         otherwise float32."""
         a = np.asarray(ndarray)
         size = _voxel_size3(voxel_size)
-        if hasattr(bg_value, "__len__"):
-            if a.ndim != 4 or a.shape[3] != 3 or len(bg_value) != 3:
-                raise ValueError("a vec3 volume needs an array of shape (nx, ny, nz, 3) and a "
-                                 f"3-component bg_value, got {a.shape} and {bg_value!r}")
-            kind, comps, bg = KIND_VEC3, 3, np.asarray(bg_value, np.float32)
-        else:
-            if a.ndim != 3:
-                raise ValueError(f"load_from_numpy needs a 3-d array, got shape {a.shape}")
-            if isinstance(bg_value, (int, np.integer)) and not isinstance(bg_value, bool):
-                kind, comps, bg = KIND_INT, 1, np.asarray([bg_value], np.int32)
-            else:
-                kind, comps, bg = KIND_FLOAT, 1, np.asarray([bg_value], np.float32)
+        kind, comps, bg = _value_kind(bg_value)
+        if kind == KIND_VEC3 and (a.ndim != 4 or a.shape[3] != 3):
+            raise ValueError("a vec3 volume needs an array of shape (nx, ny, nz, 3), got "
+                             f"{a.shape}")
+        if kind != KIND_VEC3 and a.ndim != 3:
+            raise ValueError(f"load_from_numpy needs a 3-d array, got shape {a.shape}")
         if min(a.shape[:3]) == 0:
             raise ValueError(f"load_from_numpy needs a non-empty array, got shape {a.shape}")
         store = np.int32 if kind == KIND_INT else np.float32
@@ -148,14 +150,77 @@ class Volume:
         vec = np.asarray(min_world, np.float64)
         return cls._make(_from_leaves(kind, bg, origins, blocks, mat, vec, size), device)
 
+    @classmethod
+    def allocate(cls, min, max, voxel_size, bg_value=0.0, translation=(0.0, 0.0, 0.0),
+                 points_in_world_space: bool = False, device=None) -> "Volume":
+        """A volume whose leaves cover voxels ``min`` .. ``max`` (inclusive; index space, or
+        world space with ``points_in_world_space``), every voxel holding ``bg_value``."""
+        size = _voxel_size3(voxel_size)
+        lo, hi = np.asarray(min, np.float64), np.asarray(max, np.float64)
+        if points_in_world_space:
+            t = np.asarray(translation, np.float32)
+            s32 = np.asarray(size, np.float32)
+            lo = np.around((lo.astype(np.float32) - t) / s32)
+            hi = np.around((hi.astype(np.float32) - t) / s32)
+        t_lo, t_hi = lo.astype(np.int32) // 8, hi.astype(np.int32) // 8
+        axes = [np.arange(a, b + 1) for a, b in zip(t_lo, t_hi)]
+        tiles = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 3) * 8
+        return cls.allocate_by_tiles(tiles, size, bg_value, translation, device)
+
+    @classmethod
+    def allocate_by_tiles(cls, tile_points, voxel_size, bg_value=0.0,
+                          translation=(0.0, 0.0, 0.0), device=None) -> "Volume":
+        """A volume with one leaf (8^3 voxels, all ``bg_value``) for each index-space point
+        of ``tile_points`` (an array of vec3i, or int32 of shape (n, 3))."""
+        size = _voxel_size3(voxel_size)
+        kind, comps, bg = _value_kind(bg_value)
+        pts = tile_points.numpy() if hasattr(tile_points, "numpy") else np.asarray(tile_points)
+        pts = np.asarray(pts)
+        if pts.ndim != 2 or pts.shape[1] != 3 or pts.dtype.kind not in "iu":
+            raise TypeError("allocate_by_tiles takes integer index-space tile points (vec3i or "
+                            f"int32 of shape (n, 3)); got {pts.dtype} of shape {pts.shape}")
+        origins = np.unique((pts.astype(np.int64) >> 3) << 3, axis=0)
+        blocks = np.empty((len(origins), 512, comps), bg.dtype)
+        blocks[...] = bg
+        mat = np.diag(np.asarray(size, np.float64))
+        return cls._make(_from_leaves(kind, bg, origins, blocks, mat,
+                                      np.asarray(translation, np.float64), size), device)
+
+    def __del__(self):
+        """Forget the volume's id (an id of a deleted volume is refused at launch)."""
+        vid = getattr(self, "id", None)
+        if vid is not None and _VOLUMES.get(vid) is self:
+            del _VOLUMES[vid]
+
     # ---- introspection -------------------------------------------------------------------
 
     def get_voxel_size(self) -> tuple:
         return self._voxel_size
 
+    def get_tile_count(self) -> int:
+        return len(self._leaf_origins)
+
     def get_tiles(self):
-        """The index-space origins of the leaves (8^3 voxels each), as an array of vec3i."""
-        return kl.array(self._leaf_origins.astype(np.int32), dtype=kl.vec3i, device=self.device)
+        """The index-space origins of the leaves (8^3 voxels each): int32, shape (n, 3)."""
+        return kl.array(self._leaf_origins.astype(np.int32), dtype=kl.int32,
+                        device=self.device)
+
+    def get_voxel_count(self) -> int:
+        """Every voxel of every leaf (as Warp counts for value grids)."""
+        return 512 * len(self._leaf_origins)
+
+    def get_voxels(self):
+        """The index-space coordinates of every leaf voxel, leaf by leaf: int32 (n, 3)."""
+        n = np.arange(512)
+        local = np.stack([n >> 6, (n >> 3) & 7, n & 7], 1)
+        ijk = (self._leaf_origins[:, None, :] + local[None]).reshape(-1, 3)
+        return kl.array(ijk.astype(np.int32), dtype=kl.int32, device=self.device)
+
+    def get_grid_info(self) -> "Volume.GridInfo":
+        m = self._transform64
+        return Volume.GridInfo(self._name, self._grid_size, 0, 1, _KIND_NAMES[self._kind],
+                               kl.vec3(*[float(v) for v in m[18:21]]),
+                               kl.mat33(*[float(v) for v in m[0:9]]))
 
     def index_to_world(self, uvw) -> tuple:
         """Host side: a point in index space to world space (float64 map)."""
@@ -175,15 +240,35 @@ class Volume:
 
 
 def _voxel_size3(voxel_size) -> tuple:
-    if hasattr(voxel_size, "__len__"):
-        if len(voxel_size) != 3:
-            raise ValueError(f"voxel_size must be a number or 3 numbers, got {voxel_size!r}")
-        size = tuple(float(v) for v in voxel_size)
-    else:
+    """A scalar or 3 numbers as 3 positive finite floats (TypeError for anything else)."""
+    if isinstance(voxel_size, (int, float, np.integer, np.floating)) and \
+            not isinstance(voxel_size, bool):
         size = (float(voxel_size),) * 3
+    elif isinstance(voxel_size, (list, tuple, np.ndarray)):
+        size = tuple(float(v) for v in np.asarray(voxel_size).reshape(-1))
+        if len(size) != 3:
+            raise ValueError(f"voxel_size must be a number or 3 numbers, got {len(size)}")
+    else:
+        raise TypeError("voxel_size must be a number or a sequence of 3 numbers, got "
+                        f"{type(voxel_size).__name__}")
     if not all(math.isfinite(v) and v > 0.0 for v in size):
         raise ValueError(f"voxel_size must be positive and finite, got {voxel_size!r}")
     return size
+
+
+def _value_kind(bg_value):
+    """(kind, components, background as a NumPy row) of a volume with ``bg_value``."""
+    if bg_value is None:
+        raise NotImplementedError("kernlab volumes hold float32, vec3f or int32 values; index "
+                                  "volumes (bg_value=None) are not supported")
+    if hasattr(bg_value, "__len__"):
+        if len(bg_value) != 3:
+            raise NotImplementedError("kernlab volumes hold float32, vec3f or int32 values; "
+                                      f"a {len(bg_value)}-component bg_value is not supported")
+        return KIND_VEC3, 3, np.asarray([float(v) for v in bg_value], np.float32)
+    if isinstance(bg_value, (int, np.integer)) and not isinstance(bg_value, bool):
+        return KIND_INT, 1, np.asarray([bg_value], np.int32)
+    return KIND_FLOAT, 1, np.asarray([float(bg_value)], np.float32)
 
 
 # ---- NanoVDB decoding ------------------------------------------------------------------------
@@ -319,8 +404,11 @@ def _decode_grid(grid: bytes) -> dict:
                         (leaf_size, 4 * comps, 4)).copy()
     # a leaf stores the low corner of its active voxels: its origin is that rounded down to 8
     origins = np.ndarray((n_leaf, 3), "<i4", grid, leaf_base, (leaf_size, 4)).astype(np.int64) & ~7
-    return _pack(kind, background, keys, t_upper, tvals, up_child, up_vals, lo_child,
-                 lo_vals, leaves, origins, mat, vec, voxel_size)
+    out = _pack(kind, background, keys, t_upper, tvals, up_child, up_vals, lo_child,
+                lo_vals, leaves, origins, mat, vec, voxel_size)
+    out["name"] = grid[40:296].split(b"\0", 1)[0].decode("utf-8", "replace")
+    out["grid_size"] = struct.unpack_from("<Q", grid, 32)[0]
+    return out
 
 
 def _node_index(addresses, base, size, count, what):
@@ -440,7 +528,8 @@ def _kernel_only(name):
 FUNCTIONS = ("volume_sample", "volume_sample_grad", "volume_lookup", "volume_sample_f",
              "volume_sample_grad_f", "volume_lookup_f", "volume_sample_v", "volume_lookup_v",
              "volume_sample_i", "volume_lookup_i", "volume_index_to_world",
-             "volume_world_to_index", "volume_index_to_world_dir", "volume_world_to_index_dir")
+             "volume_world_to_index", "volume_index_to_world_dir", "volume_world_to_index_dir",
+             "volume_store", "volume_store_f", "volume_store_v", "volume_store_i")
 for _name in FUNCTIONS:
     globals()[_name] = _kernel_only(_name)
 del _name
@@ -504,6 +593,42 @@ def lookup_i(tree: Ints, i: int, j: int, k: int) -> int:
     if tree[0] != KIND_INT:
         return 0
     return tree[tree[5] + voxel_slot(tree, i, j, k)]
+
+
+@kl.func
+def leaf_slot(tree: Ints, i: int, j: int, k: int) -> int:
+    """The slot of voxel (i, j, k) if a leaf holds it, else -1 (a store there is dropped:
+    tiles and the background are shared by many voxels)."""
+    s = voxel_slot(tree, i, j, k)
+    if s < tree[4]:
+        return -1
+    return s
+
+
+@kl.func
+def store_f(tree: Ints, values: Floats, i: int, j: int, k: int, v: float):
+    if tree[0] == KIND_FLOAT:
+        s = leaf_slot(tree, i, j, k)
+        if s >= 0:
+            values[FLOAT_BASE + s] = v
+
+
+@kl.func
+def store_v(tree: Ints, values: Floats, i: int, j: int, k: int, v: kl.vec3):
+    if tree[0] == KIND_VEC3:
+        s = leaf_slot(tree, i, j, k)
+        if s >= 0:
+            values[FLOAT_BASE + 3 * s] = v[0]
+            values[FLOAT_BASE + 3 * s + 1] = v[1]
+            values[FLOAT_BASE + 3 * s + 2] = v[2]
+
+
+@kl.func
+def store_i(tree: Ints, i: int, j: int, k: int, v: int):
+    if tree[0] == KIND_INT:
+        s = leaf_slot(tree, i, j, k)
+        if s >= 0:
+            tree[tree[5] + s] = v
 
 
 @kl.func

@@ -34,6 +34,10 @@ SIGNATURES = {
     "volume_sample": ((_ID, _UVW, _MODE, _DTYPE), None),
     "volume_sample_grad": ((_ID, _UVW, _MODE, ("grad", None), _DTYPE), None),
     "volume_lookup": ((_ID,) + _IJK + (_DTYPE,), None),
+    "volume_store_f": ((_ID,) + _IJK + (("value", float32),), "f"),
+    "volume_store_v": ((_ID,) + _IJK + (("value", vec3),), "v"),
+    "volume_store_i": ((_ID,) + _IJK + (("value", int32),), "i"),
+    "volume_store": ((_ID,) + _IJK + (("value", None),), None),
     "volume_index_to_world": ((_ID, ("uvw", None)), None),
     "volume_world_to_index": ((_ID, ("xyz", None)), None),
     "volume_index_to_world_dir": ((_ID, ("uvw", None)), None),
@@ -81,6 +85,20 @@ class VolumeMixin:
         raise KernelTypeError(f"{name}(): kernlab volumes hold float32, vec3f or int32 values; "
                               f"dtype={shown} is not supported", self.b.loc)
 
+    def volume_store(self, V, name, kind, bound, a, tree, values):
+        ijk = [a["i"], a["j"], a["k"]]
+        value = a.get("value")
+        if value is None:  # the generic form: the value's type picks the volume's
+            value = self.value(self.expr(bound["value"]))
+            kind = {float32: "f", vec3: "v", int32: "i"}.get(value.type)
+            if kind is None:
+                raise KernelTypeError(f"{name}(): kernlab volumes hold float32, vec3f or int32 "
+                                      f"values, not {value.type}", self.b.loc)
+        if kind == "i":
+            return self.call_func(V.store_i, [tree] + ijk + [value], {})
+        return self.call_func(V.store_f if kind == "f" else V.store_v,
+                              [tree, values] + ijk + [value], {})
+
     def volume_arg(self, name: str, param: str, want, node) -> Value:
         v = self.value(self.expr(node), want)
         if want.is_scalar and want.is_int and v.type.is_scalar and v.type.is_int:
@@ -103,6 +121,8 @@ class VolumeMixin:
                 return self.call_func(getattr(V, fn + "64"), [map64, p], {})
             raise KernelTypeError(f"{name}(): the point must be a vec3 or vec3d, got {p.type}",
                                   self.b.loc)
+        if name.startswith("volume_store"):
+            return self.volume_store(V, name, kind, bound, a, tree, values)
         if name.startswith(("volume_lookup",)):
             ijk = [a["i"], a["j"], a["k"]]
             if kind == "i":
