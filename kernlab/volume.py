@@ -280,12 +280,15 @@ def _grid_bytes(data: bytes) -> bytes:
     magic, version, grid_count, codec = struct.unpack_from("<QIHH", data, 0)
     if magic not in _MAGICS:
         raise VolumeError("not a NanoVDB buffer: the 'NanoVDB' signature is missing")
+    if _looks_like_grid(data):
+        return data  # a grid buffer (GridData first), not a file
+    if len(data) >= 40 and struct.unpack_from("<I", data, 16)[0] >> 21 == 32:
+        size = struct.unpack_from("<Q", data, 32)[0]
+        raise VolumeError(f"truncated NanoVDB grid: its header says {size} bytes, the buffer "
+                          f"has {len(data)}")
     if version >> 21 != 32:
         raise VolumeError(f"unsupported NanoVDB version {version >> 21}.{(version >> 10) & 2047}"
                           " (kernlab reads 32.x)")
-    if len(data) >= 672 and struct.unpack_from("<Q", data, 32)[0] > 176 and \
-            _looks_like_grid(data):
-        return data  # a grid buffer (GridData first), not a file
     if grid_count < 1:
         raise VolumeError("the NanoVDB file holds no grid")
     if codec not in (0, 1):
@@ -328,10 +331,12 @@ def _grid_bytes(data: bytes) -> bytes:
 
 
 def _looks_like_grid(data: bytes) -> bool:
-    """Whether ``data`` starts with a grid (GridData) rather than a file header: a grid's
-    own size field at byte 32 matches the buffer."""
+    """Whether ``data`` starts with a grid (GridData: its version at byte 16, its own size at
+    byte 32) rather than a file header (its version at byte 8)."""
+    if len(data) < 672:
+        return False
     size = struct.unpack_from("<Q", data, 32)[0]
-    return 672 <= size <= len(data) and struct.unpack_from("<I", data, 636)[0] < 64
+    return struct.unpack_from("<I", data, 16)[0] >> 21 == 32 and 672 <= size <= len(data)
 
 
 def _decode_grid(grid: bytes) -> dict:
