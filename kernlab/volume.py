@@ -777,3 +777,23 @@ def index_to_world_dir64(m: Doubles, uvw: kl.vec3d) -> kl.vec3d:
 @kl.func
 def world_to_index_dir64(m: Doubles, xyz: kl.vec3d) -> kl.vec3d:
     return kl.vec3d(map_row64(m, 9, xyz), map_row64(m, 12, xyz), map_row64(m, 15, xyz))
+
+
+# ---- no gradient flows into the voxel values or the tree ---------------------------------
+# As in Warp, reverse mode differentiates the sampling with respect to the point only: the
+# lookups get empty custom gradients, so their adjoints neither walk the tree again nor add
+# into the volume's arrays.
+
+@kl.func_grad(voxel_slot)
+def _voxel_slot_grad(tree: Ints, i: int, j: int, k: int, adj_slot: int):
+    pass
+
+
+@kl.func_grad(lookup_f)
+def _lookup_f_grad(tree: Ints, values: Floats, i: int, j: int, k: int, adj_value: float):
+    pass
+
+
+@kl.func_grad(lookup_v)
+def _lookup_v_grad(tree: Ints, values: Floats, i: int, j: int, k: int, adj_value: kl.vec3):
+    pass
