@@ -67,6 +67,7 @@ _TYPE_NAMES = {0: "Unknown", 1: "float", 2: "double", 3: "int16", 4: "int32", 5:
 _DTYPES = {KIND_FLOAT: kl.float32, KIND_VEC3: kl.vec3, KIND_INT: kl.int32}
 _KIND_NAMES = {KIND_FLOAT: "float", KIND_VEC3: "Vec3f", KIND_INT: "int32"}
 _MAGICS = (0x304244566F6E614E, 0x314244566F6E614E, 0x324244566F6E614E)  # NanoVDB0/1/2
+_VERSION = (32 << 21) | (6 << 10)  # what kernlab writes: NanoVDB 32.6
 
 
 class VolumeError(RuntimeError):
@@ -98,6 +99,7 @@ class Volume:
         self._leaf_origins = decoded["leaf_origins"]
         self._transform64 = decoded["map64"]
         self._name = decoded.get("name", "")
+        self._leaf_masks = decoded.get("leaf_masks")  # active voxels (all, when built here)
         self._grid_size = int(decoded.get("grid_size", 0))
         self._tree = kl.array(decoded["tree"], dtype=kl.int32, device=self.device)
         self._values = kl.array(decoded["values"], dtype=kl.float32, device=self.device)
@@ -221,6 +223,39 @@ class Volume:
         return Volume.GridInfo(self._name, self._grid_size, 0, 1, _KIND_NAMES[self._kind],
                                kl.vec3(*[float(v) for v in m[18:21]]),
                                kl.mat33(*[float(v) for v in m[0:9]]))
+
+    def array(self):
+        """The volume as a NanoVDB grid buffer (uint8), with the values it holds now (stores
+        included); see :func:`_encode` for what it keeps."""
+        data = np.frombuffer(self._encode(), np.uint8)
+        return kl.array(data, dtype=kl.uint8, device=self.device)
+
+    def save_to_nvdb(self, path, codec: str = "none") -> None:
+        """Write the volume as a NanoVDB file (codec "none" or "zip")."""
+        codes = {"none": 0, "zip": 1}
+        if codec not in codes:
+            raise RuntimeError(f"kernlab writes NanoVDB files with codec 'none' or 'zip', not "
+                               f"{codec!r}")
+        grid = self._encode()
+        name = (self._name or "").encode()[:255] + b"\0"
+        body = grid if codec == "none" else \
+            struct.pack("<Q", len(zlib.compress(grid))) + zlib.compress(grid)
+        meta = bytearray(176)
+        gtype = {KIND_FLOAT: 1, KIND_INT: 4, KIND_VEC3: 6}[self._kind]
+        struct.pack_into("<QQ", meta, 0, len(grid), len(body))
+        struct.pack_into("<Q", meta, 24, self.get_voxel_count())
+        struct.pack_into("<I", meta, 32, gtype)
+        struct.pack_into("<3d", meta, 112, *self._voxel_size)
+        struct.pack_into("<I", meta, 136, len(name))
+        struct.pack_into("<HHI", meta, 168, codes[codec], 0, _VERSION)
+        head = struct.pack("<QIHH", _MAGICS[0], _VERSION, 1, codes[codec])
+        with open(path, "wb") as f:
+            f.write(head + bytes(meta) + name + body)
+
+    def _encode(self) -> bytes:
+        return _encode(self._kind, self._tree.numpy(), self._values.numpy(),
+                       self._transform64, self._voxel_size, self._name, self._leaf_origins,
+                       self._leaf_masks)
 
     def index_to_world(self, uvw) -> tuple:
         """Host side: a point in index space to world space (float64 map)."""
@@ -407,12 +442,14 @@ def _decode_grid(grid: bytes) -> dict:
                                     leaf_base, leaf_size, n_leaf, "leaf")
     leaves = np.ndarray((n_leaf, 512, comps), scalar, grid, leaf_base + leaf_table,
                         (leaf_size, 4 * comps, 4)).copy()
+    masks = np.ndarray((n_leaf, 64), np.uint8, grid, leaf_base + 16, (leaf_size, 1)).copy()
     # a leaf stores the low corner of its active voxels: its origin is that rounded down to 8
     origins = np.ndarray((n_leaf, 3), "<i4", grid, leaf_base, (leaf_size, 4)).astype(np.int64) & ~7
     out = _pack(kind, background, keys, t_upper, tvals, up_child, up_vals, lo_child,
                 lo_vals, leaves, origins, mat, vec, voxel_size)
     out["name"] = grid[40:296].split(b"\0", 1)[0].decode("utf-8", "replace")
     out["grid_size"] = struct.unpack_from("<Q", grid, 32)[0]
+    out["leaf_masks"] = masks
     return out
 
 
@@ -501,6 +538,97 @@ def _from_leaves(kind, background, origins, blocks, mat, vec, voxel_size) -> dic
     keys = up_unique.astype(np.int64)  # (i >> 12, ...) of each upper node
     return _pack(kind, bg, keys, np.arange(n_up), np.zeros((n_up, comps), store), up_child,
                  up_vals, lo_child, lo_vals, blocks, origins, mat, vec, voxel_size)
+
+
+def _encode(kind, tree, values, map64, voxel_size, name, origins, leaf_masks) -> bytes:
+    """A NanoVDB grid buffer of a volume's arrays (module doc): its nodes in the order of
+    kernlab's tables, the values it holds now. It keeps the values, the tree, the map and the
+    leaves' active voxels (all active for a volume built here); tiles are written inactive
+    and the nodes' statistics (min, max, average) and the inner nodes' boxes are left at
+    zero (NanoVDB's readers use neither to find a value)."""
+    gtype = {KIND_FLOAT: 1, KIND_INT: 4, KIND_VEC3: 6}[kind]
+    _, comps, scalar, _, offs = _GRID_TYPES[gtype]
+    (bg_off, root_size, tile_val, stride, up_table, up_size, lo_table, lo_size, leaf_table,
+     leaf_size) = offs
+    n_root, uppers, lowers, leaf_slot, ints = (int(v) for v in tree[1:6])
+    n_upper = (lowers - uppers) // 32768
+    n_lower = (ints - lowers) // 4096
+    n_leaf = len(origins)
+    if kind == KIND_INT:
+        slots = tree[ints:].astype("<i4").reshape(-1, 1)
+    else:
+        slots = values[FLOAT_BASE:].astype("<f4").reshape(-1, comps)
+    slot_bytes = slots.view(np.uint8).reshape(len(slots), -1)
+    root_off = 64
+    up_off = root_off + root_size + 32 * n_root
+    lo_off = up_off + up_size * n_upper
+    leaf_off = lo_off + lo_size * n_lower
+    size = 672 + leaf_off + leaf_size * n_leaf
+    g = np.zeros(size, np.uint8)
+    # flags: the nodes of each level are stored together, level by level (breadth first)
+    struct.pack_into("<QQIIII", g, 0, _MAGICS[0], 0, _VERSION, 1 << 5, 0, 1)
+    struct.pack_into("<Q", g, 32, size)
+    raw = (name or "").encode()[:255]
+    g[40:40 + len(raw)] = np.frombuffer(raw, np.uint8)
+    m = np.asarray(map64, np.float64)
+    struct.pack_into("<9f9f3f", g, 296, *m[0:9], *m[9:18], *m[18:21])
+    struct.pack_into("<f", g, 296 + 84, 1.0)
+    struct.pack_into("<9d9d3d", g, 296 + 88, *m[0:9], *m[9:18], *m[18:21])
+    struct.pack_into("<d", g, 296 + 256, 1.0)
+    lo_corner = origins.min(0) if n_leaf else np.zeros(3, np.int64)
+    hi_corner = origins.max(0) + 7 if n_leaf else np.zeros(3, np.int64)
+    corners = np.array([[a, b, c] for a in (lo_corner[0], hi_corner[0] + 1)
+                        for b in (lo_corner[1], hi_corner[1] + 1)
+                        for c in (lo_corner[2], hi_corner[2] + 1)], np.float64)
+    world = corners @ m[0:9].reshape(3, 3).T + m[18:21]
+    struct.pack_into("<6d", g, 560, *world.min(0), *world.max(0))
+    struct.pack_into("<3d", g, 608, *voxel_size)
+    struct.pack_into("<II", g, 632, 0, gtype)
+    tree_at = 672
+    struct.pack_into("<QQQQIII", g, tree_at, leaf_off, lo_off, up_off, root_off, n_leaf,
+                     n_lower, n_upper)
+    struct.pack_into("<Q", g, tree_at + 56, 512 * n_leaf)
+    root = tree_at + root_off
+
+    def put_value(at, slot):
+        g[at:at + 4 * comps] = slot_bytes[slot]
+
+    struct.pack_into("<6i", g, root, *lo_corner, *hi_corner)
+    struct.pack_into("<I", g, root + 24, n_root)
+    put_value(root + bg_off, 0)
+    for t in range(n_root):
+        ki, kj, kk, up, slot = (int(v) for v in tree[HEADER + 5 * t: HEADER + 5 * t + 5])
+        key = ((ki & 0xFFFFF) << 42) | ((kj & 0xFFFFF) << 21) | (kk & 0xFFFFF)
+        at = root + root_size + 32 * t
+        child = up_off + up_size * up - root_off if up >= 0 else 0
+        struct.pack_into("<Qq", g, at, key, child)
+        if up < 0:
+            put_value(at + tile_val, slot)
+
+    def node_tables(base, count, size, table, mask_off, entries, first, child_base,
+                    child_size):
+        e = tree[first: first + count * entries].astype(np.int64).reshape(count, entries)
+        for n in range(count):
+            at = tree_at + base + size * n
+            is_child = e[n] >= 0
+            g[at + mask_off: at + mask_off + entries // 8] = \
+                np.packbits(is_child, bitorder="little")
+            rows = g[at + table: at + table + stride * entries].reshape(entries, stride)
+            tiles = ~is_child
+            rows[tiles, :4 * comps] = slot_bytes[-1 - e[n][tiles]]
+            off = (child_base + child_size * e[n][is_child]) - (base + size * n)
+            rows[is_child, :8] = off.astype("<i8").view(np.uint8).reshape(-1, 8)
+
+    node_tables(up_off, n_upper, up_size, up_table, 4128, 32768, uppers, lo_off, lo_size)
+    node_tables(lo_off, n_lower, lo_size, lo_table, 544, 4096, lowers, leaf_off, leaf_size)
+    for n in range(n_leaf):
+        at = tree_at + leaf_off + leaf_size * n
+        struct.pack_into("<3iBBBB", g, at, *origins[n], 7, 7, 7, 0)
+        g[at + 16: at + 80] = 255 if leaf_masks is None else leaf_masks[n]
+        first = leaf_slot + 512 * n
+        g[at + leaf_table: at + leaf_table + 512 * 4 * comps] = \
+            slot_bytes[first: first + 512].reshape(-1)
+    return g.tobytes()
 
 
 def volume_arrays(kernel_key: str, param: str, volume_id) -> tuple:
