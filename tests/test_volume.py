@@ -318,7 +318,8 @@ def test_load_from_numpy_float_vec3_and_int(backend):
 
     p = np.concatenate([_points(np.random.default_rng(7), 20, -1.5, 15.0), [[1.5, 2.5, 0.5]]])
     n = len(p)
-    v, vg, jac = kl.zeros(n, dtype=kl.vec3), kl.zeros(n, dtype=kl.vec3), kl.zeros(n, dtype=kl.mat33)
+    v, vg = kl.zeros(n, dtype=kl.vec3), kl.zeros(n, dtype=kl.vec3)
+    jac = kl.zeros(n, dtype=kl.mat33)
     ints = kl.zeros(3 * n, dtype=int)
     kl.launch(read_vec_int, n, inputs=[vec_vol.id, int_vol.id,
                                        kl.array(p.astype(np.float32), dtype=kl.vec3),
@@ -371,6 +372,40 @@ def test_allocate_then_store_and_read(backend):
     expect = q[:, 0] + 100.0 * q[:, 1] + 10000.0 * q[:, 2]
     expect[3] = -123.0  # outside every leaf: the store is dropped, the background stays
     np.testing.assert_array_equal(out.numpy(), expect)
+
+
+def test_saved_files_hold_the_values_stored_since(tmp_path):
+    """save_to_nvdb writes the grid as it is now (a store included); the file is read back
+    against the layout's oracle, and by Warp itself where warp-lang is installed."""
+    vol = kl.Volume.load_from_nvdb(make_file(GRID))
+    q = np.array([[1, 2, 3]], np.int32)
+    kl.launch(store_then_read, 1, inputs=[vol.id, kl.array(q, dtype=kl.vec3i),
+                                          kl.zeros(1, dtype=float)])
+    assert vol.array().dtype == kl.uint8
+    for codec in ("none", "zip"):
+        vol.save_to_nvdb(tmp_path / f"v_{codec}.nvdb", codec=codec)
+    again = kl.Volume.load_from_nvdb((tmp_path / "v_zip.nvdb").read_bytes())
+    p = np.array([[1.0, 2.0, 3.0], [1.25, 2.5, 3.75], [130.0, 1.0, 1.0], [5000.0, 5.0, 5.0]])
+    n = len(p)
+    arrays = [kl.zeros(n, dtype=float) for _ in range(3)] + [kl.zeros(n, dtype=kl.vec3)] + \
+        [kl.zeros(n, dtype=float) for _ in range(2)]
+    kl.launch(read_all, n, inputs=[again.id, kl.array(p.astype(np.float32), dtype=kl.vec3)]
+              + arrays)
+
+    def stored(i, j, k):
+        out = oracle(i, j, k)
+        return np.where((i == 1) & (j == 2) & (k == 3), 1.0 + 200.0 + 30000.0, out)
+    np.testing.assert_allclose(arrays[0].numpy(), trilinear(stored, p), rtol=1e-5, atol=1e-4)
+    with pytest.raises(RuntimeError, match="codec"):
+        vol.save_to_nvdb(tmp_path / "v.nvdb", codec="blosc")
+    if importlib.util.find_spec("warp") is None:
+        return
+    wp = pytest.importorskip("warp")
+    wp.config.quiet = True
+    wvol = wp.Volume.load_from_nvdb((tmp_path / "v_none.nvdb").read_bytes(), device="cpu")
+    np.testing.assert_array_equal(wvol.get_tiles().numpy(), [[0, 0, 0], [8, 0, 0]])
+    matrix = np.asarray(wvol.get_grid_info().transform_matrix).reshape(3, 3)
+    np.testing.assert_allclose(matrix, MAT, rtol=1e-6)
 
 
 # ---- errors ------------------------------------------------------------------------------

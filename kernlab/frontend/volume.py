@@ -148,9 +148,7 @@ class VolumeMixin:
                                       f"'{target.id}' holds {var_type}", self.b.loc)
             self.assign_name(target.id, grad)
             return val
-        if kind == "i":
-            if mode is not None:  # an int volume is read at the nearest voxel, whatever mode
-                pass
+        if kind == "i":  # an int volume is read at the nearest voxel (Warp: use CLOSEST)
             return self.call_func(V.sample_i, [tree, uvw], {})
         fn = V.sample_f if kind == "f" else V.sample_v
         return self.call_func(fn, [tree, values, uvw, mode], {})
