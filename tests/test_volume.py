@@ -347,6 +347,53 @@ def test_load_from_numpy_float_vec3_and_int(backend):
     np.testing.assert_allclose(np.asarray(info.translation), [1.0, 2.0, 3.0])
 
 
+Mat43 = kl.types.matrix(shape=(4, 3), dtype=kl.float32)
+
+
+@kl.kernel
+def read_vec4(vol: kl.uint64, pts: kl.array(dtype=kl.vec3), v: kl.array(dtype=kl.vec4),
+              jac: kl.array(dtype=Mat43), near: kl.array(dtype=kl.vec4)):
+    t = kl.tid()
+    m = Mat43()
+    v[t] = kl.volume_sample_grad(vol, pts[t], kl.Volume.LINEAR, m, dtype=kl.vec4)
+    jac[t] = m
+    q = pts[t]
+    kl.volume_store(vol, 100, 100, 100, kl.vec4(1.0))  # no leaf there: dropped
+    near[t] = kl.volume_lookup(vol, int(q[0]), int(q[1]), int(q[2]), dtype=kl.vec4)
+
+
+def test_vec4_volumes(backend, tmp_path):
+    shape = (9, 8, 10)
+    i, j, k = np.meshgrid(*[np.arange(n) for n in shape], indexing="ij")
+    f = field(i, j, k)
+    data = np.stack([f, i * 1.0, -f, j + k * 0.5], -1).astype(np.float32)
+    bg = (0.5, -1.0, 2.0, 4.0)
+    vol = kl.Volume.load_from_numpy(data, bg_value=bg)
+    assert vol.dtype == kl.vec4 and vol.get_grid_info().type_str == "Vec4f"
+    vol.save_to_nvdb(tmp_path / "v4.nvdb")  # the file reads back as the same volume
+    vol = kl.Volume.load_from_nvdb((tmp_path / "v4.nvdb").read_bytes())
+
+    def vec4_field(a, b, c):
+        ok = (a >= 0) & (b >= 0) & (c >= 0) & (a < shape[0]) & (b < shape[1]) & (c < shape[2])
+        ff = field(a, b, c)
+        vals = np.stack([ff, a * 1.0, -ff, b + c * 0.5], -1)
+        return np.where(ok[..., None], vals, np.broadcast_to(bg, vals.shape))
+
+    p = _points(np.random.default_rng(9), 12, -1.5, 12.0)
+    n = len(p)
+    v, jac, near = kl.zeros(n, dtype=kl.vec4), kl.zeros(n, dtype=Mat43), kl.zeros(n, dtype=kl.vec4)
+    kl.launch(read_vec4, n, inputs=[vol.id, kl.array(p.astype(np.float32), dtype=kl.vec3), v,
+                                    jac, near])
+    p32 = p.astype(np.float32).astype(np.float64)
+    np.testing.assert_allclose(v.numpy(), trilinear(vec4_field, p32), rtol=1e-5, atol=1e-4)
+    h = 1e-4
+    fd = np.stack([(trilinear(vec4_field, p32 + h * e) - trilinear(vec4_field, p32 - h * e))
+                   / (2 * h) for e in np.eye(3)], -1)
+    np.testing.assert_allclose(jac.numpy(), fd, rtol=1e-3, atol=1e-3)
+    t = np.trunc(p32).astype(np.int64)
+    np.testing.assert_allclose(near.numpy(), vec4_field(*t.T), rtol=1e-6)
+
+
 @kl.kernel
 def store_then_read(vol: kl.uint64, pts: kl.array(dtype=kl.vec3i), out: kl.array(dtype=float)):
     t = kl.tid()
