@@ -82,8 +82,8 @@ class VolumeError(RuntimeError):
 
 class Volume:
     """A sparse volume on ``device``; see the module doc. Make one with
-    :meth:`load_from_nvdb`, :meth:`load_from_numpy`, :meth:`allocate` or
-    :meth:`allocate_by_tiles`."""
+    :meth:`load_from_nvdb`, :meth:`load_from_numpy`, :meth:`allocate`,
+    :meth:`allocate_by_tiles` or ``kl.Volume(grid_buffer)``."""
 
     CLOSEST = CLOSEST
     LINEAR = LINEAR
@@ -91,13 +91,26 @@ class Volume:
                                                    "grid_count", "type_str", "translation",
                                                    "transform_matrix"])
 
-    def __init__(self, *args, **kwargs):
-        raise TypeError("make a kl.Volume with kl.Volume.load_from_nvdb(file_or_bytes) or "
-                        "kl.Volume.load_from_numpy(array, ...)")
+    def __init__(self, data, copy: bool = True):
+        """A volume from a NanoVDB grid buffer: a uint8 array (``volume.array()`` of another
+        volume) or bytes. ``copy`` is accepted for Warp's signature: kernlab always decodes
+        the buffer into its own arrays."""
+        raw = data.numpy() if hasattr(data, "numpy") else data
+        if isinstance(raw, np.ndarray):
+            raw = np.ascontiguousarray(raw).tobytes()
+        if not isinstance(raw, (bytes, bytearray, memoryview)):
+            raise TypeError("kl.Volume(data) takes a NanoVDB grid buffer (a uint8 array or "
+                            f"bytes), got {type(data).__name__}")
+        device = getattr(data, "device", None)
+        self._setup(_decode_grid(_grid_bytes(bytes(raw))), device)
 
     @classmethod
     def _make(cls, decoded: dict, device) -> "Volume":
         self = object.__new__(cls)
+        self._setup(decoded, device)
+        return self
+
+    def _setup(self, decoded: dict, device) -> None:
         self.device = kl.get_device(device)
         self.dtype = _DTYPES[decoded["kind"]]
         self._kind = decoded["kind"]
@@ -112,7 +125,6 @@ class Volume:
         self._map64 = kl.array(decoded["map64"], dtype=kl.float64, device=self.device)
         self.id = next(_IDS)
         _VOLUMES[self.id] = self
-        return self
 
     # ---- loading -------------------------------------------------------------------------
 
@@ -226,7 +238,8 @@ class Volume:
 
     def get_grid_info(self) -> "Volume.GridInfo":
         m = self._transform64
-        return Volume.GridInfo(self._name, self._grid_size, 0, 1, _KIND_NAMES[self._kind],
+        size = self._grid_size or len(self._encode())  # a volume built here: its encoding's
+        return Volume.GridInfo(self._name, size, 0, 1, _KIND_NAMES[self._kind],
                                kl.vec3(*[float(v) for v in m[18:21]]),
                                kl.mat33(*[float(v) for v in m[0:9]]))
 
