@@ -173,6 +173,131 @@ builtin("tile_atomic_add", [sig("A", "L", *_offsets(n), ret=_atomic_ret)
             "element by element atomically; returns the tile of the values before")
 
 
+# ---- the same through an array view (a[i], a[::2], a[i, 1:5]) ----------------------------
+# A view is the frontend's compile-time description of part of an array (frontend/views.py);
+# a tile op on one gets, after the array itself, five ints per axis of the array: where the
+# tile's first element sits, the step, the range [low, high) of tile coordinates inside the
+# view, and the tile's extent along that axis (1 where the view fixes the index). So the
+# view's bounds are Warp's bounds (what lies outside reads as zero and is not written), and
+# the gradient goes to the array's own adjoint through the same description.
+
+def _view_desc(n):
+    return ("i",) * (5 * n)
+
+
+def _view_cells(arr, desc, t):
+    """(flat tile element, array index) of each element of tile t inside the view."""
+    n = arr.ndim
+    first, step, low, high, ext = (list(map(int, desc[k * n:(k + 1) * n])) for k in range(5))
+    for e, c in enumerate(np.ndindex(*ext)):
+        if all(lo <= x < hi for x, lo, hi in zip(c, low, high)):
+            idx = tuple(f + x * s for f, x, s in zip(first, c, step))
+            if all(0 <= i < m for i, m in zip(idx, arr.shape)):
+                yield e, idx
+
+
+def _flat_elems(tile, t):
+    return tile.reshape((t.size,) + tuple(t.dtype.shape))
+
+
+def _np_view_load(arr, *desc, target):
+    out = _np_storage(target)
+    if arr is not None:
+        flat = _flat_elems(out, target)
+        for e, idx in _view_cells(arr, desc, target):
+            flat[e] = arr[idx]
+    return out
+
+
+def _np_view_write(add):
+    def run(arr, tile, *desc, types, ret):
+        t = types[1]
+        old = np.zeros_like(tile)
+        if arr is not None:
+            src, before = _flat_elems(tile, t), _flat_elems(old, t)
+            for e, idx in _view_cells(arr, desc, t):
+                before[e] = arr[idx]
+                arr[idx] = arr[idx] + src[e] if add else src[e]
+        return old if add else None
+    return run
+
+
+def _view_load_grad(g, arr, *rest, arrays):
+    *desc, ret, adj = rest
+    if adj is not None and arrays[0] is not None:
+        g.call("tile_atomic_add_view", [arrays[0], adj, *desc])
+    return (None,) * (1 + len(desc))
+
+
+def _view_store_grad(g, arr, tile, *rest, arrays):
+    *desc, ret, adj = rest
+    if arrays[0] is None:
+        return (None,) * (2 + len(desc))
+    adj_tile = g.call("tile_load_view", [arrays[0], *desc], target=tile.type)
+    g.call("tile_store_view", [arrays[0], g.zeros(tile.type), *desc])
+    return (None, adj_tile) + (None,) * len(desc)
+
+
+def _view_atomic_grad(g, arr, tile, *rest, arrays):
+    *desc, ret, adj = rest
+    if arrays[0] is None:
+        return (None,) * (2 + len(desc))
+    return (None, g.call("tile_load_view", [arrays[0], *desc], target=tile.type)) \
+        + (None,) * len(desc)
+
+
+def _view_store_ret(b):
+    a, t = b["A"], b["L"]
+    return VOID if a.dtype == t.dtype and a.ndim >= len(t.tile_shape) else None
+
+
+def _view_atomic_ret(b):
+    a, t = b["A"], b["L"]
+    return t if a.dtype == t.dtype and a.ndim >= len(t.tile_shape) else None
+
+
+def _view_load_ret(b):
+    t, a = b["target"], b["A"]
+    return t if t is not None and a.dtype == t.dtype and a.ndim >= len(t.tile_shape) else None
+
+
+def no_cuda(name):
+    """The CUDA spelling of a tile builtin the CUDA backend does not have yet: a clear
+    error naming it (the CPU backends run it)."""
+    def spell(types, ret, args):
+        from ..errors import KernelError
+        raise KernelError(f"{name} is not available on the CUDA backend yet (it runs on "
+                          "the CPU: device='cpu')", stage="rendering CUDA C")
+    return spell
+
+
+builtin("tile_load_view", [sig("A", *_view_desc(n), ret=_view_load_ret)
+                           for n in range(1, MAX_DIMS + 1)],
+        _np_view_load,
+        llvm=lambda cx, arr, *desc: cx.tile_load(arr, None, cx.ret, desc=desc),
+        cuda=no_cuda("tile_load of an array view"), grad=_view_load_grad,
+        array_grad=True, targeted=True,
+        doc="(internal) tile_load(view, shape, offset) of a view of an array")
+
+builtin("tile_store_view", [sig("A", "L", *_view_desc(n), ret=_view_store_ret)
+                            for n in range(1, MAX_DIMS + 1)],
+        _np_view_write(False),
+        llvm=lambda cx, arr, tile, *desc: cx.tile_store(arr, tile, cx.types[1], None,
+                                                        desc=desc),
+        cuda=no_cuda("tile_store into an array view"), grad=_view_store_grad,
+        array_grad=True, effects=True, extra={"typed": True},
+        doc="(internal) tile_store(view, t, offset) into a view of an array")
+
+builtin("tile_atomic_add_view", [sig("A", "L", *_view_desc(n), ret=_view_atomic_ret)
+                                 for n in range(1, MAX_DIMS + 1)],
+        _np_view_write(True),
+        llvm=lambda cx, arr, tile, *desc: cx.tile_store(arr, tile, cx.types[1], None,
+                                                        atomic=True, desc=desc),
+        cuda=no_cuda("tile_atomic_add into an array view"), grad=_view_atomic_grad,
+        array_grad=True, effects=True, extra={"typed": True},
+        doc="(internal) tile_atomic_add(view, t, offset) into a view of an array")
+
+
 # ---- construction and access ---------------------------------------------------------------
 
 def _full_ret(b):

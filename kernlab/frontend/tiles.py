@@ -17,6 +17,7 @@ from ..errors import KernelTypeError
 from ..ir.nodes import Value
 from ..types import Tile, Type, float32, int32, to_type
 from .exprs import Lit, PyObj
+from .views import ArrayRef, Axis, Reshaped
 
 NOT_TILE = object()
 
@@ -116,8 +117,16 @@ class TileMixin:
                                   f"{Tile.MAX_SCALARS} per tile", self.b.loc)
         return t
 
-    def _tile_array(self, node, what) -> Value:
-        a = self.value(self.expr(node))
+    def _tile_array(self, node, what):
+        """The array argument: a Value, or a view of an array (an ArrayRef)."""
+        x = self.expr(node)
+        if isinstance(x, ArrayRef):
+            if isinstance(x, Reshaped):
+                raise KernelTypeError(f"{what}: an array made with array(ptr=...) cannot be "
+                                      "a tile's source or target; pass the array itself",
+                                      self.b.loc)
+            return x
+        a = self.value(x)
         if not a.type.is_array:
             raise KernelTypeError(f"{what}: the first argument must be an array, not "
                                   f"{a.type}", self.b.loc)
@@ -160,6 +169,9 @@ class TileMixin:
         self._tile_flag(args["bounds_check"], "bounds_check", (True, False))
         t = self._tile_type(a.type.dtype, shape, what)
         offs = self._tile_offsets(args["offset"], a.type.ndim, what)
+        if isinstance(a, ArrayRef):
+            return self.b.call("tile_load_view", [a.base, *self._tile_view(a, offs, shape)],
+                               target=t)
         return self.b.call("tile_load", [a, *offs], target=t)
 
     def _tile_write(self, name, args):
@@ -175,7 +187,32 @@ class TileMixin:
                                   self.b.loc)
         self._tile_flag(args["bounds_check"], "bounds_check", (True, False))
         offs = self._tile_offsets(args["offset"], a.type.ndim, name)
+        if isinstance(a, ArrayRef):
+            desc = self._tile_view(a, offs, t.type.tile_shape)
+            return self.b.call(name + "_view", [a.base, t, *desc])
         return self.b.call(name, [a, t, *offs])
+
+    def _tile_view(self, ref, offs, shape) -> list:
+        """The five ints per axis of the viewed array that place a tile of this shape at
+        offs in the view (builtins/tiles.py, tile_load_view): first index, step, the range
+        of tile coordinates inside the view, and the tile's extent along the axis."""
+        first, step, low, high, ext = [], [], [], [], []
+        dims = iter(zip(offs, shape))
+        for axis in ref.axes:
+            if isinstance(axis, Axis):
+                off, n = next(dims)
+                first.append(self.add(axis.start, self.mul(off, axis.step)))
+                step.append(axis.step)
+                low.append(self.sub(Lit(0), off))
+                high.append(self.sub(axis.length, off))
+                ext.append(Lit(n))
+            else:
+                first.append(axis)
+                step.append(Lit(0))
+                low.append(Lit(0))
+                high.append(Lit(1))
+                ext.append(Lit(1))
+        return [self.value(x, int32) for x in first + step + low + high + ext]
 
     def _tile_tile_store(self, args, node):
         self._tile_write("tile_store", args)

@@ -222,18 +222,45 @@ class TileContext:
             at = b.add(at, b.mul(src, view.strides[d]))
         return ok, at
 
+    def _view_element(self, view, e, t, desc):
+        """(in_bounds, byte offset) of tile element e through an array view: ``desc`` holds,
+        per axis of the array, the index of the tile's first element, the step, the range
+        [low, high) of tile coordinates the view holds, and the tile's extent along it
+        (1 on an axis the view fixes). The array's own bounds are checked too."""
+        b = self.b
+        n = len(view.shape)
+        wide = [b.sext(x, _I64) if x.type.width < 64 else x for x in desc]
+        first, step, low, high, ext = (wide[k * n:(k + 1) * n] for k in range(5))
+        coords = []
+        for x in reversed(ext[1:]):
+            coords.append(b.urem(e, x))
+            e = b.udiv(e, x)
+        coords.append(e)
+        coords.reverse()
+        ok = b.icmp_unsigned("!=", view.ptr, ir.Constant(_PTR, None))
+        at = _I64(0)
+        for d, c in enumerate(coords):
+            src = b.add(first[d], b.mul(c, step[d]))
+            ok = b.and_(ok, b.and_(b.icmp_signed(">=", c, low[d]),
+                                   b.icmp_signed("<", c, high[d])))
+            ok = b.and_(ok, b.icmp_unsigned("<", src, view.shape[d]))
+            at = b.add(at, b.mul(src, view.strides[d]))
+        return ok, at
+
     def _component_ptr(self, view, at, t, c):
         return self.b.gep(view.ptr, [self.b.add(at, _I64(c * t.scalar.nbytes))],
                           source_etype=ir.IntType(8))
 
-    def tile_load(self, view, offs, t):
-        """Tile t read from the array at offs; elements outside the array read as zero."""
+    def tile_load(self, view, offs, t, desc=None):
+        """Tile t read from the array at offs (or through a view: desc, see _view_element);
+        elements outside the array read as zero."""
         b, k = self.b, _parts(t)
         sty, mty, _ = self._tile_types(t)
         buf = self.tile_buffer(t)
 
         def body(e):
-            ok, at = self._array_element(view, e, t, offs)
+            ok, at = self._array_element(view, e, t, offs) if desc is None else \
+                self._view_element(view, e, t, desc)
             with b.if_else(ok) as (inside, outside):
                 with inside:
                     for c in range(k):
@@ -248,7 +275,7 @@ class TileContext:
         self.tile_loop(_I64(0), _I64(t.size), body)
         return buf
 
-    def tile_store(self, view, v, t, offs, atomic=False):
+    def tile_store(self, view, v, t, offs, atomic=False, desc=None):
         """Write (or atomically add) tile v into the array at offs; elements outside the
         array are left out. Atomically: returns the tile of the values before the add."""
         b, k = self.b, _parts(t)
@@ -258,7 +285,8 @@ class TileContext:
         op = "fadd" if t.scalar.is_float else "add"
 
         def body(e):
-            ok, at = self._array_element(view, e, t, offs)
+            ok, at = self._array_element(view, e, t, offs) if desc is None else \
+                self._view_element(view, e, t, desc)
             with b.if_else(ok) as (inside, outside):
                 with inside:
                     for c in range(k):
