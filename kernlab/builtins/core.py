@@ -67,6 +67,24 @@ def _mul_grad(g, a, b, r, adj):
     return g.mul(adj, b), g.mul(adj, a)
 
 
+class _TileTileSig:
+    """(L, L) of one type with scalar elements: element-wise."""
+
+    params = ("L", "L")
+
+    def match(self, types):
+        if len(types) == 2 and types[0].is_tile and types[0] == types[1] \
+                and types[0].dtype.is_scalar:
+            return {"L": types[0]}
+        return None
+
+    def result(self, bind):
+        return bind["L"]
+
+    def __str__(self):
+        return "(L, L) -> L (element-wise, scalar elements)"
+
+
 class _MatMulSig:
     """mul(M, M) with matching inner dimensions; separate because it binds two matrices."""
 
@@ -88,7 +106,7 @@ class _MatMulSig:
 builtin("mul", [sig("N", "N", ret="T"), sig("N", "V", ret="V"), sig("V", "N", ret="V"),
                 sig("N", "M", ret="M"), sig("M", "N", ret="M"),
                 sig("M", "V", ret=_mul_ret_mv), _MatMulSig(),
-                sig("N", "L", ret="L"), sig("L", "N", ret="L")],
+                sig("N", "L", ret="L"), sig("L", "N", ret="L"), _TileTileSig()],
         _np_mul, llvm=lambda cx, a, b: cx.mul(a, b), cuda="({0} * {1})", grad=_mul_grad,
         scales=(0, 1))
 
@@ -119,6 +137,9 @@ def _np_div(a, b):
 
 
 def _div_grad(g, a, b, r, adj):
+    if b.type.is_tile:  # element-wise: d/da = adj / b, d/db = -adj r / b
+        da = g.div(adj, b) if a.type.is_tile else g.inner(adj, g.div(g.const(1, a.type), b))
+        return da, g.neg(g.div(g.mul(adj, r), b))
     if b.type.is_scalar:
         # -(adj . a) / b^2, in Warp's order of operations (float16 rounds as in Warp)
         return g.div(adj, b), g.neg(g.div(g.inner(adj, a), g.mul(b, b)))
@@ -127,7 +148,7 @@ def _div_grad(g, a, b, r, adj):
 
 
 builtin("div", [sig("N", "N", ret="T"), sig("V", "N", ret="V"), sig("M", "N", ret="M"),
-                sig("L", "N", ret="L"),
+                sig("L", "N", ret="L"), _TileTileSig(), sig("N", "L", ret="L"),
                 sig("N", "V", ret="V"), sig("N", "M", ret="M")],
         _np_div, llvm=lambda cx, a, b: cx.div(a, b), cuda="({0} / {1})",  # ints: kl_div
         grad=_div_grad, scales=(0,))
