@@ -299,6 +299,34 @@ TILE_FORMS = {
     "tile_ifft": SpecialForm("tile_ifft(t)", "in place: the unnormalised inverse DFT along "
                              "the last dimension (N times numpy.fft.ifft)",
                              "yes (the FFT of the gradient)"),
+    "tile_max": SpecialForm("tile_max(t) -> tile", "the one-element tile of the largest "
+                            "element (NaN loses, as in max)", "yes (to the element picked)"),
+    "tile_min": SpecialForm("tile_min(t) -> tile", "the one-element tile of the smallest "
+                            "element (NaN loses, as in min)", "yes (to the element picked)"),
+    "tile_argmax": SpecialForm("tile_argmax(t) -> tile", "the one-element int32 tile of the "
+                               "flat index of the largest element, the first among equals",
+                               "no (an index)"),
+    "tile_argmin": SpecialForm("tile_argmin(t) -> tile", "the one-element int32 tile of the "
+                               "flat index of the smallest element, the first among equals",
+                               "no (an index)"),
+    "tile_reduce": SpecialForm("tile_reduce(op, t) -> tile", "the one-element tile of op "
+                               "(wp.add, wp.mul, wp.max or wp.min) folded over t's elements",
+                               "yes (exact: Warp 1.19 gives none)"),
+    "tile_map": SpecialForm("tile_map(op, a, ...) -> tile", "op (a builtin or a func) "
+                            "applied element by element to tiles of one shape; other "
+                            "arguments go to every call", "yes (the op's own)"),
+    "tile_scan_inclusive": SpecialForm("tile_scan_inclusive(t) -> tile", "running sums of "
+                                       "t's elements in row-major order",
+                                       "yes (the reverse running sums: Warp 1.19 gives none)"),
+    "tile_scan_exclusive": SpecialForm("tile_scan_exclusive(t) -> tile", "running sums "
+                                       "before each element (the first is 0)",
+                                       "yes (Warp 1.19 gives none)"),
+    "tile_scan_max_inclusive": SpecialForm("tile_scan_max_inclusive(t) -> tile",
+                                           "running maxima of t's elements",
+                                           "yes (to the element each maximum is)"),
+    "tile_scan_min_inclusive": SpecialForm("tile_scan_min_inclusive(t) -> tile",
+                                           "running minima of t's elements",
+                                           "yes (to the element each minimum is)"),
 }
 SPECIAL_FORMS.update(TILE_FORMS)
 

@@ -20,6 +20,7 @@ incoming gradient (and the other way round); a transpose's is the transpose.
 from __future__ import annotations
 
 import numpy as np
+from llvmlite import ir
 
 from ..errors import GradientError
 from .registry import VOID, builtin, sig
@@ -508,3 +509,251 @@ builtin("tile_ifft", [sig("L", ret=_fft_ret)], _np_fft(+1),
         grad=lambda g, t, r, adj: (g.call("tile_fft", [adj]),), linear_in="all",
         doc="tile_ifft(t): in place, the unnormalised inverse DFT along the last dimension "
             "(N * numpy.fft.ifft)")
+
+
+# ---- reductions, arg-reductions and scans (scalar elements, over the flattened tile) --------
+# max and min treat NaN as the scalar max/min do (the other operand wins, as Warp's fmax);
+# the first of equal elements wins. Warp 1.19 leaves the adjoints of these out (its native
+# adjoints are empty); kernlab gives the exact (sub)gradients: a max/min's adjoint goes to the
+# element it picked, a product's to each element as the product of the others, a scan's as
+# the reverse scan of the incoming adjoint.
+
+def _scalar_tile(b):
+    t = b["L"]
+    return t if t.dtype.is_scalar else None
+
+
+def _one_ret(b):
+    from ..types import Tile
+    t = b["L"]
+    return Tile(t.dtype, (1,)) if t.dtype.is_scalar else None
+
+
+def _int_one_ret(b):
+    from ..types import Tile, int32
+    return Tile(int32, (1,)) if b["L"].dtype.is_scalar else None
+
+
+def _np_op(op):
+    from .registry import REGISTRY
+    return REGISTRY[op].numpy
+
+
+def _np_fold(op):
+    def run(t, types, ret):
+        f = _np_op(op)
+        flat = t.reshape(-1)
+        acc = flat[0]
+        for x in flat[1:]:
+            acc = f(acc, x)
+        return np.asarray([acc], t.dtype)
+    return run
+
+
+def _first_best(flat, less):
+    best = 0
+    for i in range(1, len(flat)):
+        x, y = flat[i], flat[best]
+        if (x < y if less else x > y) or (y != y and x == x):
+            best = i
+    return best
+
+
+def _np_arg(less):
+    return lambda t: np.asarray([_first_best(t.reshape(-1), less)], np.int32)
+
+
+def _best_grad(less):
+    def grad(g, t, r, adj):
+        at = g.call("tile_extract", [g.call("tile_argmin" if less else "tile_argmax", [t]),
+                                     g.const(0)])
+        return (g.call("tile_onehot", [g.call("tile_extract", [adj, g.const(0)]), at],
+                       target=t.type),)
+    return grad
+
+
+def _prod_grad(g, t, r, adj):
+    before = g.call("tile_scan_mul_exclusive", [t])
+    after = g.call("tile_rscan_mul_exclusive", [t])
+    return (g.mul(g.mul(before, after), g.call("tile_extract", [adj, g.const(0)])),)
+
+
+for _name, _op, _grad in (("tile_max", "max", _best_grad(False)),
+                          ("tile_min", "min", _best_grad(True)),
+                          ("tile_prod", "mul", _prod_grad)):
+    builtin(_name, [sig("L", ret=_one_ret)], _np_fold(_op), extra={"typed": True},
+            llvm=lambda cx, t, _op=_op: cx.tile_fold(t, cx.types[0], _op, cx.ret),
+            cuda=no_cuda(_name), grad=_grad,
+            doc=f"{_name}(t): the one-element tile of the {_op} over t's elements")
+
+for _name, _less in (("tile_argmax", False), ("tile_argmin", True)):
+    builtin(_name, [sig("L", ret=_int_one_ret)], _np_arg(_less),
+            llvm=lambda cx, t, _less=_less: cx.tile_argbest(t, cx.types[0], _less, cx.ret),
+            cuda=no_cuda(_name), differentiable=False,
+            doc=f"{_name}(t): the one-element int32 tile of the flat index of the "
+                f"{'smallest' if _less else 'largest'} element (the first among equals)")
+
+
+def _np_onehot(x, at, target):
+    out = _np_storage(target)
+    _flat_elems(out, target)[int(at)] = x
+    return out
+
+
+def _onehot_ret(b):
+    t, x = b["target"], b["_x"]
+    return t if t is not None and t.is_tile and t.dtype == x else None
+
+
+class _ValueIndex:
+    params = ("X|V", "i")
+
+    def __init__(self, ret):
+        self.ret = ret
+
+    def match(self, types):
+        if len(types) == 2 and (types[0].is_scalar or types[0].is_vector) \
+                and types[1].is_scalar and types[1].is_int:
+            return {"_x": types[0]}
+        return None
+
+    def result(self, bind):
+        return self.ret(bind)
+
+    def __str__(self):
+        return "(element, int) -> tile"
+
+
+builtin("tile_onehot", [_ValueIndex(_onehot_ret)], _np_onehot,
+        llvm=lambda cx, x, at: cx.tile_onehot(x, at, cx.ret), targeted=True,
+        cuda=no_cuda("tile_onehot"),
+        grad=lambda g, x, at, r, adj: (g.call("tile_extract_flat", [adj, at]), None),
+        linear_in=(0,),
+        doc="(internal) the tile that is zero except x at flat element i: the adjoint of "
+            "a max or min")
+
+
+def _np_extract_flat(t, at, types, ret):
+    return _flat_elems(t, types[0])[int(at)]
+
+
+builtin("tile_extract_flat", [sig("L", "i", ret=lambda b: b["L"].dtype)], _np_extract_flat,
+        extra={"typed": True},
+        llvm=lambda cx, t, at: cx._get_element(
+            t, cx.types[0], cx.b.sext(at, ir.IntType(64)) if at.type.width < 64 else at),
+        cuda=no_cuda("tile_extract_flat"),
+        grad=lambda g, t, at, r, adj: (g.call("tile_onehot", [adj, at], target=t.type), None),
+        linear_in=(0,),
+        doc="(internal) element i of a tile in row-major order")
+
+
+def _np_scan(op, exclusive, reverse):
+    def run(t):
+        f = _np_op(op)
+        flat = t.reshape(-1)
+        order = range(len(flat) - 1, -1, -1) if reverse else range(len(flat))
+        out = np.zeros_like(flat)
+        acc = None
+        for e in order:
+            if exclusive:
+                out[e] = flat.dtype.type(1 if op == "mul" else 0) if acc is None else acc
+                acc = flat[e] if acc is None else f(acc, flat[e])
+            else:
+                acc = flat[e] if acc is None else f(acc, flat[e])
+                out[e] = acc
+        return out.reshape(t.shape)
+    return run
+
+
+def _np_scan_route(less):
+    def run(t, adj):
+        flat, a = t.reshape(-1), adj.reshape(-1)
+        out = np.zeros_like(a)
+        at = 0
+        for e in range(len(flat)):
+            x, y = flat[e], flat[at]
+            if e and ((x < y if less else x > y) or (y != y and x == x)):
+                at = e
+            out[at] += a[e]
+        return out.reshape(t.shape)
+    return run
+
+
+_SCANS = {  # name: (op, exclusive, reverse, gradient)
+    "tile_scan_inclusive": ("add", False, False,
+                            lambda g, t, r, adj: (g.call("tile_rscan_inclusive", [adj]),)),
+    "tile_scan_exclusive": ("add", True, False,
+                            lambda g, t, r, adj: (g.call("tile_rscan_exclusive", [adj]),)),
+    "tile_rscan_inclusive": ("add", False, True,
+                             lambda g, t, r, adj: (g.call("tile_scan_inclusive", [adj]),)),
+    "tile_rscan_exclusive": ("add", True, True,
+                             lambda g, t, r, adj: (g.call("tile_scan_exclusive", [adj]),)),
+    "tile_scan_max_inclusive": ("max", False, False, lambda g, t, r, adj: (
+        g.call("tile_scan_route_max", [t, adj]),)),
+    "tile_scan_min_inclusive": ("min", False, False, lambda g, t, r, adj: (
+        g.call("tile_scan_route_min", [t, adj]),)),
+    "tile_scan_mul_exclusive": ("mul", True, False, None),
+    "tile_rscan_mul_exclusive": ("mul", True, True, None),
+}
+for _name, (_op, _excl, _rev, _grad) in _SCANS.items():
+    builtin(_name, [sig("L", ret=_scalar_tile)], _np_scan(_op, _excl, _rev),
+            llvm=lambda cx, t, _op=_op, _excl=_excl, _rev=_rev: cx.tile_scan(
+                t, cx.types[0], _op, _excl, _rev),
+            cuda=no_cuda(_name), grad=_grad, differentiable=_grad is not None,
+            linear_in="all" if _op == "add" else (),
+            doc=f"{_name}(t): the {'exclusive' if _excl else 'inclusive'} "
+                f"{'suffix' if _rev else 'prefix'} {_op} scan of t's elements in row-major "
+                "order" + (" (internal: an adjoint)" if _rev or _op == "mul" else ""))
+
+for _name, _less in (("tile_scan_route_max", False), ("tile_scan_route_min", True)):
+    builtin(_name, [sig("L", "L", ret=_scalar_tile)], _np_scan_route(_less),
+            llvm=lambda cx, t, adj, _less=_less: cx.tile_scan_route(t, adj, cx.types[0],
+                                                                    _less),
+            cuda=no_cuda(_name), differentiable=False,
+            doc="(internal) the adjoint of an inclusive max/min scan")
+
+
+# ---- tile_map's result: a tile made of its elements ---------------------------------------
+
+class _PackSig:
+    """(x0, x1, ...) of one scalar or vector type -> the tile given as target."""
+
+    params = ("X|V", "...")
+
+    def match(self, types):
+        if types and all(t == types[0] for t in types) \
+                and (types[0].is_scalar or types[0].is_vector) and types[0].scalar.kind != "b":
+            return {"_x": types[0], "_n": len(types)}
+        return None
+
+    def result(self, bind):
+        t = bind["target"]
+        return t if t is not None and t.is_tile and t.dtype == bind["_x"] \
+            and t.size == bind["_n"] else None
+
+    def __str__(self):
+        return "(element, ...) -> tile"
+
+
+def _np_pack(*xs, target):
+    out = _np_storage(target)
+    flat = _flat_elems(out, target)
+    for e, x in enumerate(xs):
+        flat[e] = x
+    return out
+
+
+def _pack_llvm(cx, *xs):
+    t = cx.ret
+    out = cx.tile_buffer(t)
+    for e, x in enumerate(xs):
+        cx._put_element(out, t, ir.Constant(ir.IntType(64), e), x)
+    return out
+
+
+builtin("tile_pack", [_PackSig()], _np_pack, llvm=_pack_llvm, targeted=True,
+        cuda=no_cuda("tile_map"),
+        grad=lambda g, *rest: tuple(g.call("tile_extract_flat", [rest[-1], g.const(e)])
+                                    for e in range(len(rest) - 2)),
+        linear_in="all",
+        doc="(internal) the tile of these elements in row-major order: tile_map's result")

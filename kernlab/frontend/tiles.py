@@ -21,6 +21,10 @@ from .views import ArrayRef, Axis, Reshaped
 
 NOT_TILE = object()
 
+# one tile in, one builtin of the same name (builtins/tiles.py)
+_ONE_TILE = ("tile_max", "tile_min", "tile_argmax", "tile_argmin", "tile_scan_inclusive",
+             "tile_scan_exclusive", "tile_scan_max_inclusive", "tile_scan_min_inclusive")
+
 # name -> (parameters in order, defaults); a parameter without a default is required
 _PARAMS = {
     "tile_load": (("a", "shape", "offset", "storage", "bounds_check", "aligned"),
@@ -38,6 +42,9 @@ _PARAMS = {
     "tile_sum": (("a",), {}),
     "tile_transpose": (("a",), {}),
     "tile_fft": (("inout",), {}),
+    "tile_reduce": (("op", "a"), {}),
+    "tile_map": None,  # variadic: tile_map(op, a, b, ...)
+    **{name: (("a",), {}) for name in _ONE_TILE},
     "tile_ifft": (("inout",), {}),
 }
 
@@ -54,7 +61,11 @@ class TileMixin:
                                       self.b.loc)
             t = self._tile_value(node.args[0], name)
             return self.tile_index(t, [self.expr(a) for a in node.args[1:]])
+        if name == "tile_map":
+            return self.tile_map(node)
         args = self._tile_bind(name, node)
+        if name in _ONE_TILE:
+            return self._tile_one(name, args)
         return getattr(self, "_tile_" + name)(args, node)
 
     def _tile_bind(self, name, node) -> dict:
@@ -256,6 +267,28 @@ class TileMixin:
     def _tile_tile_sum(self, args, node):
         return self.b.call("tile_sum", [self._tile_value(args["a"], "tile_sum")])
 
+    def _tile_one(self, name, args):
+        t = self._tile_value(args["a"], name)
+        if not t.type.dtype.is_scalar:
+            raise KernelTypeError(f"{name} needs a tile of scalars, got {t.type}", self.b.loc)
+        return self.b.call(name, [t])
+
+    def _tile_tile_reduce(self, args, node):
+        """tile_reduce(op, t) with op one of Warp's add, mul, max, min builtins."""
+        op = self._tile_const(args["op"])
+        obj = op.obj if isinstance(op, PyObj) else None
+        name = getattr(obj, "builtin", None) if isinstance(obj, lang.BuiltinFunction) else None
+        t = self._tile_value(args["a"], "tile_reduce")
+        which = {"add": "tile_sum", "mul": "tile_prod", "max": "tile_max", "min": "tile_min"}
+        if name not in which:
+            raise KernelTypeError("tile_reduce(op, t): kernlab reduces with wp.add, wp.mul, "
+                                  "wp.max or wp.min; for another op use a loop over the "
+                                  "tile's elements", self.b.loc)
+        if name != "add" and not t.type.dtype.is_scalar:
+            raise KernelTypeError(f"tile_reduce({name}, t) needs a tile of scalars, got "
+                                  f"{t.type}", self.b.loc)
+        return self.b.call(which[name], [t])
+
     def _tile_tile_transpose(self, args, node):
         t = self._tile_value(args["a"], "tile_transpose")
         if len(t.type.tile_shape) != 2:
@@ -290,6 +323,60 @@ class TileMixin:
 
     def _tile_tile_ifft(self, args, node):
         return self._tile_fft_call("tile_ifft", args)
+
+    MAP_LIMIT = 1024  # elements tile_map applies a func to one call each (unrolled)
+
+    def tile_map(self, node):
+        """tile_map(op, a, b, ...): op applied element by element to tiles of one shape
+        (other arguments are passed to every call as they are). An operator kernlab lifts
+        to tiles (add, sub, mul, div, neg) runs as one element-wise op; any other builtin
+        or func is called once per element and the results make the tile, so its gradient
+        is the op's own."""
+        if node.keywords or len(node.args) < 2:
+            raise KernelTypeError("tile_map(op, a, ...) takes an op and one or more tiles",
+                                  self.b.loc)
+        op = self.expr(node.args[0])
+        obj = op.obj if isinstance(op, PyObj) else None
+        from ..kernel import Func
+        if not isinstance(obj, (lang.BuiltinFunction, Func)):
+            raise KernelTypeError("tile_map: the op must be a builtin (wp.sin, wp.add, ...) "
+                                  "or a @func", self.b.loc)
+        args = [self.expr(a) for a in node.args[1:]]
+        tiles = [a for a in args if isinstance(a, Value) and a.type.is_tile]
+        if not tiles:
+            raise KernelTypeError("tile_map: at least one argument after the op must be a "
+                                  "tile", self.b.loc)
+        shape = tiles[0].type.tile_shape
+        for t in tiles[1:]:
+            if t.type.tile_shape != shape:
+                raise KernelTypeError(f"tile_map: the tiles' shapes differ ({shape} and "
+                                      f"{t.type.tile_shape})", self.b.loc)
+        if isinstance(obj, lang.BuiltinFunction) and len(tiles) == len(args) \
+                and obj.builtin in ("add", "sub", "mul", "div", "neg") \
+                and all(t.type == tiles[0].type for t in tiles) \
+                and tiles[0].type.dtype.is_scalar:
+            return self.call_builtin(obj.builtin, args)
+        n = tiles[0].type.size
+        if n > self.MAP_LIMIT:
+            raise KernelTypeError(f"tile_map over a tile of {n} elements: kernlab calls the "
+                                  f"op once per element and takes at most {self.MAP_LIMIT}; "
+                                  "use the element-wise operators or a smaller tile",
+                                  self.b.loc)
+        outs = []
+        for e in range(n):
+            at = self.b.const(e, int32)
+            elems = [self.b.call("tile_extract_flat", [a, at])
+                     if isinstance(a, Value) and a.type.is_tile else a for a in args]
+            if isinstance(obj, Func):
+                r = self.call_func(obj, elems, {})
+            else:
+                r = self.call_builtin(obj.builtin, elems)
+            r = self.value(r)
+            if outs and r.type != outs[0].type:
+                r = self.b.cast(r, outs[0].type)
+            outs.append(r)
+        t = self._tile_type(outs[0].type, shape, "tile_map")
+        return self.b.call("tile_pack", outs, target=t)
 
     def tile_index(self, base: Value, raw: list):
         """t[i, j]: one element of a tile."""

@@ -501,3 +501,113 @@ class TileContext:
 
         self.tile_loop(_I64(0), _I64(t.size // n), batch)
         return buf
+
+    # ---- reductions, arg-reductions and scans over the flattened tile --------------------
+
+    def _scalar_op(self, op, x, y, t):
+        """x op y on two scalars of tile t's type, by the scalar builtin's own lowering (so
+        max/min treat NaN as the scalar max/min do)."""
+        from ...builtins.registry import REGISTRY
+        saved = self.types, self.ret
+        self.types, self.ret = [t.scalar, t.scalar], t.scalar
+        try:
+            return REGISTRY[op].llvm(self, x, y)
+        finally:
+            self.types, self.ret = saved
+
+    def tile_fold(self, v, t, op, out):
+        """The one-element tile of op folded over v's elements in order (add, mul, max,
+        min); scalar elements."""
+        b = self.b
+        first = b.load(self._slot(v, t, _I64(0)))
+        acc, = self.tile_loop(_I64(1), _I64(t.size), lambda e, a: [
+            self._scalar_op(op, a, b.load(self._slot(v, t, e)), t)], [first])
+        buf = self.tile_buffer(out)
+        b.store(acc, self._slot(buf, out, _I64(0)))
+        return buf
+
+    def _better(self, x, best, less):
+        """x beats best: smaller (larger), or best is NaN and x is not (the first of equal
+        elements keeps its place)."""
+        b = self.b
+        if isinstance(x.type, ir.IntType):
+            return b.icmp_signed("<" if less else ">", x, best)
+        nan_best = b.and_(b.fcmp_unordered("uno", best, best), b.fcmp_ordered("ord", x, x))
+        return b.or_(b.fcmp_ordered("<" if less else ">", x, best), nan_best)
+
+    def tile_argbest(self, v, t, less, out):
+        """The one-element int32 tile of the flat index of v's smallest (largest) element,
+        the first one among equals."""
+        b = self.b
+
+        def body(e, best, at):
+            x = b.load(self._slot(v, t, e))
+            win = self._better(x, best, less)
+            return [b.select(win, x, best), b.select(win, b.trunc(e, _I32), at)]
+
+        _, at = self.tile_loop(_I64(1), _I64(t.size), body,
+                               [b.load(self._slot(v, t, _I64(0))), _I32(0)])
+        buf = self.tile_buffer(out)
+        b.store(at, self._slot(buf, out, _I64(0)))
+        return buf
+
+    def tile_scan(self, v, t, op, exclusive, reverse):
+        """Prefix (reverse: suffix) scan of op over the flattened tile; exclusive starts
+        from op's identity (0 for add, 1 for mul)."""
+        b = self.b
+        sty, _, _ = self._tile_types(t)
+        out = self.tile_buffer(t)
+        n = t.size
+        ident = ir.Constant(sty, 1 if op == "mul" else 0) if not t.scalar.is_float \
+            else ir.Constant(sty, 1.0 if op == "mul" else 0.0)
+
+        def body(k, acc):
+            e = b.sub(_I64(n - 1), k) if reverse else k
+            x = b.load(self._slot(v, t, e))
+            b.store(acc, self._slot(out, t, e))
+            return [self._scalar_op(op, acc, x, t)]
+
+        if exclusive:
+            self.tile_loop(_I64(0), _I64(n), body, [ident])
+            return out
+
+        def incl(k, acc):
+            e = b.sub(_I64(n - 1), k) if reverse else k
+            x = b.load(self._slot(v, t, e))
+            new = self._scalar_op(op, acc, x, t)
+            b.store(new, self._slot(out, t, e))
+            return [new]
+
+        first = _I64(n - 1) if reverse else _I64(0)
+        x0 = b.load(self._slot(v, t, first))
+        b.store(x0, self._slot(out, t, first))
+        self.tile_loop(_I64(1), _I64(n), incl, [x0])
+        return out
+
+    def tile_scan_route(self, v, adj, t, less):
+        """The adjoint of an inclusive min (max) scan: adj[i] goes to the element the scan
+        held at i (the first smallest/largest of v[0..i])."""
+        b = self.b
+        out = self.tile_buffer(t)
+        self.tile_fill_zero(out, t)
+
+        def body(e, best, at):
+            x = b.load(self._slot(v, t, e))
+            win = b.or_(b.icmp_signed("==", e, _I64(0)), self._better(x, best, less))
+            best, at = b.select(win, x, best), b.select(win, e, at)
+            slot = self._slot(out, t, at)
+            add = b.fadd if t.scalar.is_float else b.add
+            b.store(add(b.load(slot), b.load(self._slot(adj, t, e))), slot)
+            return [best, at]
+
+        self.tile_loop(_I64(0), _I64(t.size), body,
+                       [b.load(self._slot(v, t, _I64(0))), _I64(0)])
+        return out
+
+    def tile_onehot(self, x, at, t):
+        """The tile of type t that is zero except x at flat element ``at``."""
+        out = self.tile_buffer(t)
+        self.tile_fill_zero(out, t)
+        at = self.b.sext(at, _I64) if at.type.width < 64 else at
+        self._put_element(out, t, at, x)
+        return out
