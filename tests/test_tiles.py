@@ -326,3 +326,172 @@ def test_array_annotation_with_a_literal_ndim():
     assert (ann.ndim, ann.dtype) == (2, kl.float32)
     with pytest.raises(TypeError, match="Literal"):
         kl.array[float, Literal[5]]
+
+
+# ---- views, element-wise products, reductions, scans, tile_map, atomic-add replay ----------
+
+def _fd_grad(f, x, eps=1e-6):
+    """Central differences of the float64 NumPy function f (scalar) at x."""
+    x = x.astype(np.float64)
+    g = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        d = np.zeros_like(x)
+        d[idx] = eps
+        g[idx] = (f(x + d) - f(x - d)) / (2 * eps)
+    return g
+
+
+@kl.kernel
+def view_ops(a: kl.array2d(dtype=kl.float64), b: kl.array2d(dtype=kl.float64),
+             c: kl.array(dtype=kl.float64)):
+    i = kl.tid()
+    t = kl.tile_load(a[i], shape=4, offset=1)  # a row of a 2-D array; the last reads 0
+    kl.tile_store(b[i], t * t)
+    u = kl.tile_load(a[::2, 1:], shape=(2, 3))  # every other row, from column 1
+    kl.tile_atomic_add(c[1:], kl.tile_sum(u))
+
+
+def _view_ref(a):
+    b = np.zeros_like(a)
+    b[:, :3] = a[:, 1:4] ** 2
+    c = np.zeros(3)
+    c[1] = a.shape[0] * a[::2, 1:4].sum()
+    return b, c
+
+
+@pytest.mark.cpu_only("views, reductions, scans and tile_map have no CUDA lowering yet")
+def test_tiles_of_array_views(backend, rng):
+    a_np = rng.standard_normal((3, 4))
+    a = kl.array(a_np, dtype=kl.float64, requires_grad=True)
+    b = kl.zeros((3, 4), dtype=kl.float64, requires_grad=True)
+    c = kl.zeros(3, dtype=kl.float64, requires_grad=True)
+    tape = kl.Tape()
+    with tape:
+        kl.launch_tiled(view_ops, dim=3, inputs=[a, b, c], block_dim=4)
+    want_b, want_c = _view_ref(a_np)
+    np.testing.assert_allclose(b.numpy(), want_b, rtol=1e-12)
+    np.testing.assert_allclose(c.numpy(), want_c, rtol=1e-12)
+    wb, wc = rng.standard_normal((3, 4)), rng.standard_normal(3)
+    b.grad = kl.array(wb, dtype=kl.float64)
+    c.grad = kl.array(wc, dtype=kl.float64)
+    tape.backward()
+    want = _fd_grad(lambda x: (wb * _view_ref(x)[0]).sum() + (wc * _view_ref(x)[1]).sum(),
+                    a_np)
+    np.testing.assert_allclose(a.grad.numpy(), want, rtol=1e-6, atol=1e-8)
+
+
+@kl.func
+def soft(x: kl.float64, y: kl.float64):
+    return kl.sin(x) * y + x * x
+
+
+@kl.kernel
+def reduce_scan_map(a: kl.array2d(dtype=kl.float64), out: kl.array2d(dtype=kl.float64),
+                    red: kl.array2d(dtype=kl.float64), arg: kl.array2d(dtype=int)):
+    i = kl.tid()
+    t = kl.tile_load(a[i], shape=6)
+    q = kl.tile_load(a[i], shape=6, offset=6)
+    kl.tile_store(red[i], kl.tile_max(t), offset=0)
+    kl.tile_store(red[i], kl.tile_min(t), offset=1)
+    kl.tile_store(red[i], kl.tile_reduce(kl.mul, t), offset=2)
+    kl.tile_store(red[i], kl.tile_reduce(kl.add, q), offset=3)
+    kl.tile_store(arg[i], kl.tile_argmax(t), offset=0)
+    kl.tile_store(arg[i], kl.tile_argmin(t), offset=1)
+    u = kl.tile_scan_inclusive(t) + kl.tile_scan_exclusive(q) * 2.0
+    u = u + kl.tile_scan_max_inclusive(t) * 3.0 - kl.tile_scan_min_inclusive(q)
+    q4 = q + kl.tile_ones(shape=6, dtype=kl.float64) * 4.0
+    u = u + kl.tile_map(soft, t, q) + kl.tile_map(kl.cos, q) + t * q - t / q4
+    kl.tile_store(out[i], u + 1.5 / q4)
+
+
+def _rsm_ref(a):
+    t, q = a[:, :6], a[:, 6:]
+    red = np.stack([t.max(1), t.min(1), t.prod(1), q.sum(1)], 1)
+    excl = np.cumsum(q, 1) - q
+    out = np.cumsum(t, 1) + 2 * excl + 3 * np.maximum.accumulate(t, 1) \
+        - np.minimum.accumulate(q, 1) + np.sin(t) * q + t * t + np.cos(q) + t * q \
+        - t / (q + 4) + 1.5 / (q + 4)
+    return out, red
+
+
+@pytest.mark.cpu_only("views, reductions, scans and tile_map have no CUDA lowering yet")
+def test_reductions_scans_and_tile_map(backend, rng):
+    a_np = rng.standard_normal((2, 12))
+    a = kl.array(a_np, dtype=kl.float64, requires_grad=True)
+    out = kl.zeros((2, 6), dtype=kl.float64, requires_grad=True)
+    red = kl.zeros((2, 4), dtype=kl.float64, requires_grad=True)
+    arg = kl.zeros((2, 2), dtype=int)
+    tape = kl.Tape()
+    with tape:
+        kl.launch_tiled(reduce_scan_map, dim=2, inputs=[a, out, red, arg], block_dim=8)
+    want_out, want_red = _rsm_ref(a_np)
+    np.testing.assert_allclose(out.numpy(), want_out, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(red.numpy(), want_red, rtol=1e-12)
+    np.testing.assert_array_equal(arg.numpy(), np.stack([a_np[:, :6].argmax(1),
+                                                         a_np[:, :6].argmin(1)], 1))
+    wo, wr = rng.standard_normal((2, 6)), rng.standard_normal((2, 4))
+    out.grad = kl.array(wo, dtype=kl.float64)
+    red.grad = kl.array(wr, dtype=kl.float64)
+    tape.backward()
+    want = _fd_grad(lambda x: (wo * _rsm_ref(x)[0]).sum() + (wr * _rsm_ref(x)[1]).sum(), a_np)
+    np.testing.assert_allclose(a.grad.numpy(), want, rtol=1e-6, atol=1e-7)
+
+
+@kl.kernel
+def tile_loop_sum(a: kl.array2d(dtype=kl.float64), c: kl.array(dtype=kl.float64)):
+    i = kl.tid()
+    s = kl.tile_zeros(shape=1, dtype=kl.float64)
+    for j in range(3):  # a tile carried through a loop under a tape (the adjoint's stack)
+        t = kl.tile_load(a[i], shape=2, offset=j * 2)
+        s += kl.tile_sum(t * t * t)
+    kl.tile_store(c, s, offset=i)
+
+
+@pytest.mark.cpu_only("views, reductions, scans and tile_map have no CUDA lowering yet")
+def test_tile_carried_through_a_loop_gradient(backend, rng):
+    a_np = rng.standard_normal((2, 6))
+    a = kl.array(a_np, dtype=kl.float64, requires_grad=True)
+    c = kl.zeros(2, dtype=kl.float64, requires_grad=True)
+    tape = kl.Tape()
+    with tape:
+        kl.launch_tiled(tile_loop_sum, dim=2, inputs=[a, c], block_dim=4)
+    np.testing.assert_allclose(c.numpy(), (a_np ** 3).sum(1), rtol=1e-12)
+    c.grad = kl.array(np.array([1.0, -2.0]), dtype=kl.float64)
+    tape.backward()
+    np.testing.assert_allclose(a.grad.numpy(), 3 * a_np ** 2 * np.array([[1.0], [-2.0]]),
+                               rtol=1e-12)
+
+
+@kl.kernel
+def add_and_use_old(s: kl.array(dtype=kl.float64), x: kl.array(dtype=kl.float64),
+                    out: kl.array(dtype=kl.float64)):
+    i = kl.tid()
+    t = kl.tile_load(x, shape=4, offset=i * 4)
+    old = kl.tile_atomic_add(s, t * 2.0, offset=i * 4 + 1)  # the last block's tile hangs out
+    kl.tile_store(out, old * t, offset=i * 4)
+
+
+def test_tile_atomic_add_result_under_a_tape(backend, rng):
+    """The tile tile_atomic_add returns (the values before the add) is what the adjoint
+    replays too, so gradients through it are right (they read zero before)."""
+    s_np, x_np = rng.standard_normal(8), rng.standard_normal(8)
+    s = kl.array(s_np, dtype=kl.float64, requires_grad=True)
+    x = kl.array(x_np, dtype=kl.float64, requires_grad=True)
+    out = kl.zeros(8, dtype=kl.float64, requires_grad=True)
+    tape = kl.Tape()
+    with tape:
+        kl.launch_tiled(add_and_use_old, dim=2, inputs=[s, x, out], block_dim=4)
+
+    def ref(s0, x0):  # blocks add into disjoint parts of s: no order dependence
+        old = np.zeros(8)
+        old[:7] = s0[1:8]
+        return old * x0
+
+    np.testing.assert_allclose(out.numpy(), ref(s_np, x_np), rtol=1e-12)
+    w = rng.standard_normal(8)
+    out.grad = kl.array(w, dtype=kl.float64)
+    tape.backward()
+    np.testing.assert_allclose(x.grad.numpy(), _fd_grad(lambda v: (w * ref(s_np, v)).sum(),
+                                                        x_np), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(s.grad.numpy(), _fd_grad(lambda v: (w * ref(v, x_np)).sum(),
+                                                        s_np), rtol=1e-6, atol=1e-9)
