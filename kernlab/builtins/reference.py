@@ -299,6 +299,9 @@ TILE_FORMS = {
     "tile_ifft": SpecialForm("tile_ifft(t)", "in place: the unnormalised inverse DFT along "
                              "the last dimension (N times numpy.fft.ifft)",
                              "yes (the FFT of the gradient)"),
+    "tile_arange": SpecialForm("tile_arange([start,] stop[, step], dtype=float) -> tile",
+                               "the 1-D tile start, start + step, ... below stop, computed in "
+                               "dtype (compile-time constants)", "no (a constant)"),
     "tile_max": SpecialForm("tile_max(t) -> tile", "the one-element tile of the largest "
                             "element (NaN loses, as in max)", "yes (to the element picked)"),
     "tile_min": SpecialForm("tile_min(t) -> tile", "the one-element tile of the smallest "

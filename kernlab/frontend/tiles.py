@@ -11,9 +11,12 @@ place, as in Warp: the local ``t`` names is given the transformed tile.
 from __future__ import annotations
 
 import ast
+import math
+
+import numpy as np
 
 from .. import lang
-from ..errors import KernelTypeError
+from ..errors import KernelTypeError, KernelValueError
 from ..ir.nodes import Value
 from ..types import Tile, Type, float32, int32, to_type
 from .exprs import Lit, PyObj
@@ -44,6 +47,7 @@ _PARAMS = {
     "tile_fft": (("inout",), {}),
     "tile_reduce": (("op", "a"), {}),
     "tile_map": None,  # variadic: tile_map(op, a, b, ...)
+    "tile_arange": None,  # tile_arange([start,] stop[, step], dtype=float, storage=...)
     **{name: (("a",), {}) for name in _ONE_TILE},
     "tile_ifft": (("inout",), {}),
 }
@@ -63,6 +67,8 @@ class TileMixin:
             return self.tile_index(t, [self.expr(a) for a in node.args[1:]])
         if name == "tile_map":
             return self.tile_map(node)
+        if name == "tile_arange":
+            return self.tile_arange(node)
         args = self._tile_bind(name, node)
         if name in _ONE_TILE:
             return self._tile_one(name, args)
@@ -98,6 +104,9 @@ class TileMixin:
         items = x if isinstance(x, tuple) else (x,)
         shape = []
         for d in items:
+            if isinstance(d, Value) and d.type.is_scalar and d.type.is_int:
+                known = self._known_constant(d)  # a local assigned once from a constant
+                d = Lit(known) if known is not None else d
             if isinstance(d, Lit) and isinstance(d.value, int) and not isinstance(d.value, bool) \
                     and d.value > 0:
                 shape.append(d.value)
@@ -323,6 +332,126 @@ class TileMixin:
 
     def _tile_tile_ifft(self, args, node):
         return self._tile_fft_call("tile_ifft", args)
+
+    def tile_arange(self, node):
+        """tile_arange([start,] stop[, step], dtype=float): the 1-D tile start + i * step
+        for i in [0, n), n the count of [start, stop) by step, computed in dtype as Warp
+        does (the bounds are first rounded to dtype). A compile-time constant."""
+        what = "tile_arange()"
+        args = node.args
+        if not args:
+            raise KernelTypeError(f"{what} needs a range: tile_arange(stop), (start, stop) or "
+                                  "(start, stop, step)", self.b.loc)
+        if len(args) > 3:
+            raise KernelTypeError(f"{what} accepts at most 3 positional arguments, got "
+                                  f"{len(args)}", self.b.loc)
+        kw = {k.arg: k.value for k in node.keywords}
+        for k in kw:
+            if k not in ("dtype", "storage"):
+                raise KernelTypeError(f"{what} has no parameter '{k}' (it takes [start,] "
+                                      "stop[, step], dtype, storage)", self.b.loc)
+        names = {1: ("stop",), 2: ("start", "stop"), 3: ("start", "stop", "step")}[len(args)]
+        given = {}
+        for name, a in zip(names, args):
+            x = self.expr(a)
+            value = x.value if isinstance(x, Lit) else x.obj if isinstance(x, PyObj) else \
+                self._known_constant(x) if isinstance(x, Value) else None
+            if hasattr(value, "value") and not isinstance(value, (int, float)):
+                value = value.value  # a wp.constant of a kernlab scalar
+            if isinstance(value, (np.integer, np.floating)):
+                value = value.item()
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise KernelTypeError(f"{what} arguments must be compile time constants, but "
+                                      f"{name} is not", self.b.loc)
+            given[name] = value
+        dtype = self._tile_dtype(kw["dtype"], what) if "dtype" in kw else float32
+        if not dtype.is_scalar or dtype.kind == "b":
+            raise KernelTypeError(f"{what} requires a numeric scalar dtype, not {dtype}",
+                                  self.b.loc)
+        if "storage" in kw:
+            self._tile_flag(kw["storage"], "storage", ("register", "shared"))
+        start, stop, step = (self._arange_bound(n, given.get(n, d), dtype)
+                             for n, d in (("start", 0), ("stop", 0), ("step", 1)))
+        if step == 0:
+            raise KernelValueError(f"{what} step cannot be zero", self.b.loc)
+        if (step > 0 and start >= stop) or (step < 0 and start <= stop):
+            raise KernelValueError(f"{what}: start={start}, stop={stop}, step={step} is an "
+                                   "empty range; a tile needs a non-empty range (no "
+                                   "zero-length dimensions)", self.b.loc)
+        if dtype.is_int:
+            n = -((stop - start) // -step)
+        else:
+            q = float(dtype.np.type((stop - start) / step))
+            if not math.isfinite(q):
+                raise KernelValueError(f"{what} start={start}, stop={stop}, step={step} "
+                                       "spans more elements than can be counted (the step is "
+                                       "too small for the range)", self.b.loc)
+            n = max(1, math.ceil(q))
+        t = self._tile_type(dtype, (n,), what)
+        sdt = dtype.np.type
+        with np.errstate(over="ignore"):
+            if dtype.is_int:
+                bits = dtype.np.itemsize * 8
+                span = 1 << bits
+                low = (1 << (bits - 1)) if dtype.kind == "i" else 0
+                vals = [((start + i * step + low) % span) - low for i in range(n)]
+                values = np.array(vals, dtype.np)
+            else:
+                values = sdt(start) + np.arange(n).astype(dtype.np) * sdt(step)
+        return self.b.const(values.astype(dtype.np), t)
+
+    def _known_constant(self, v: Value):
+        """The value of v where the kernel fixes it: a constant (a wp.constant, a typed
+        literal), or a local assigned once from one; else None."""
+        from ..ir.nodes import Op
+
+        def instrs(block):
+            for ins in block.instrs:
+                yield ins
+                for r in ins.regions:
+                    yield from instrs(r)
+
+        every = list(instrs(self.b.func.body))
+        made = {ins.result: ins for ins in every if ins.result is not None}
+        ins = made.get(v)
+        if ins is not None and ins.op is Op.LOAD_VAR:
+            stores = [i for i in every if i.op is Op.STORE_VAR and i.attrs["var"]
+                      is ins.attrs["var"]]
+            ins = made.get(stores[0].args[0]) if len(stores) == 1 else None
+        if ins is not None and ins.op is Op.CONST and v.type.is_scalar:
+            return ins.attrs["value"].item()
+        return None
+
+    def _arange_bound(self, name, value, dtype):
+        """A tile_arange bound as dtype holds it (Warp's rules): an integer dtype takes
+        whole numbers in its range; a float dtype rounds, and must stay finite."""
+        what = "tile_arange()"
+        if dtype.is_int:
+            if isinstance(value, float):
+                if not value.is_integer():
+                    raise KernelValueError(f"{what} {name}={value} has a fractional part, "
+                                           f"which the integer type {dtype} cannot hold",
+                                           self.b.loc)
+                value = int(value)
+            info = np.iinfo(dtype.np)
+            if not info.min <= value <= info.max:
+                raise KernelValueError(f"{what} {name}={value} is out of range for the "
+                                       f"output type {dtype}", self.b.loc)
+            return value
+        if isinstance(value, int):
+            if not -(1 << 63) <= value < (1 << 64):
+                raise KernelValueError(f"{what} {name}={value} is too wide to use as an "
+                                       f"integer bound; write it as a float literal for a "
+                                       f"{dtype} range", self.b.loc)
+            wide = np.int64(value) if value < 0 else np.uint64(value)
+            value = float(np.float64(wide)) if dtype.np.itemsize == 8 else \
+                float(np.float32(wide))
+        with np.errstate(over="ignore"):
+            held = float(dtype.np.type(value))
+        if math.isfinite(value) and not math.isfinite(held):
+            raise KernelValueError(f"{what} {name}={value} is out of range for the output "
+                                   f"type {dtype}", self.b.loc)
+        return held
 
     MAP_LIMIT = 1024  # elements tile_map applies a func to one call each (unrolled)
 
