@@ -302,6 +302,9 @@ TILE_FORMS = {
     "tile_arange": SpecialForm("tile_arange([start,] stop[, step], dtype=float) -> tile",
                                "the 1-D tile start, start + step, ... below stop, computed in "
                                "dtype (compile-time constants)", "no (a constant)"),
+    "tile_broadcast": SpecialForm("tile_broadcast(t, shape) -> tile", "t repeated to shape by "
+                                  "NumPy's broadcasting rules", "yes (summed over the "
+                                  "repeated axes)"),
     "tile_max": SpecialForm("tile_max(t) -> tile", "the one-element tile of the largest "
                             "element (NaN loses, as in max)", "yes (to the element picked)"),
     "tile_min": SpecialForm("tile_min(t) -> tile", "the one-element tile of the smallest "

@@ -807,3 +807,54 @@ builtin("tile_pack", [_PackSig()], _np_pack, llvm=_pack_llvm, targeted=True,
                                     for e in range(len(rest) - 2)),
         linear_in="all",
         doc="(internal) the tile of these elements in row-major order: tile_map's result")
+
+
+# ---- broadcasting ---------------------------------------------------------------------------
+# tile_broadcast(t, shape): NumPy's rules (t's dimensions line up from the right; a 1 repeats).
+# Its adjoint sums the incoming gradient over the repeated axes (tile_unbroadcast).
+
+def broadcast_ok(src, dst) -> bool:
+    if len(src) > len(dst):
+        return False
+    return all(s in (1, d) for s, d in zip(reversed(src), reversed(dst)))
+
+
+def _bcast_ret(b):
+    t, src = b["target"], b["L"]
+    return t if t is not None and t.dtype == src.dtype \
+        and broadcast_ok(src.tile_shape, t.tile_shape) else None
+
+
+def _unbcast_ret(b):
+    t, src = b["target"], b["L"]
+    return t if t is not None and t.dtype == src.dtype \
+        and broadcast_ok(t.tile_shape, src.tile_shape) else None
+
+
+def _np_broadcast(t, target, types, ret):
+    return np.broadcast_to(t, target.shape).copy()
+
+
+def _np_unbroadcast(t, target, types, ret):
+    src, dst = types[0].tile_shape, target.tile_shape
+    lead = len(src) - len(dst)
+    out = t.sum(axis=tuple(range(lead))) if lead else t
+    axes = tuple(d for d, n in enumerate(dst) if n == 1 and out.shape[d] != 1)
+    return (out.sum(axis=axes, keepdims=True) if axes else out).astype(t.dtype)
+
+
+builtin("tile_broadcast", [sig("L", ret=_bcast_ret)], _np_broadcast, targeted=True,
+        extra={"typed": True},
+        llvm=lambda cx, t: cx.tile_broadcast(t, cx.types[0], cx.ret, add=False),
+        cuda=no_cuda("tile_broadcast"),
+        grad=lambda g, t, r, adj: (g.call("tile_unbroadcast", [adj], target=t.type),),
+        linear_in="all",
+        doc="tile_broadcast(t, shape): t repeated to shape by NumPy's broadcasting rules")
+
+builtin("tile_unbroadcast", [sig("L", ret=_unbcast_ret)], _np_unbroadcast, targeted=True,
+        extra={"typed": True},
+        llvm=lambda cx, t: cx.tile_broadcast(t, cx.ret, cx.types[0], add=True),
+        cuda=no_cuda("tile_broadcast"),
+        grad=lambda g, t, r, adj: (g.call("tile_broadcast", [adj], target=t.type),),
+        linear_in="all",
+        doc="(internal) the adjoint of tile_broadcast: sums over the repeated axes")

@@ -46,6 +46,7 @@ _PARAMS = {
     "tile_transpose": (("a",), {}),
     "tile_fft": (("inout",), {}),
     "tile_reduce": (("op", "a"), {}),
+    "tile_broadcast": (("a", "shape", "storage"), {"storage": "register"}),
     "tile_map": None,  # variadic: tile_map(op, a, b, ...)
     "tile_arange": None,  # tile_arange([start,] stop[, step], dtype=float, storage=...)
     **{name: (("a",), {}) for name in _ONE_TILE},
@@ -281,6 +282,22 @@ class TileMixin:
         if not t.type.dtype.is_scalar:
             raise KernelTypeError(f"{name} needs a tile of scalars, got {t.type}", self.b.loc)
         return self.b.call(name, [t])
+
+    def _tile_tile_broadcast(self, args, node):
+        from ..builtins.tiles import broadcast_ok
+        t = self._tile_value(args["a"], "tile_broadcast")
+        self._tile_flag(args["storage"], "storage", ("register", "shared"))
+        x = self._tile_const(args["shape"])
+        n = len(x) if isinstance(x, tuple) else 1
+        if not 1 <= n <= 4:
+            raise KernelValueError(f"tile_broadcast() output must have between one and four "
+                                   f"dimensions, got {n}", self.b.loc)
+        shape = self._tile_shape(args["shape"], "tile_broadcast")
+        if not broadcast_ok(t.type.tile_shape, shape):
+            raise KernelTypeError(f"tile_broadcast: a tile of shape {t.type.tile_shape} does "
+                                  f"not broadcast to {shape} (NumPy's rules)", self.b.loc)
+        return self.b.call("tile_broadcast", [t], target=self._tile_type(
+            t.type.dtype, shape, "tile_broadcast"))
 
     def _tile_tile_reduce(self, args, node):
         """tile_reduce(op, t) with op one of Warp's add, mul, max, min builtins."""

@@ -615,3 +615,38 @@ class TileContext:
         at = self.b.sext(at, _I64) if at.type.width < 64 else at
         self._put_element(out, t, at, x)
         return out
+
+    def tile_broadcast(self, v, small, big, add):
+        """Broadcast tile v of type ``small`` to type ``big`` (add=False), or, with add=True,
+        sum v of type ``big`` into a tile of type ``small`` over the repeated axes."""
+        b, k = self.b, _parts(small)
+        dims = big.tile_shape
+        src = (1,) * (len(dims) - len(small.tile_shape)) + tuple(small.tile_shape)
+        strides, acc = [], 1
+        for n in reversed(src):
+            strides.append(acc)
+            acc *= n
+        strides = strides[::-1]
+        out = self.tile_buffer(small if add else big)
+        if add:
+            self.tile_fill_zero(out, small)
+
+        def body(e):
+            at = _I64(0)
+            for c, n, s in zip(self._coords(e, dims), src, strides):
+                if n != 1:
+                    at = b.add(at, b.mul(c, _I64(s)))
+            for c in range(k):
+                big_slot = self._slot(out if not add else v, big,
+                                      b.add(b.mul(e, _I64(k)), _I64(c)))
+                small_slot = self._slot(v if not add else out, small,
+                                        b.add(b.mul(at, _I64(k)), _I64(c)))
+                if add:
+                    x = b.load(big_slot)
+                    y = b.load(small_slot)
+                    b.store(b.fadd(y, x) if small.scalar.is_float else b.add(y, x), small_slot)
+                else:
+                    b.store(b.load(small_slot), big_slot)
+
+        self.tile_loop(_I64(0), _I64(big.size), body)
+        return out
