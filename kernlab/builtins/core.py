@@ -304,7 +304,9 @@ def _saturate(xf: np.ndarray, t: np.dtype) -> np.ndarray:
 
 
 def _cast_ret(b):
-    t, target = b.get("V") or b.get("M") or b["T"], b["target"]
+    t, target = b.get("V") or b.get("M") or b.get("L") or b["T"], b["target"]
+    if t.is_tile != target.is_tile:  # a tile casts to a tile (tile_astype), element-wise
+        return None
     if target.is_scalar and t.is_scalar:
         return target
     if not target.is_scalar and t.shape == target.shape:
@@ -312,7 +314,8 @@ def _cast_ret(b):
     return None
 
 
-builtin("cast", [sig("X", ret=_cast_ret), sig("V", ret=_cast_ret), sig("M", ret=_cast_ret)],
+builtin("cast", [sig("X", ret=_cast_ret), sig("V", ret=_cast_ret), sig("M", ret=_cast_ret),
+                 sig("L", ret=_cast_ret)],
         lambda x, target=None: _np_cast(x, target), targeted=True,
         llvm=lambda cx, x: cx.cast(x, cx.types[0], cx.ret), cuda="kl_cast<{T}>({0})",
         grad=lambda g, x, r, adj: (g.cast(adj, x.type) if x.type.is_float else None,),

@@ -286,8 +286,9 @@ TILE_FORMS = {
                              "no (a constant)"),
     "tile_full": SpecialForm("tile_full(shape, value, dtype=None) -> tile",
                              "a tile with every element value", "yes"),
-    "tile_sum": SpecialForm("tile_sum(t) -> tile", "the one-element tile of the sum of t's "
-                            "elements", "yes"),
+    "tile_sum": SpecialForm("tile_sum(t, axis=None) -> tile", "the one-element tile of the "
+                            "sum of t's elements; with axis, the sums along that axis (the "
+                            "tile without it)", "yes"),
     "tile_transpose": SpecialForm("tile_transpose(t) -> tile", "the transpose of a 2-D tile",
                                   "yes"),
     "tile_fft": SpecialForm("tile_fft(t)", "in place: the unnormalised DFT along the last "
@@ -305,6 +306,12 @@ TILE_FORMS = {
     "tile_broadcast": SpecialForm("tile_broadcast(t, shape) -> tile", "t repeated to shape by "
                                   "NumPy's broadcasting rules", "yes (summed over the "
                                   "repeated axes)"),
+    "tile_reshape": SpecialForm("tile_reshape(t, shape) -> tile", "t's elements in row-major "
+                                "order with another shape (one dimension may be -1)", "yes"),
+    "tile_squeeze": SpecialForm("tile_squeeze(t, axis=None) -> tile", "t without its "
+                                "dimensions of size 1 (or only those in axis)", "yes"),
+    "tile_astype": SpecialForm("tile_astype(t, dtype) -> tile", "t's elements cast to dtype",
+                               "yes (from float tiles)"),
     "tile_max": SpecialForm("tile_max(t) -> tile", "the one-element tile of the largest "
                             "element (NaN loses, as in max)", "yes (to the element picked)"),
     "tile_min": SpecialForm("tile_min(t) -> tile", "the one-element tile of the smallest "

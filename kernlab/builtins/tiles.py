@@ -858,3 +858,20 @@ builtin("tile_unbroadcast", [sig("L", ret=_unbcast_ret)], _np_unbroadcast, targe
         grad=lambda g, t, r, adj: (g.call("tile_broadcast", [adj], target=t.type),),
         linear_in="all",
         doc="(internal) the adjoint of tile_broadcast: sums over the repeated axes")
+
+
+# ---- reshaping: the same scalars in the same order, another shape ---------------------------
+
+def _reshape_ret(b):
+    t, src = b["target"], b["L"]
+    return t if t is not None and t.is_tile and t.dtype == src.dtype and t.size == src.size \
+        else None
+
+
+builtin("tile_reshape", [sig("L", ret=_reshape_ret)],
+        lambda t, target: np.array(t).reshape(target.shape), targeted=True,
+        llvm=lambda cx, t: t,  # a tile's buffer is row-major: only its type changes
+        cuda="{0}", linear_in="all",
+        grad=lambda g, t, r, adj: (g.call("tile_reshape", [adj], target=t.type),),
+        doc="tile_reshape(t, shape): t's elements in row-major order with another shape "
+            "(one dimension may be -1); tile_squeeze drops dimensions of size 1")

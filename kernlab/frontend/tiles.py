@@ -42,10 +42,13 @@ _PARAMS = {
     "tile_ones": (("shape", "dtype", "storage"), {"dtype": float, "storage": "register"}),
     "tile_full": (("shape", "value", "dtype", "storage"), {"dtype": None,
                                                             "storage": "register"}),
-    "tile_sum": (("a",), {}),
+    "tile_sum": (("a", "axis"), {"axis": None}),
     "tile_transpose": (("a",), {}),
     "tile_fft": (("inout",), {}),
     "tile_reduce": (("op", "a"), {}),
+    "tile_reshape": (("a", "shape", "storage"), {"storage": "register"}),
+    "tile_squeeze": (("a", "axis"), {"axis": None}),
+    "tile_astype": (("a", "dtype"), {}),
     "tile_broadcast": (("a", "shape", "storage"), {"storage": "register"}),
     "tile_map": None,  # variadic: tile_map(op, a, b, ...)
     "tile_arange": None,  # tile_arange([start,] stop[, step], dtype=float, storage=...)
@@ -275,7 +278,86 @@ class TileMixin:
         return self.b.call("tile_full", [x], target=t)
 
     def _tile_tile_sum(self, args, node):
-        return self.b.call("tile_sum", [self._tile_value(args["a"], "tile_sum")])
+        t = self._tile_value(args["a"], "tile_sum")
+        x = self._tile_const(args["axis"])
+        if x is None:
+            return self.b.call("tile_sum", [t])
+        if isinstance(x, Value):
+            x = self._known_constant(x)
+            x = Lit(x) if x is not None else None
+        if not isinstance(x, Lit) or not isinstance(x.value, int):
+            raise KernelTypeError("tile_sum(): axis must be a compile-time integer constant",
+                                  self.b.loc)
+        shape = t.type.tile_shape
+        axis = x.value
+        if not 0 <= axis < len(shape):
+            raise KernelValueError(f"tile_sum() axis {axis} is out of bounds for tile with "
+                                   f"{len(shape)} dimensions", self.b.loc)
+        kept = shape[:axis] + (1,) + shape[axis + 1:]  # the sum over axis, then without it
+        summed = self.b.call("tile_unbroadcast", [t], target=Tile(t.type.dtype, kept))
+        out = shape[:axis] + shape[axis + 1:] or (1,)
+        return self.b.call("tile_reshape", [summed], target=Tile(t.type.dtype, out))
+
+    def _tile_tile_reshape(self, args, node):
+        t = self._tile_value(args["a"], "tile_reshape")
+        self._tile_flag(args["storage"], "storage", ("register", "shared"))
+        x = self._tile_const(args["shape"])
+        items = list(x) if isinstance(x, tuple) else [x]
+        dims = []
+        for d in items:
+            if isinstance(d, Value):
+                known = self._known_constant(d)
+                d = Lit(known) if known is not None else d
+            if not isinstance(d, Lit) or not isinstance(d.value, int) or d.value == 0 \
+                    or d.value < -1:
+                raise KernelTypeError("tile_reshape: shape must be positive integer constants "
+                                      "(one of them may be -1)", self.b.loc)
+            dims.append(d.value)
+        n = t.type.size
+        if dims.count(-1) > 1:
+            raise KernelTypeError("tile_reshape: at most one dimension may be -1", self.b.loc)
+        known = math.prod(d for d in dims if d != -1)
+        if -1 in dims:
+            if n % known:
+                raise KernelTypeError(f"tile_reshape: {n} elements do not fill shape "
+                                      f"{tuple(dims)}", self.b.loc)
+            dims[dims.index(-1)] = n // known
+        if math.prod(dims) != n:
+            raise KernelTypeError(f"tile_reshape: a tile of {n} elements cannot take shape "
+                                  f"{tuple(dims)}", self.b.loc)
+        return self.b.call("tile_reshape", [t], target=Tile(t.type.dtype, tuple(dims)))
+
+    def _tile_tile_squeeze(self, args, node):
+        t = self._tile_value(args["a"], "tile_squeeze")
+        shape = t.type.tile_shape
+        x = self._tile_const(args["axis"])
+        if x is None:
+            drop = {d for d, n in enumerate(shape) if n == 1}
+        else:
+            items = list(x) if isinstance(x, tuple) else [x]
+            drop = set()
+            for a in items:
+                if not isinstance(a, Lit) or not isinstance(a.value, int):
+                    raise KernelTypeError("tile_squeeze: axis must be integer constants",
+                                          self.b.loc)
+                if not -len(shape) <= a.value < len(shape):
+                    raise KernelValueError(f"tile_squeeze() axis {a.value} is out of bounds "
+                                           f"for tile with {len(shape)} dimensions", self.b.loc)
+                d = a.value % len(shape)
+                if shape[d] != 1:
+                    raise KernelValueError(f"tile_squeeze: axis {a.value} has size {shape[d]}, "
+                                           "not 1", self.b.loc)
+                drop.add(d)
+        out = tuple(n for d, n in enumerate(shape) if d not in drop) or (1,)
+        return self.b.call("tile_reshape", [t], target=Tile(t.type.dtype, out))
+
+    def _tile_tile_astype(self, args, node):
+        t = self._tile_value(args["a"], "tile_astype")
+        dtype = self._tile_dtype(args["dtype"], "tile_astype")
+        if not dtype.is_scalar or dtype.kind == "b" or not t.type.dtype.is_scalar:
+            raise KernelTypeError(f"tile_astype: casts tiles of scalars to a numeric scalar "
+                                  f"type, not {t.type.dtype} to {dtype}", self.b.loc)
+        return self.b.cast(t, Tile(dtype, t.type.tile_shape))
 
     def _tile_one(self, name, args):
         t = self._tile_value(args["a"], name)
