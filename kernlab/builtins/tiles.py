@@ -875,3 +875,47 @@ builtin("tile_reshape", [sig("L", ret=_reshape_ret)],
         grad=lambda g, t, r, adj: (g.call("tile_reshape", [adj], target=t.type),),
         doc="tile_reshape(t, shape): t's elements in row-major order with another shape "
             "(one dimension may be -1); tile_squeeze drops dimensions of size 1")
+
+
+# ---- tile_reduce(op, t, axis) for mul, max and min -----------------------------------------
+# (add along an axis is tile_unbroadcast.) The result keeps the axis with size 1; the frontend
+# drops it with tile_reshape.
+
+def _np_fold_axis(op):
+    def run(t, target, types, ret):
+        f = _np_op(op)
+        axes = [d for d, (n, m) in enumerate(zip(types[0].tile_shape, target.tile_shape))
+                if m == 1 and n != 1]
+        if not axes:
+            return np.array(t).reshape(target.shape)
+        moved = np.moveaxis(t, axes[0], 0)
+        acc = moved[0]
+        for x in moved[1:]:
+            acc = f(acc, x)
+        return np.expand_dims(acc, axes[0]).astype(t.dtype)
+    return run
+
+
+def _no_axis_grad(op):
+    def grad(g, t, r, adj):
+        raise GradientError(f"tile_reduce({op}, t, axis=...) has no derivative in kernlab yet "
+                            "(the whole-tile tile_reduce and tile_sum(t, axis) have one); "
+                            "reduce with a loop over tile_extract to differentiate it", g.loc)
+    return grad
+
+
+def _fold_axis_ret(b):
+    t, src = b["target"], b["L"]
+    return t if t is not None and t.dtype == src.dtype and src.dtype.is_scalar \
+        and len(t.tile_shape) == len(src.tile_shape) \
+        and sum(m == 1 and n != 1 for n, m in zip(src.tile_shape, t.tile_shape)) <= 1 \
+        and all(m in (1, n) for n, m in zip(src.tile_shape, t.tile_shape)) else None
+
+
+for _op in ("mul", "max", "min"):
+    builtin(f"tile_reduce_axis_{_op}", [sig("L", ret=_fold_axis_ret)], _np_fold_axis(_op),
+            targeted=True, extra={"typed": True},
+            llvm=lambda cx, t, _op=_op: cx.tile_fold_axis(t, cx.types[0], cx.ret, _op),
+            cuda=no_cuda("tile_reduce along an axis"), grad=_no_axis_grad(_op),
+            doc=f"(internal) tile_reduce({_op}, t, axis): the {_op} along one axis, kept "
+                "with size 1")

@@ -45,7 +45,7 @@ _PARAMS = {
     "tile_sum": (("a", "axis"), {"axis": None}),
     "tile_transpose": (("a",), {}),
     "tile_fft": (("inout",), {}),
-    "tile_reduce": (("op", "a"), {}),
+    "tile_reduce": (("op", "a", "axis"), {"axis": None}),
     "tile_reshape": (("a", "shape", "storage"), {"storage": "register"}),
     "tile_squeeze": (("a", "axis"), {"axis": None}),
     "tile_astype": (("a", "dtype"), {}),
@@ -395,7 +395,25 @@ class TileMixin:
         if name != "add" and not t.type.dtype.is_scalar:
             raise KernelTypeError(f"tile_reduce({name}, t) needs a tile of scalars, got "
                                   f"{t.type}", self.b.loc)
-        return self.b.call(which[name], [t])
+        x = self._tile_const(args["axis"])
+        if x is None:
+            return self.b.call(which[name], [t])
+        if isinstance(x, Value):
+            known = self._known_constant(x)
+            x = Lit(known) if known is not None else x
+        shape = t.type.tile_shape
+        if not isinstance(x, Lit) or not isinstance(x.value, int):
+            raise KernelTypeError("tile_reduce(): axis must be a compile-time integer",
+                                  self.b.loc)
+        axis = x.value
+        if not 0 <= axis < len(shape):
+            raise KernelValueError(f"tile_reduce() axis {axis} is out of bounds for tile with "
+                                   f"{len(shape)} dimensions", self.b.loc)
+        kept = Tile(t.type.dtype, shape[:axis] + (1,) + shape[axis + 1:])
+        op = "tile_unbroadcast" if name == "add" else f"tile_reduce_axis_{name}"
+        folded = self.b.call(op, [t], target=kept)
+        out = shape[:axis] + shape[axis + 1:] or (1,)
+        return self.b.call("tile_reshape", [folded], target=Tile(t.type.dtype, out))
 
     def _tile_tile_transpose(self, args, node):
         t = self._tile_value(args["a"], "tile_transpose")

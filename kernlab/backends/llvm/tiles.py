@@ -650,3 +650,34 @@ class TileContext:
 
         self.tile_loop(_I64(0), _I64(big.size), body)
         return out
+
+    def tile_fold_axis(self, v, src, out_t, op):
+        """op folded along the axis where out_t (keepdims) has 1 and src does not; the
+        elements of each output in order along that axis."""
+        b = self.b
+        dims = src.tile_shape
+        strides, acc = [], 1
+        for n in reversed(out_t.tile_shape):
+            strides.append(acc)
+            acc *= n
+        strides = strides[::-1]
+        axes = [d for d, (n, m) in enumerate(zip(dims, out_t.tile_shape)) if m == 1 and n != 1]
+        out = self.tile_buffer(out_t)
+
+        def body(e):
+            coords = self._coords(e, dims)
+            at = _I64(0)
+            for d, (c, s) in enumerate(zip(coords, strides)):
+                if d not in axes:
+                    at = b.add(at, b.mul(c, _I64(s)))
+            x = b.load(self._slot(v, src, e))
+            slot = self._slot(out, out_t, at)
+            first = b.icmp_signed("==", coords[axes[0]], _I64(0)) if axes else ir.Constant(_I1, 1)
+            with b.if_else(first) as (yes, no):
+                with yes:
+                    b.store(x, slot)
+                with no:
+                    b.store(self._scalar_op(op, b.load(slot), x, src), slot)
+
+        self.tile_loop(_I64(0), _I64(src.size), body)
+        return out
