@@ -495,3 +495,130 @@ def test_tile_atomic_add_result_under_a_tape(backend, rng):
                                                         x_np), rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(s.grad.numpy(), _fd_grad(lambda v: (w * ref(v, x_np)).sum(),
                                                         s_np), rtol=1e-6, atol=1e-9)
+
+
+@kl.kernel
+def shapes_and_casts(a: kl.array2d(dtype=kl.float64), b: kl.array(dtype=kl.float64),
+                     s0: kl.array(dtype=kl.float64), s1: kl.array(dtype=kl.float64),
+                     big: kl.array2d(dtype=kl.float64), flat: kl.array2d(dtype=kl.float64),
+                     ints: kl.array(dtype=kl.float32), folds: kl.array2d(dtype=kl.float64)):
+    t = kl.tile_load(a, shape=(3, 4))
+    r = kl.tile_load(b, shape=4)
+    grown = kl.tile_broadcast(r, shape=(3, 4)) * t  # the row repeated down the rows
+    kl.tile_store(big, grown)
+    kl.tile_store(s0, kl.tile_sum(grown, axis=0))
+    kl.tile_store(s1, kl.tile_sum(t * t, axis=1))
+    kl.tile_store(flat, kl.tile_reshape(t, shape=(-1, 1)) * 2.0)
+    kl.tile_store(ints, kl.tile_astype(kl.tile_arange(1, 10, 2, dtype=int), dtype=kl.float32))
+    kl.tile_store(folds[0], kl.tile_squeeze(kl.tile_reshape(
+        kl.tile_reduce(kl.max, t, axis=1), shape=(1, 3, 1))))
+    kl.tile_store(folds[1], kl.tile_reduce(kl.mul, t, axis=1))
+
+
+def _shapes_ref(a, b):
+    grown = b[None, :] * a
+    return grown, grown.sum(0), (a * a).sum(1), 2 * a.reshape(-1, 1)
+
+
+def test_broadcast_axis_sums_reshape_arange_and_casts(backend, rng):
+    a_np, b_np = rng.standard_normal((3, 4)), rng.standard_normal(4)
+    a = kl.array(a_np, dtype=kl.float64, requires_grad=True)
+    b = kl.array(b_np, dtype=kl.float64, requires_grad=True)
+    outs = [kl.zeros(4, dtype=kl.float64, requires_grad=True),
+            kl.zeros(3, dtype=kl.float64, requires_grad=True),
+            kl.zeros((3, 4), dtype=kl.float64, requires_grad=True),
+            kl.zeros((12, 1), dtype=kl.float64, requires_grad=True)]
+    ints, folds = kl.zeros(5, dtype=kl.float32), kl.zeros((2, 3), dtype=kl.float64)
+    kl.launch_tiled(shapes_and_casts, dim=1, inputs=[a, b, outs[0], outs[1], outs[2], outs[3],
+                                                     ints, folds], block_dim=8)
+    grown, s0, s1, flat = _shapes_ref(a_np, b_np)
+    for got, want in zip(outs, (s0, s1, grown, flat)):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+    np.testing.assert_array_equal(ints.numpy(), np.arange(1, 10, 2, dtype=np.float32))
+    np.testing.assert_allclose(folds.numpy(), np.stack([a_np.max(1), a_np.prod(1)]),
+                               rtol=1e-12)
+
+
+@kl.kernel
+def shapes_grad(a: kl.array2d(dtype=kl.float64), b: kl.array(dtype=kl.float64),
+                s0: kl.array(dtype=kl.float64), s1: kl.array(dtype=kl.float64),
+                big: kl.array2d(dtype=kl.float64), flat: kl.array2d(dtype=kl.float64)):
+    t = kl.tile_load(a, shape=(3, 4))
+    grown = kl.tile_broadcast(kl.tile_load(b, shape=4), shape=(3, 4)) * t
+    kl.tile_store(big, grown)
+    kl.tile_store(s0, kl.tile_sum(grown, axis=0))
+    kl.tile_store(s1, kl.tile_sum(t * t, axis=1))
+    kl.tile_store(flat, kl.tile_reshape(t, shape=(-1, 1)) * 2.0)
+
+
+def test_broadcast_axis_sum_and_reshape_gradients(backend, rng):
+    a_np, b_np = rng.standard_normal((3, 4)), rng.standard_normal(4)
+    a = kl.array(a_np, dtype=kl.float64, requires_grad=True)
+    b = kl.array(b_np, dtype=kl.float64, requires_grad=True)
+    shapes = [(4,), (3,), (3, 4), (12, 1)]
+    outs = [kl.zeros(s, dtype=kl.float64, requires_grad=True) for s in shapes]
+    tape = kl.Tape()
+    with tape:
+        kl.launch_tiled(shapes_grad, dim=1, inputs=[a, b, *outs], block_dim=8)
+    ws = [rng.standard_normal(s) for s in shapes]
+    for o, w in zip(outs, ws):
+        o.grad = kl.array(w, dtype=kl.float64)
+    tape.backward()
+
+    def loss(x, y):
+        grown, s0, s1, flat = _shapes_ref(x, y)
+        return sum((w * v).sum() for w, v in zip(ws, (s0, s1, grown, flat)))
+
+    np.testing.assert_allclose(a.grad.numpy(), _fd_grad(lambda x: loss(x, b_np), a_np),
+                               rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(b.grad.numpy(), _fd_grad(lambda y: loss(a_np, y), b_np),
+                               rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("t = kl.tile_arange(0, 10, 0, dtype=int)", "step cannot be zero"),
+    ("t = kl.tile_arange(5, 5, dtype=int)", "non-empty range"),
+    ("t = kl.tile_arange(0, n, dtype=int)", "compile time constants, but stop is not"),
+    ("t = kl.tile_arange(1, 2, 3, 4)", "at most 3 positional arguments, got 4"),
+    ("t = kl.tile_arange(0.0, 3.5, dtype=kl.int32)", "stop=3.5 has a fractional part"),
+    ("t = kl.tile_broadcast(kl.tile_zeros(shape=(2, 3)), shape=(3, 3))", "does not broadcast"),
+    ("t = kl.tile_reshape(kl.tile_zeros(shape=(2, 3)), shape=(4, 2))", "cannot take shape"),
+    ("t = kl.tile_squeeze(kl.tile_zeros(shape=(1, 2, 1)), axis=(3,))", "out of bounds"),
+    ("t = kl.tile_sum(kl.tile_zeros(shape=(2, 3)), axis=2)", "axis 2 is out of bounds"),
+    ("t = kl.tile_reduce(kl.sub, kl.tile_zeros(shape=(2, 3)))", "wp.add, wp.mul, wp.max"),
+    ("t = kl.tile_map(kl.sin, kl.tile_zeros(shape=(2, 3)), kl.tile_zeros(shape=(3, 2)))",
+     "shapes differ"),
+])
+def test_bad_tile_shape_calls(body, message, tmp_path):
+    ns = {"kl": kl}
+    src = f"def bad2(n: int):\n    {body}\n"
+    path = tmp_path / "bad_tiles2.py"
+    path.write_text(src)
+    exec(compile(src, str(path), "exec"), ns)
+    text = _compile_error(kl.kernel(ns["bad2"]), 3)
+    assert "'bad2'" in text and "line 2" in text and message in text, text
+
+
+@kl.kernel
+def max_along_rows(a: kl.array2d(dtype=kl.float64), out: kl.array(dtype=kl.float64)):
+    kl.tile_store(out, kl.tile_reduce(kl.max, kl.tile_load(a, shape=(2, 3)), axis=1))
+
+
+def test_reduce_along_an_axis_refuses_a_gradient_it_has_not(backend):
+    a = kl.array(np.ones((2, 3)), dtype=kl.float64, requires_grad=True)
+    out = kl.zeros(2, dtype=kl.float64, requires_grad=True)
+    with pytest.raises(KernelError, match="no derivative"):
+        tape = kl.Tape()
+        with tape:
+            kl.launch_tiled(max_along_rows, dim=1, inputs=[a, out], block_dim=4)
+        out.grad = kl.array(np.ones(2), dtype=kl.float64)
+        tape.backward()
+
+
+def test_cuda_names_tile_ops_it_does_not_lower(backend):
+    if not backend.startswith("cuda"):
+        pytest.skip("about the CUDA backend")
+    a = kl.zeros((3, 4), dtype=kl.float64)
+    with pytest.raises(KernelError, match="not available on the CUDA backend"):
+        kl.launch_tiled(view_ops, dim=3, inputs=[a, kl.zeros_like(a), kl.zeros(3, dtype=kl.float64)],
+                        block_dim=4)

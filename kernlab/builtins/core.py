@@ -43,7 +43,9 @@ def _mul_ret_mv(b):
     return Vector(m.rows, m.dtype) if m.cols == v.length else None
 
 
-def _np_mul(a, b):
+def _np_mul(a, b, types=None, ret=None):
+    if types is not None and (types[0].is_tile or types[1].is_tile):  # element-wise
+        return np.asarray(a * b, ret.scalar.np)
     if np.ndim(a) == 2 and np.ndim(b) >= 1:
         if a.dtype == np.float16:  # each product and each partial sum rounded to half, over
             cols = b if b.ndim == 2 else b[:, None]  # k in order, as compiled (and in Warp);
@@ -108,7 +110,7 @@ builtin("mul", [sig("N", "N", ret="T"), sig("N", "V", ret="V"), sig("V", "N", re
                 sig("M", "V", ret=_mul_ret_mv), _MatMulSig(),
                 sig("N", "L", ret="L"), sig("L", "N", ret="L"), _TileTileSig()],
         _np_mul, llvm=lambda cx, a, b: cx.mul(a, b), cuda="({0} * {1})", grad=_mul_grad,
-        scales=(0, 1))
+        scales=(0, 1), extra={"typed": True})
 
 
 def _c_int_div(x, y) -> int:
