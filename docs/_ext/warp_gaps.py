@@ -12,7 +12,7 @@ from __future__ import annotations
 import fnmatch
 
 MISSING = [
-    (["block_dim", "untile", "tile_add_inplace",
+    (["block_dim", "tile_add_inplace",
       "tile_assign", "tile_atomic_add_indexed", "tile_axpy",
       "tile_bit_and_inplace", "tile_bit_or_inplace", "tile_bit_xor_inplace",
       "tile_bvh_*", "tile_cholesky*", "tile_diag_add", "tile_dot",

@@ -150,7 +150,8 @@ def _div_grad(g, a, b, r, adj):
 
 
 builtin("div", [sig("N", "N", ret="T"), sig("V", "N", ret="V"), sig("M", "N", ret="M"),
-                sig("L", "N", ret="L"), _TileTileSig(), sig("N", "L", ret="L"),
+                sig("L", "N", ret="L"), _TileTileSig(),
+                sig("N", "L", ret=lambda b: b["L"] if b["L"].dtype.is_scalar else None),
                 sig("N", "V", ret="V"), sig("N", "M", ret="M")],
         _np_div, llvm=lambda cx, a, b: cx.div(a, b), cuda="({0} / {1})",  # ints: kl_div
         grad=_div_grad, scales=(0,))

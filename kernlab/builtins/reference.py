@@ -312,6 +312,8 @@ TILE_FORMS = {
                                 "dimensions of size 1 (or only those in axis)", "yes"),
     "tile_astype": SpecialForm("tile_astype(t, dtype) -> tile", "t's elements cast to dtype",
                                "yes (from float tiles)"),
+    "untile": SpecialForm("untile(t) -> value", "the thread's value from a one-element tile "
+                          "(a vector from the column tile(v) makes)", "yes"),
     "tile_max": SpecialForm("tile_max(t) -> tile", "the one-element tile of the largest "
                             "element (NaN loses, as in max)", "yes (to the element picked)"),
     "tile_min": SpecialForm("tile_min(t) -> tile", "the one-element tile of the smallest "

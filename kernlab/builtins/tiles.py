@@ -36,7 +36,7 @@ def _c(t) -> str:
 
 
 def _parts(t) -> int:
-    return t.dtype.length if t.dtype.is_vector else 1
+    return t.dtype.length if t.dtype.is_vector or t.dtype.is_matrix else 1
 
 
 def _dims(t) -> str:
@@ -365,7 +365,7 @@ class _AnyValue:
         self.ret = ret
 
     def match(self, types):
-        if len(types) == 1 and (types[0].is_scalar or types[0].is_vector) \
+        if len(types) == 1 and (types[0].is_scalar or types[0].is_vector or types[0].is_matrix) \
                 and types[0].scalar.kind != "b":
             return {"_x": types[0]}
         return None
@@ -378,13 +378,54 @@ class _AnyValue:
 
 
 def _np_from_value(x, target):
-    return np.asarray(x)[None]
+    return np.asarray(x).reshape(target.shape)
 
 
-builtin("tile", [_AnyValue(_full_ret)], _np_from_value,
+def _tile_ret(b):
+    """tile(x): one element x, or (a vector without preserve_type) its components as a
+    column of shape (n, 1)."""
+    t, x = b["target"], b["_x"]
+    if t is None or not t.is_tile:
+        return None
+    if t.dtype == x and tuple(t.tile_shape) == (1,):
+        return t
+    if x.is_vector and t.dtype == x.scalar and tuple(t.tile_shape) == (x.length, 1):
+        return t
+    return None
+
+
+def _untile_ret(b):
+    from ..types import Vector
+    t = b["L"]
+    if tuple(t.tile_shape) == (1,):
+        return t.dtype
+    if len(t.tile_shape) == 2 and t.tile_shape[1] == 1 and t.dtype.is_scalar:
+        return Vector(t.tile_shape[0], t.dtype)
+    return None
+
+
+def _untile_llvm(cx, t):
+    tt = cx.types[0]
+    if tuple(tt.tile_shape) == (1,):
+        return cx._get_element(t, tt, ir.Constant(ir.IntType(64), 0))
+    n = tt.tile_shape[0]
+    return cx.b.load(cx._chunk(t, tt, ir.Constant(ir.IntType(64), 0), n),
+                     align=tt.scalar.nbytes)
+
+
+builtin("tile_untile", [sig("L", ret=_untile_ret)],
+        lambda t, types, ret: np.asarray(t).reshape(ret.shape) if ret.shape else
+        np.asarray(t).reshape(-1)[0], extra={"typed": True},
+        llvm=_untile_llvm, cuda=no_cuda("untile"), linear_in="all",
+        grad=lambda g, t, r, adj: (g.call("tile", [adj], target=t.type),),
+        doc="untile(t): the thread's value back from a tile of one element (or a vector "
+            "from a column tile, as tile(v) makes)")
+
+
+builtin("tile", [_AnyValue(_tile_ret)], _np_from_value,
         llvm=lambda cx, x: cx.tile_from_value(x, cx.ret), targeted=True,
         cuda=lambda types, ret, a: f"kl_tile_from<{ret.length}, {_c(ret.scalar)}>({a[0]})",
-        grad=lambda g, x, r, adj: (g.call("tile_extract", [adj, g.const(0)]),),
+        grad=lambda g, x, r, adj: (g.call("tile_untile", [adj]),),
         linear_in="all",
         doc="tile(x): the one-element tile holding this thread's value x (each block is "
             "one thread)")
@@ -662,7 +703,7 @@ class _ValueIndex:
         self.ret = ret
 
     def match(self, types):
-        if len(types) == 2 and (types[0].is_scalar or types[0].is_vector) \
+        if len(types) == 2 and (types[0].is_scalar or types[0].is_vector or types[0].is_matrix) \
                 and types[1].is_scalar and types[1].is_int:
             return {"_x": types[0]}
         return None
@@ -772,7 +813,7 @@ class _PackSig:
 
     def match(self, types):
         if types and all(t == types[0] for t in types) \
-                and (types[0].is_scalar or types[0].is_vector) and types[0].scalar.kind != "b":
+                and (types[0].is_scalar or types[0].is_vector or types[0].is_matrix) and types[0].scalar.kind != "b":
             return {"_x": types[0], "_n": len(types)}
         return None
 

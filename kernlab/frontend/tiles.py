@@ -46,6 +46,7 @@ _PARAMS = {
     "tile_transpose": (("a",), {}),
     "tile_fft": (("inout",), {}),
     "tile_reduce": (("op", "a", "axis"), {"axis": None}),
+    "untile": (("a",), {}),
     "tile_reshape": (("a", "shape", "storage"), {"storage": "register"}),
     "tile_squeeze": (("a", "axis"), {"axis": None}),
     "tile_astype": (("a", "dtype"), {}),
@@ -131,8 +132,9 @@ class TileMixin:
         return t
 
     def _tile_type(self, dtype: Type, shape: tuple, what) -> Tile:
-        if not (dtype.is_scalar or dtype.is_vector) or dtype.scalar.kind == "b":
-            raise KernelTypeError(f"{what}: tiles hold int, float or vector elements, not "
+        if not (dtype.is_scalar or dtype.is_vector or dtype.is_matrix) \
+                or dtype.scalar.kind == "b":
+            raise KernelTypeError(f"{what}: tiles hold int, float, vector or matrix elements, not "
                                   f"{dtype}", self.b.loc)
         t = Tile(dtype, shape)
         if t.length > Tile.MAX_SCALARS:
@@ -297,6 +299,16 @@ class TileMixin:
         summed = self.b.call("tile_unbroadcast", [t], target=Tile(t.type.dtype, kept))
         out = shape[:axis] + shape[axis + 1:] or (1,)
         return self.b.call("tile_reshape", [summed], target=Tile(t.type.dtype, out))
+
+    def _tile_untile(self, args, node):
+        t = self._tile_value(args["a"], "untile")
+        shape = t.type.tile_shape
+        if tuple(shape) != (1,) and not (len(shape) == 2 and shape[1] == 1
+                                         and t.type.dtype.is_scalar):
+            raise KernelTypeError(f"untile: each block is one thread, so it takes a tile of "
+                                  f"one element (or a column (n, 1) of scalars, from tile(v)); "
+                                  f"got shape {shape}", self.b.loc)
+        return self.b.call("tile_untile", [t])
 
     def _tile_tile_reshape(self, args, node):
         t = self._tile_value(args["a"], "tile_reshape")
@@ -569,6 +581,50 @@ class TileMixin:
             raise KernelValueError(f"{what} {name}={value} is out of range for the output "
                                    f"type {dtype}", self.b.loc)
         return held
+
+    def tile_mixed(self, name, vals):
+        """``*`` and ``/`` between a tile and another tile or value whose element types
+        differ (a tile of vectors times a tile of scalars, a tile of scalars times a matrix):
+        element by element, as Warp does, where one side's elements are scalars. None where
+        the builtin's own tile signatures take the operands."""
+        from ..builtins.registry import REGISTRY
+        if name not in ("mul", "div") or len(vals) != 2:
+            return None
+        if REGISTRY[name].resolve([v.type for v in vals]) is not None:
+            return None
+        elem = [v.type.dtype if v.type.is_tile else v.type for v in vals]
+        if not any(e.is_scalar for e in elem):
+            verb = "multiply" if name == "mul" else "divide"
+            both = all(v.type.is_tile for v in vals)
+            why = "the element type must be scalar on one side" if both else \
+                "at least one operand must be a scalar type"
+            shown = [f"tile<{v.type.dtype}, {v.type.tile_shape}>" if v.type.is_tile
+                     else str(v.type) for v in vals]
+            raise KernelTypeError(f"Cannot {verb} {shown[0]} by {shown[1]}: {why} "
+                                  "(element type must be scalar)", self.b.loc)
+        tiles = [v for v in vals if v.type.is_tile]
+        shape = tiles[0].type.tile_shape
+        if any(t.type.tile_shape != shape for t in tiles):
+            raise KernelTypeError(f"{name}: tiles of shapes {tiles[0].type.tile_shape} and "
+                                  f"{tiles[-1].type.tile_shape}", self.b.loc)
+        if REGISTRY[name].resolve(elem) is None:
+            return None  # the builtin's own error names the operands
+        return self._tile_elementwise(name, vals, shape)
+
+    def _tile_elementwise(self, name, vals, shape):
+        n = math.prod(shape)
+        if n > self.MAP_LIMIT:
+            raise KernelTypeError(f"{name} of tiles of {n} elements with different element "
+                                  f"types: kernlab does these one element at a time, at most "
+                                  f"{self.MAP_LIMIT}", self.b.loc)
+        outs = []
+        for e in range(n):
+            at = self.b.const(e, int32)
+            elems = [self.b.call("tile_extract_flat", [v, at]) if v.type.is_tile else v
+                     for v in vals]
+            outs.append(self.b.call(name, elems))
+        return self.b.call("tile_pack", outs, target=self._tile_type(outs[0].type, shape,
+                                                                     name))
 
     MAP_LIMIT = 1024  # elements tile_map applies a func to one call each (unrolled)
 

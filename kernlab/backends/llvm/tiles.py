@@ -31,7 +31,7 @@ def storage_type(t) -> ir.ArrayType:
 
 def _parts(t) -> int:
     """Components per tile element (2 for a tile of vec2)."""
-    return t.dtype.length if t.dtype.is_vector else 1
+    return t.dtype.length if t.dtype.is_vector or t.dtype.is_matrix else 1
 
 
 def pin_buffer(builder, buf):
