@@ -622,3 +622,67 @@ def test_cuda_names_tile_ops_it_does_not_lower(backend):
     with pytest.raises(KernelError, match="not available on the CUDA backend"):
         kl.launch_tiled(view_ops, dim=3, inputs=[a, kl.zeros_like(a), kl.zeros(3, dtype=kl.float64)],
                         block_dim=4)
+
+
+@kl.kernel
+def mixed_elements(v: kl.array(dtype=kl.vec3d), s: kl.array(dtype=kl.float64),
+                   m: kl.array(dtype=kl.mat22d), out_v: kl.array(dtype=kl.vec3d),
+                   out_m: kl.array(dtype=kl.mat22d), out_s: kl.array(dtype=kl.float64)):
+    tv = kl.tile_load(v, shape=4)
+    ts = kl.tile_load(s, shape=4)
+    tm = kl.tile_load(m, shape=4)
+    w = kl.vec3d(1.0, -2.0, 0.5)
+    kl.tile_store(out_v, tv * ts + ts * w - w / (ts * ts + kl.tile_ones(shape=4,
+                                                                        dtype=kl.float64)))
+    kl.tile_store(out_m, tm / ts + kl.mat22d(1.0, 2.0, 3.0, 4.0) * ts)
+    kl.tile_store(out_s, kl.tile(kl.untile(kl.tile_sum(ts)) * 2.0), offset=0)
+
+
+def _mixed_ref(v, s, m):
+    w = np.array([1.0, -2.0, 0.5])
+    out_v = v * s[:, None] + s[:, None] * w - w / (s * s + 1)[:, None]
+    out_m = m / s[:, None, None] + np.array([[1.0, 2.0], [3.0, 4.0]]) * s[:, None, None]
+    return out_v, out_m, np.array([2 * s.sum()])
+
+
+@pytest.mark.cpu_only("mixed element types have no CUDA lowering yet")
+def test_tiles_of_vectors_and_matrices_with_scalar_tiles(backend, rng):
+    v_np, s_np = rng.standard_normal((4, 3)), rng.uniform(0.5, 2.0, 4)
+    m_np = rng.standard_normal((4, 2, 2))
+    v = kl.array(v_np, dtype=kl.vec3d, requires_grad=True)
+    s = kl.array(s_np, dtype=kl.float64, requires_grad=True)
+    m = kl.array(m_np, dtype=kl.mat22d, requires_grad=True)
+    out_v = kl.zeros(4, dtype=kl.vec3d, requires_grad=True)
+    out_m = kl.zeros(4, dtype=kl.mat22d, requires_grad=True)
+    out_s = kl.zeros(1, dtype=kl.float64, requires_grad=True)
+    tape = kl.Tape()
+    with tape:
+        kl.launch_tiled(mixed_elements, dim=1, inputs=[v, s, m, out_v, out_m, out_s],
+                        block_dim=4)
+    want = _mixed_ref(v_np, s_np, m_np)
+    for got, w in zip((out_v, out_m, out_s), want):
+        np.testing.assert_allclose(got.numpy(), w, rtol=1e-12)
+    ws = [rng.standard_normal(w.shape) for w in want]
+    for o, w in zip((out_v, out_m, out_s), ws):
+        o.grad = kl.array(w, dtype=o.dtype)
+    tape.backward()
+
+    def loss(a, b, c):
+        return sum((w * x).sum() for w, x in zip(ws, _mixed_ref(a, b, c)))
+
+    for arr, x, f in ((v, v_np, lambda y: loss(y, s_np, m_np)),
+                      (s, s_np, lambda y: loss(v_np, y, m_np)),
+                      (m, m_np, lambda y: loss(v_np, s_np, y))):
+        np.testing.assert_allclose(arr.grad.numpy(), _fd_grad(f, x), rtol=1e-6, atol=1e-8)
+
+
+@kl.kernel
+def vec_by_vec_tile(v: kl.array(dtype=kl.vec3)):
+    t = kl.tile_load(v, shape=4)
+    kl.tile_store(v, t * t)
+
+
+def test_vector_tile_times_vector_tile_is_refused():
+    with pytest.raises(KernelError, match="element type must be scalar"):
+        kl.launch_tiled(vec_by_vec_tile, dim=1, inputs=[kl.zeros(4, dtype=kl.vec3)],
+                        block_dim=4)
