@@ -217,10 +217,8 @@ class _Reverse:
                 if ins.op in (Op.STORE, Op.ATOMIC, Op.PRINT) and not self.effects:
                     continue
                 if ins.op is Op.CALL and ins.attrs["builtin"].effects and not self.effects:
-                    if ins.result is not None:  # tile_atomic_add's old values: the
-                        replay = ins.attrs["builtin"].extra.get("replay")  # builtin says how
-                        self.map[ins.result] = g.zeros(ins.result.type) if replay is None \
-                            else replay(g, [self.map[a] for a in ins.args])
+                    if ins.result is not None:  # tile_atomic_add's old values: not replayed
+                        self.map[ins.result] = g.zeros(ins.result.type)
                     continue
                 if ins.op is Op.CUSTOM and ins.attrs.get("replay"):
                     self.forward(ins.regions[1], record)  # the replay, not the func

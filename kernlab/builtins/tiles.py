@@ -150,43 +150,17 @@ def _np_atomic_add(arr, tile, *offs, types, ret):
     return old
 
 
-def _atomic_ret(b):
-    a, t = b["A"], b["L"]
-    return t if a.dtype == t.dtype and a.ndim == len(t.tile_shape) else None
-
-
 def _atomic_add_grad(g, arr, tile, *rest, arrays):
     *offs, ret, adj = rest
     if arrays[0] is None:
         return (None,) * (2 + len(offs))
-    adj_tile = g.call("tile_load", [arrays[0], *offs], target=tile.type)
-    if adj is not None:  # the values before the add were read: their adjoint goes there
-        g.call("tile_atomic_add", [arrays[0], adj, *offs])
-    return (None, adj_tile) + (None,) * len(offs)
+    return (None, g.call("tile_load", [arrays[0], *offs], target=tile.type)) \
+        + (None,) * len(offs)
 
 
-# The forward replay of an adjoint kernel leaves the add out (it happened in the forward
-# launch), so the values before it are the array's values now less this block's tile, where
-# the tile lay inside the array, and zero outside, as in the forward. That is exact unless
-# another block added into the same elements after this one (then the forward's own values
-# depended on the order the blocks ran in). Warp 1.19 replays zeros.
-def _np_before(arr, tile, *offs, types, ret):
-    t = types[1]
-    out = np.zeros_like(tile)
-    if arr is not None:
-        where = _region(arr, offs, t)
-        if where is not None:
-            out[where[0]] = arr[where[1]] - tile[where[0]]
-    return out
-
-
-builtin("tile_atomic_add_before", [sig("A", "L", *_offsets(n), ret=_atomic_ret)
-                                   for n in range(1, MAX_DIMS + 1)],
-        _np_before, extra={"typed": True}, differentiable=False,
-        llvm=lambda cx, arr, tile, *offs: cx.tile_load(arr, offs, cx.types[1], minus=tile),
-        cuda=lambda types, ret, args: f"kl_tile_before<{_cuda_tile(ret)}>({args[0]}, "
-                                      f"{args[1]}, {types[0].ndim}, {', '.join(args[2:])})",
-        doc="(internal) in an adjoint's replay: the values tile_atomic_add found")
+def _atomic_ret(b):
+    a, t = b["A"], b["L"]
+    return t if a.dtype == t.dtype and a.ndim == len(t.tile_shape) else None
 
 
 builtin("tile_atomic_add", [sig("A", "L", *_offsets(n), ret=_atomic_ret)
@@ -194,9 +168,7 @@ builtin("tile_atomic_add", [sig("A", "L", *_offsets(n), ret=_atomic_ret)
         _np_atomic_add,
         llvm=lambda cx, arr, tile, *offs: cx.tile_store(arr, tile, cx.types[1], offs,
                                                         atomic=True),
-        grad=_atomic_add_grad, array_grad=True, effects=True,
-        extra={"typed": True, "replay": lambda g, args: g.call("tile_atomic_add_before",
-                                                                args)},
+        grad=_atomic_add_grad, array_grad=True, effects=True, extra={"typed": True},
         cuda=_cuda_write(True),
         doc="tile_atomic_add(a, t, offset=0): adds tile t into array a at offset, "
             "element by element atomically; returns the tile of the values before")
@@ -271,20 +243,8 @@ def _view_atomic_grad(g, arr, tile, *rest, arrays):
     *desc, ret, adj = rest
     if arrays[0] is None:
         return (None,) * (2 + len(desc))
-    adj_tile = g.call("tile_load_view", [arrays[0], *desc], target=tile.type)
-    if adj is not None:
-        g.call("tile_atomic_add_view", [arrays[0], adj, *desc])
-    return (None, adj_tile) + (None,) * len(desc)
-
-
-def _np_view_before(arr, tile, *desc, types, ret):
-    t = types[1]
-    out = np.zeros_like(tile)
-    if arr is not None:
-        src, before = _flat_elems(tile, t), _flat_elems(out, t)
-        for e, idx in _view_cells(arr, desc, t):
-            before[e] = arr[idx] - src[e]
-    return out
+    return (None, g.call("tile_load_view", [arrays[0], *desc], target=tile.type)) \
+        + (None,) * len(desc)
 
 
 def _view_store_ret(b):
@@ -312,14 +272,6 @@ def no_cuda(name):
     return spell
 
 
-builtin("tile_atomic_add_view_before", [sig("A", "L", *_view_desc(n), ret=_view_atomic_ret)
-                                        for n in range(1, MAX_DIMS + 1)],
-        _np_view_before, extra={"typed": True}, differentiable=False,
-        llvm=lambda cx, arr, tile, *desc: cx.tile_load(arr, None, cx.types[1], desc=desc,
-                                                       minus=tile),
-        cuda=no_cuda("tile_atomic_add into an array view"),
-        doc="(internal) in an adjoint's replay: the values tile_atomic_add found in a view")
-
 builtin("tile_load_view", [sig("A", *_view_desc(n), ret=_view_load_ret)
                            for n in range(1, MAX_DIMS + 1)],
         _np_view_load,
@@ -343,9 +295,7 @@ builtin("tile_atomic_add_view", [sig("A", "L", *_view_desc(n), ret=_view_atomic_
         llvm=lambda cx, arr, tile, *desc: cx.tile_store(arr, tile, cx.types[1], None,
                                                         atomic=True, desc=desc),
         cuda=no_cuda("tile_atomic_add into an array view"), grad=_view_atomic_grad,
-        array_grad=True, effects=True,
-        extra={"typed": True, "replay": lambda g, args: g.call("tile_atomic_add_view_before",
-                                                                args)},
+        array_grad=True, effects=True, extra={"typed": True},
         doc="(internal) tile_atomic_add(view, t, offset) into a view of an array")
 
 

@@ -1013,23 +1013,6 @@ __device__ inline vec<L, S> kl_tile_load(const array_t<E>& a, int ndim, int64 o0
     }
     return out;
 }
-// In an adjoint's replay: the values an atomic add of t found (a's values now less t, inside
-// the array; zero outside).
-template <int K, int D0, int D1, int D2, int D3, int L, typename S, typename E>
-__device__ inline vec<L, S> kl_tile_before(const array_t<E>& a, const vec<L, S>& t, int ndim,
-                                           int64 o0, int64 o1 = 0, int64 o2 = 0,
-                                           int64 o3 = 0) {
-    typedef kl_tile_dims<D0, D1, D2, D3> Dims;
-    const int64 o[4] = {o0, o1, o2, o3};
-    vec<L, S> out;
-    for (int64 e = 0; e < Dims::size; ++e) {
-        int64 at;
-        if (!kl_tile_at<Dims>(a, ndim, e, o, &at)) continue;
-        const S* src = (const S*)((const char*)a.data + at);
-        for (int c = 0; c < K; ++c) out.c[e * K + c] = src[c] - t.c[e * K + c];
-    }
-    return out;
-}
 // Writes t into a (Add: atomically adds it); returns the values before an add.
 template <bool Add, int K, int D0, int D1, int D2, int D3, int L, typename S, typename E>
 __device__ inline vec<L, S> kl_tile_write(const array_t<E>& a, const vec<L, S>& t, int ndim,

@@ -251,7 +251,7 @@ class TileContext:
         return self.b.gep(view.ptr, [self.b.add(at, _I64(c * t.scalar.nbytes))],
                           source_etype=ir.IntType(8))
 
-    def tile_load(self, view, offs, t, desc=None, minus=None):
+    def tile_load(self, view, offs, t, desc=None):
         """Tile t read from the array at offs (or through a view: desc, see _view_element);
         elements outside the array read as zero."""
         b, k = self.b, _parts(t)
@@ -266,11 +266,7 @@ class TileContext:
                     for c in range(k):
                         x = b.load(self._component_ptr(view, at, t, c), typ=mty,
                                    align=t.scalar.nbytes)
-                        slot = b.add(b.mul(e, _I64(k)), _I64(c))
-                        if minus is not None:  # the values before this add (a replay)
-                            y = b.load(self._slot(minus, t, slot))
-                            x = b.fsub(x, y) if t.scalar.is_float else b.sub(x, y)
-                        b.store(x, self._slot(buf, t, slot))
+                        b.store(x, self._slot(buf, t, b.add(b.mul(e, _I64(k)), _I64(c))))
                 with outside:
                     for c in range(k):
                         b.store(ir.Constant(sty, 0),
