@@ -683,3 +683,33 @@ def test_vector_tile_times_vector_tile_is_refused():
     with pytest.raises(KernelError, match="element type must be scalar"):
         kl.launch_tiled(vec_by_vec_tile, dim=1, inputs=[kl.zeros(4, dtype=kl.vec3)],
                         block_dim=4)
+
+
+@kl.kernel
+def put_elements(x: kl.array(dtype=kl.float64), y: kl.array(dtype=kl.float64),
+                 v: kl.array(dtype=kl.vec3d)):
+    i = kl.tid()
+    a = kl.tile_zeros(shape=4, dtype=kl.float64)
+    a[i] = x[i] * x[i]
+    b = kl.tile_zeros(shape=4, dtype=kl.vec3d)
+    b[i][1] = x[i]
+    kl.tile_atomic_add(y, a)
+    kl.tile_atomic_add(v, b)
+
+
+def test_assigning_tile_elements(backend, rng):
+    x_np = rng.standard_normal(4)
+    x = kl.array(x_np, dtype=kl.float64, requires_grad=True)
+    y = kl.zeros(4, dtype=kl.float64, requires_grad=True)
+    v = kl.zeros(4, dtype=kl.vec3d, requires_grad=True)
+    tape = kl.Tape()
+    with tape:
+        kl.launch(put_elements, dim=4, inputs=[x, y, v])  # one thread, one tile, per block
+    np.testing.assert_allclose(y.numpy(), x_np ** 2, rtol=1e-12)
+    want_v = np.zeros((4, 3))
+    want_v[:, 1] = x_np
+    np.testing.assert_allclose(v.numpy(), want_v, rtol=1e-12)
+    y.grad = kl.array(np.ones(4), dtype=kl.float64)
+    v.grad = kl.array(np.full((4, 3), 3.0), dtype=kl.vec3d)
+    tape.backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * x_np + 3.0, rtol=1e-12)
