@@ -366,7 +366,8 @@ def _untile_llvm(cx, t):
 builtin("tile_untile", [sig("L", ret=_untile_ret)],
         lambda t, types, ret: np.asarray(t).reshape(ret.shape) if ret.shape else
         np.asarray(t).reshape(-1)[0], extra={"typed": True},
-        llvm=_untile_llvm, cuda=no_cuda("untile"), linear_in="all",
+        llvm=_untile_llvm, linear_in="all",
+        cuda=lambda types, ret, a: f"{a[0]}.c[0]" if ret.is_scalar else a[0],  # same layout
         grad=lambda g, t, r, adj: (g.call("tile", [adj], target=t.type),),
         doc="untile(t): the thread's value back from a tile of one element (or a vector "
             "from a column tile, as tile(v) makes)")
@@ -375,7 +376,7 @@ builtin("tile_untile", [sig("L", ret=_untile_ret)],
 builtin("tile", [_AnyValue(_tile_ret)], _np_from_value,
         llvm=lambda cx, x: cx.tile_from_value(x, cx.ret), targeted=True,
         cuda=lambda types, ret, a: f"kl_tile_from<{ret.length}, {_c(ret.scalar)}>({a[0]})",
-        grad=lambda g, x, r, adj: (g.call("tile_untile", [adj]),),
+        grad=lambda g, x, r, adj: (g.call("tile_untile", [adj]),),  # the inverse
         linear_in="all",
         doc="tile(x): the one-element tile holding this thread's value x (each block is "
             "one thread)")
