@@ -716,3 +716,46 @@ def test_assigning_tile_elements(backend, rng):
     v.grad = kl.array(np.full((4, 3), 3.0), dtype=kl.vec3d)
     tape.backward()
     np.testing.assert_allclose(x.grad.numpy(), 2 * x_np + 3.0, rtol=1e-12)
+
+
+@kl.kernel
+def matmuls(a: kl.array2d(dtype=kl.float64), b: kl.array2d(dtype=kl.float64),
+            c: kl.array2d(dtype=kl.float64), d: kl.array2d(dtype=kl.float64)):
+    ta = kl.tile_load(a, shape=(3, 4))
+    tb = kl.tile_load(b, shape=(4, 2))
+    kl.tile_store(c, kl.tile_matmul(ta, tb))
+    acc = kl.tile_load(d, shape=(3, 2))
+    kl.tile_matmul(ta * ta, tb, acc, alpha=2.0, beta=0.5)
+    kl.tile_store(d, acc)
+
+
+def _matmul_ref(a, b, d):
+    return a @ b, 2.0 * (a * a) @ b + 0.5 * d
+
+
+@pytest.mark.cpu_only("tile_matmul has no CUDA lowering yet")
+def test_tile_matmul(backend, rng):
+    a_np, b_np, d_np = (rng.standard_normal(s) for s in ((3, 4), (4, 2), (3, 2)))
+    a = kl.array(a_np, dtype=kl.float64, requires_grad=True)
+    b = kl.array(b_np, dtype=kl.float64, requires_grad=True)
+    c = kl.zeros((3, 2), dtype=kl.float64, requires_grad=True)
+    d = kl.array(d_np, dtype=kl.float64, requires_grad=True)
+    tape = kl.Tape()
+    with tape:
+        kl.launch_tiled(matmuls, dim=1, inputs=[a, b, c, d], block_dim=8)
+    want_c, want_d = _matmul_ref(a_np, b_np, d_np)
+    np.testing.assert_allclose(c.numpy(), want_c, rtol=1e-12)
+    np.testing.assert_allclose(d.numpy(), want_d, rtol=1e-12)
+    wc, wd = rng.standard_normal((3, 2)), rng.standard_normal((3, 2))
+    c.grad = kl.array(wc, dtype=kl.float64)
+    d.grad = kl.array(wd, dtype=kl.float64)
+    tape.backward()
+
+    def loss(x, y):
+        cc, dd = _matmul_ref(x, y, d_np)
+        return (wc * cc).sum() + (wd * dd).sum()
+
+    np.testing.assert_allclose(a.grad.numpy(), _fd_grad(lambda x: loss(x, b_np), a_np),
+                               rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(b.grad.numpy(), _fd_grad(lambda y: loss(a_np, y), b_np),
+                               rtol=1e-6, atol=1e-8)

@@ -314,6 +314,9 @@ TILE_FORMS = {
                                "yes (from float tiles)"),
     "untile": SpecialForm("untile(t) -> value", "the thread's value from a one-element tile "
                           "(a vector from the column tile(v) makes)", "yes"),
+    "tile_matmul": SpecialForm("tile_matmul(a, b, out=None, alpha=1.0, beta=1.0) -> tile",
+                               "the matrix product of 2-D tiles of floats; with out, "
+                               "out = alpha a @ b + beta out in place", "yes"),
     "tile_max": SpecialForm("tile_max(t) -> tile", "the one-element tile of the largest "
                             "element (NaN loses, as in max)", "yes (to the element picked)"),
     "tile_min": SpecialForm("tile_min(t) -> tile", "the one-element tile of the smallest "

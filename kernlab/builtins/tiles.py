@@ -911,3 +911,45 @@ for _op in ("mul", "max", "min"):
             cuda=no_cuda("tile_reduce along an axis"), grad=_no_axis_grad(_op),
             doc=f"(internal) tile_reduce({_op}, t, axis): the {_op} along one axis, kept "
                 "with size 1")
+
+
+# ---- matrix products ------------------------------------------------------------------------
+
+class _MatmulSig:
+    """(a, b): 2-D tiles of one float type with a's columns as many as b's rows."""
+
+    params = ("FL", "FL")
+
+    def match(self, types):
+        if len(types) != 2 or not all(t.is_tile and t.dtype.is_scalar and t.is_float
+                                      for t in types):
+            return None
+        a, b = types
+        if a.dtype != b.dtype or len(a.tile_shape) != 2 or len(b.tile_shape) != 2 \
+                or a.tile_shape[1] != b.tile_shape[0]:
+            return None
+        from ..types import Tile
+        return {"R": Tile(a.dtype, (a.tile_shape[0], b.tile_shape[1]))}
+
+    def result(self, bind):
+        return bind["R"]
+
+    def __str__(self):
+        return "(tile[M, K], tile[K, N]) -> tile[M, N]"
+
+
+def _np_matmul(a, b):
+    out = np.zeros((a.shape[0], b.shape[1]), a.dtype)
+    for k in range(a.shape[1]):  # the sum over k in order, in the tiles' precision
+        out = (out + a[:, k:k + 1] * b[k:k + 1, :]).astype(a.dtype)
+    return out
+
+
+builtin("tile_matmul", [_MatmulSig()], _np_matmul,
+        llvm=lambda cx, a, b: cx.tile_matmul(a, cx.types[0], b, cx.types[1], cx.ret),
+        cuda=no_cuda("tile_matmul"),
+        grad=lambda g, a, b, r, adj: (
+            g.call("tile_matmul", [adj, g.call("tile_transpose", [b])]),
+            g.call("tile_matmul", [g.call("tile_transpose", [a]), adj])),
+        doc="tile_matmul(a, b): the matrix product of 2-D tiles of floats; "
+            "tile_matmul(a, b, out, alpha=1.0, beta=1.0) sets out = alpha a @ b + beta out")

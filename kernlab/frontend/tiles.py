@@ -47,6 +47,8 @@ _PARAMS = {
     "tile_fft": (("inout",), {}),
     "tile_reduce": (("op", "a", "axis"), {"axis": None}),
     "untile": (("a",), {}),
+    "tile_matmul": (("a", "b", "out", "alpha", "beta", "precision"),
+                    {"out": None, "alpha": 1.0, "beta": 1.0, "precision": "default"}),
     "tile_reshape": (("a", "shape", "storage"), {"storage": "register"}),
     "tile_squeeze": (("a", "axis"), {"axis": None}),
     "tile_astype": (("a", "dtype"), {}),
@@ -299,6 +301,46 @@ class TileMixin:
         summed = self.b.call("tile_unbroadcast", [t], target=Tile(t.type.dtype, kept))
         out = shape[:axis] + shape[axis + 1:] or (1,)
         return self.b.call("tile_reshape", [summed], target=Tile(t.type.dtype, out))
+
+    def _tile_tile_matmul(self, args, node):
+        a = self._tile_value(args["a"], "tile_matmul")
+        b = self._tile_value(args["b"], "tile_matmul")
+        for t in (a, b):
+            if len(t.type.tile_shape) != 2 or not (t.type.dtype.is_scalar and t.type.is_float):
+                raise KernelTypeError(f"tile_matmul takes 2-D tiles of floats, got {t.type}",
+                                      self.b.loc)
+        if a.type.dtype != b.type.dtype:
+            raise KernelTypeError(f"tile_matmul: tiles of {a.type.dtype} and {b.type.dtype} "
+                                  "(kernlab multiplies tiles of one float type)", self.b.loc)
+        if a.type.tile_shape[1] != b.type.tile_shape[0]:
+            raise KernelTypeError(f"tile_matmul: shapes {a.type.tile_shape} and "
+                                  f"{b.type.tile_shape} do not chain (a's columns must be "
+                                  "b's rows)", self.b.loc)
+        prod = self.b.call("tile_matmul", [a, b])
+        alpha = self._tile_const(args["alpha"])
+        if not (isinstance(alpha, (float, int)) and alpha == 1.0):
+            prod = self.call_builtin("mul", [prod, alpha if not isinstance(alpha, (int, float))
+                                             else Lit(float(alpha))])
+        if isinstance(args["out"], _Default):
+            return prod
+        node_out = args["out"]
+        out = self._tile_value(node_out, "tile_matmul")
+        if out.type != prod.type:
+            raise KernelTypeError(f"tile_matmul: out is {out.type}, the product "
+                                  f"{prod.type}", self.b.loc)
+        if not isinstance(node_out, ast.Name):
+            raise KernelTypeError("tile_matmul(a, b, out) updates a tile local in place: "
+                                  "pass the local's name", self.b.loc)
+        beta = self._tile_const(args["beta"])
+        if isinstance(beta, (float, int)) and beta == 0.0:
+            new = prod
+        else:
+            kept = out if isinstance(beta, (float, int)) and beta == 1.0 else \
+                self.call_builtin("mul", [out, beta if not isinstance(beta, (int, float))
+                                          else Lit(float(beta))])
+            new = self.b.call("add", [kept, prod])
+        self.assign(node_out, new)
+        return Lit(None)
 
     def _tile_untile(self, args, node):
         t = self._tile_value(args["a"], "untile")

@@ -677,3 +677,24 @@ class TileContext:
 
         self.tile_loop(_I64(0), _I64(src.size), body)
         return out
+
+    def tile_matmul(self, a, ta, b, tb, out_t):
+        """a @ b for 2-D tiles of floats: each output the sum over k in order."""
+        bld = self.b
+        m, kk = ta.tile_shape
+        n = tb.tile_shape[1]
+        sty, _, _ = self._tile_types(out_t)
+        out = self.tile_buffer(out_t)
+
+        def row(i):
+            def col(j):
+                def term(k, acc):
+                    x = bld.load(self._slot(a, ta, bld.add(bld.mul(i, _I64(kk)), k)))
+                    y = bld.load(self._slot(b, tb, bld.add(bld.mul(k, _I64(n)), j)))
+                    return [bld.fadd(acc, bld.fmul(x, y))]
+                acc, = self.tile_loop(_I64(0), _I64(kk), term, [ir.Constant(sty, 0.0)])
+                bld.store(acc, self._slot(out, out_t, bld.add(bld.mul(i, _I64(n)), j)))
+            self.tile_loop(_I64(0), _I64(n), col)
+
+        self.tile_loop(_I64(0), _I64(m), row)
+        return out
