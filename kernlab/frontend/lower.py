@@ -375,6 +375,20 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
             elem = structs.index(self, base, [self.int_index(i) for i in raw])
             return structs.store_struct(self, elem, value)
         indices = [self.int_index(i) for i in raw]
+        if isinstance(base, Var) and base.type.is_tile:  # t[i, j] = x on a tile local
+            t = base.type
+            if len(indices) != len(t.tile_shape):
+                raise KernelTypeError(f"a tile of shape {t.tile_shape} takes "
+                                      f"{len(t.tile_shape)} index(es), got {len(indices)}",
+                                      self.b.loc)
+            v = self.value(value, t.scalar)
+            if v.type != t.dtype:
+                if not (v.type.is_scalar and t.dtype.is_scalar):
+                    raise KernelTypeError(f"cannot put a {v.type} into a tile of {t.dtype}",
+                                          self.b.loc)
+                v = self.b.cast(v, t.dtype)
+            self.b.store(base, self.b.call("tile_put", [self.b.load(base), v, *indices]))
+            return
         if isinstance(base, Value) and base.type.is_array:
             if len(indices) != base.type.ndim:
                 raise KernelTypeError("Incorrect number of indices specified for array "

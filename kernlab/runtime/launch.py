@@ -296,8 +296,9 @@ def launch_tiled(kernel, dim=None, inputs=(), outputs=(), block_dim=None, **kwar
     if len(dims) > 3:
         raise LaunchError(f"kl.launch_tiled({getattr(kernel, 'key', kernel)}): a tiled "
                           f"launch has at most 3 block dimensions, got {len(dims)}")
-    if isinstance(kernel, Kernel) and not (kernel.param_types is None and kernel.is_generic) \
-            and kernel.ir.ndim <= len(dims):
+    if isinstance(kernel, Kernel) and kernel.param_types is None and kernel.is_generic:
+        kernel = kernel.for_arguments(list(inputs) + list(outputs))  # Any: its overload
+    if isinstance(kernel, Kernel) and kernel.ir.ndim <= len(dims):
         full = dims  # the kernel does not read the lane index: leave the 1 out
     else:
         full = dims + (1,)
