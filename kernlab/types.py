@@ -42,7 +42,7 @@ class Scalar(Type):
     @property
     def np(self) -> np.dtype:
         if self.name == "bfloat16":
-            raise TypeError("kernlab has no bfloat16 arithmetic yet: use float16 or float32")
+            return _bfloat16_dtype()
         return np.dtype({"f": f"float{self.bits}", "i": f"int{self.bits}",
                          "u": f"uint{self.bits}", "b": "bool"}[self.kind])
 
@@ -91,6 +91,27 @@ class Scalar(Type):
     __str__ = __repr__
 
 
+def _bfloat16_dtype() -> np.dtype:
+    """NumPy's bfloat16 dtype (from the ml_dtypes package, as Warp's ``.numpy()`` uses where
+    it is installed): arrays store its 16 bits, and its arithmetic rounds every result to
+    nearest even, as Warp's does."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise TypeError("bfloat16 in kernlab needs the ml_dtypes package (pip install "
+                        "ml_dtypes, or the kernlab[bfloat16] extra)") from None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def is_bfloat16(t) -> bool:
+    """Whether t is bfloat16 or a vector/matrix/array of it: its registers are float32
+    (rounded to bfloat16 after every operation) and its memory 16 bits."""
+    try:
+        return t.scalar.name == "bfloat16"
+    except (AttributeError, TypeError):  # not a type, or one without a scalar
+        return False
+
+
 _INT_VALUES: dict = {}
 
 
@@ -123,6 +144,8 @@ def _value_class(s: Scalar) -> type:
     scalar with Warp's ``.value`` (the Python number); integers refuse ``**`` (Warp has no
     integer power)."""
     cls = _INT_VALUES.get(s.name)
+    if cls is None and s.name == "bfloat16":  # ml_dtypes' scalar type cannot be subclassed
+        cls = _INT_VALUES[s.name] = s.np.type
     if cls is None:
         body = {"__slots__": (), "__module__": __name__,
                 "value": property(lambda self: self.item(), doc="the Python number")}
@@ -151,8 +174,10 @@ uint32 = Scalar("uint32", "u", 32)
 int64 = Scalar("int64", "i", 64)
 uint64 = Scalar("uint64", "u", 64)
 bool_ = Scalar("bool", "b", 8)
-bfloat16 = Scalar("bfloat16", "f", 16)  # named (Warp code mentions it), not yet usable
-FLOATS = (float16, float32, float64)
+# Google's brain float: float32's 8 exponent bits, 7 mantissa bits; stored as 16 bits,
+# computed in float32 and rounded to nearest even after every operation (as Warp does)
+bfloat16 = Scalar("bfloat16", "f", 16)
+FLOATS = (float16, bfloat16, float32, float64)
 INTS = (int8, uint8, int16, uint16, int32, uint32, int64, uint64)
 SCALARS = FLOATS + INTS + (bool_,)
 # Warp's names for the same tuples
@@ -547,7 +572,21 @@ spatial_matrixh, spatial_matrixd = Matrix(6, 6, float16), Matrix(6, 6, float64)
 
 
 _PY_TYPES = {float: float32, int: int32, bool: bool_}
-_NP_TYPES = {s.np: s for s in SCALARS}
+
+
+def _np_types() -> dict:
+    """NumPy dtype -> scalar type, for the scalars NumPy has here (bfloat16 needs
+    ml_dtypes)."""
+    out = {}
+    for s in SCALARS:
+        try:
+            out[s.np] = s
+        except TypeError:
+            pass
+    return out
+
+
+_NP_TYPES = _np_types()
 
 
 def to_type(t) -> Type:
@@ -590,9 +629,10 @@ def type_of_numpy(a: np.ndarray, dtype: Type | None = None) -> tuple[Type, tuple
 
 # ---- Warp's type helpers (wp.types.*) ------------------------------------------------------
 
-np_dtype_to_warp_type = {s.np.type: s for s in SCALARS}
-np_dtype_to_warp_type.update({s.np: s for s in SCALARS})
-warp_type_to_np_dtype = {s: s.np.type for s in SCALARS}
+# (as Warp's: the scalars with a native NumPy type, so not bfloat16)
+np_dtype_to_warp_type = {d.type: s for d, s in _NP_TYPES.items() if s is not bfloat16}
+np_dtype_to_warp_type.update({d: s for d, s in _NP_TYPES.items() if s is not bfloat16})
+warp_type_to_np_dtype = {s: d.type for d, s in _NP_TYPES.items() if s is not bfloat16}
 
 
 def dtype_from_numpy(numpy_dtype) -> Scalar:
@@ -686,7 +726,8 @@ def describe_type(t: Type) -> str:
         else:
             what = f"{t.name}: the {t.bits}-bit {_KIND_WORDS[t.kind]} scalar type"
         if t.name == "bfloat16":
-            what += " (named for Warp code that mentions it; no arithmetic yet)"
+            what = ("bfloat16: the 16-bit brain floating-point scalar type (8 exponent bits, "
+                    "7 mantissa bits; computed in float32, rounded to nearest even)")
         return (f"{what}. An annotation and a cast in kernels; in Python, {t.name}(x) gives "
                 f"a NumPy scalar. Warp: wp.{t.name}.")
     if isinstance(t, Quaternion):

@@ -106,7 +106,8 @@ def _scalar(s, value, fail):
         value = bool(value)
     elif isinstance(value, (int, np.integer)):
         value = int(value)
-    elif isinstance(value, (float, np.floating)):
+    elif isinstance(value, (float, np.floating)) or (
+            isinstance(value, np.generic) and value.dtype.name == "bfloat16"):
         value = float(value)
     else:
         raise fail(f"got {type(value).__name__}")
@@ -426,7 +427,7 @@ class _Quick:
             t = p.type
             if t.is_array:
                 kinds.append((0, t.dtype, t.ndim))
-            elif t.is_scalar and t.scalar.kind == "f":
+            elif t.is_scalar and t.scalar.kind == "f" and t.name != "bfloat16":
                 limit = _F32_MAX if t.bits == 32 else math.inf
                 kinds.append((1, -limit, limit))
             elif t.is_scalar and t.scalar.kind in "iu":
