@@ -79,11 +79,25 @@ class Scalar(Type):
 
     def __call__(self, x=0):
         if self.kind == "b":
-            return self.np.type(x)
+            return BoolValue(x)
         if self.kind in "iu" and not isinstance(x, (np.ndarray, np.generic)):
             x = _wrap(int(x), self)  # wp.uint8(-1) == 255, as in C
         with np.errstate(over="ignore", invalid="ignore"):
-            return _value_class(self)(x)
+            out = _value_class(self)(x)
+        if self.kind == "f" and isinstance(x, (int, np.integer)) and not isinstance(x, bool) \
+                and self.name != "bfloat16":
+            out._given = int(x)  # shown as Warp shows it: float32(-1) prints -1
+        return out
+
+    def __instancecheck__(self, x) -> bool:
+        """``isinstance(x, kl.float32)``: whether x is a value of this type, as Warp's
+        type objects (classes) answer: what ``kl.float32(...)`` gives, a struct's field."""
+        if self.kind == "b":
+            return isinstance(x, BoolValue)
+        try:
+            return isinstance(x, _value_class(self))
+        except TypeError:  # bfloat16 without ml_dtypes: no value can be one
+            return False
 
     def __repr__(self):
         return self.name
@@ -139,22 +153,85 @@ def _defer_to_arrays(base, name):
 _BINARY = ("__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__")
 
 
+def _shown(self) -> str:
+    """Warp's ``str`` of a scalar value: the number (an integer as an integer; a float made
+    from a Python int as that int, since Warp keeps the number it was given)."""
+    given = getattr(self, "_given", None)
+    if given is not None and float(self) == given:
+        return str(given)
+    return str(self.item())
+
+
 def _value_class(s: Scalar) -> type:
     """The Python-side value type of a scalar (what ``wp.int8(3)`` returns): the NumPy
-    scalar with Warp's ``.value`` (the Python number); integers refuse ``**`` (Warp has no
-    integer power)."""
+    scalar with Warp's ``.value`` (the Python number), ``str`` and ``repr`` (``int8(-1)``);
+    integers refuse ``**`` (Warp has no integer power)."""
     cls = _INT_VALUES.get(s.name)
     if cls is None and s.name == "bfloat16":  # ml_dtypes' scalar type cannot be subclassed
         cls = _INT_VALUES[s.name] = s.np.type
     if cls is None:
-        body = {"__slots__": (), "__module__": __name__,
-                "value": property(lambda self: self.item(), doc="the Python number")}
+        body = {"__slots__": ("_given",) if s.is_float else (), "__module__": __name__,
+                "value": property(lambda self: self.item(), doc="the Python number"),
+                "__str__": _shown,
+                "__repr__": lambda self: f"{type(self).__name__}({_shown(self)})"}
         body.update({n: _defer_to_arrays(s.np.type, n) for n in _BINARY})
         if s.is_int:
             body.update(__pow__=_no_pow, __rpow__=_no_pow)
         cls = type(s.name, (s.np.type,), body)
         _INT_VALUES[s.name] = cls
     return cls
+
+
+class BoolValue:
+    """A bool value on the Python side (what ``kl.bool_(x)`` returns), as Warp's: truthy
+    like the number it was given, ``.value``, ``str`` True/False, ``repr`` bool(True); NumPy
+    reads it as a NumPy bool (NumPy's bool type cannot be subclassed)."""
+
+    __slots__ = ("value",)
+    __module__ = __name__
+
+    def __init__(self, x=False):
+        self.value = x.value if isinstance(x, BoolValue) else x
+
+    def __bool__(self) -> bool:
+        return bool(self.value != 0)
+
+    def __int__(self) -> int:
+        return int(bool(self))
+
+    __index__ = __int__
+
+    def __float__(self) -> float:
+        return float(bool(self))
+
+    def __eq__(self, other):
+        try:
+            return bool(self) == bool(other)
+        except (TypeError, ValueError):
+            return NotImplemented
+
+    def __ne__(self, other):
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    def __hash__(self):
+        return hash(bool(self))
+
+    def __str__(self):
+        return str(bool(self))
+
+    def __repr__(self):
+        return f"bool({self})"
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(bool(self), dtype=dtype or np.bool_)
+
+    def item(self) -> bool:
+        return bool(self)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(np.bool_)
 
 
 def _wrap(value: int, s: Scalar) -> int:
@@ -177,6 +254,7 @@ bool_ = Scalar("bool", "b", 8)
 # Google's brain float: float32's 8 exponent bits, 7 mantissa bits; stored as 16 bits,
 # computed in float32 and rounded to nearest even after every operation (as Warp does)
 bfloat16 = Scalar("bfloat16", "f", 16)
+BoolValue._kl_type = bool_  # the kernel type of a kl.bool_(...) argument
 FLOATS = (float16, bfloat16, float32, float64)
 INTS = (int8, uint8, int16, uint16, int32, uint32, int64, uint64)
 SCALARS = FLOATS + INTS + (bool_,)

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import config
 from ..errors import LaunchError, LaunchValueError
+from ..types import BoolValue
 from ..ir.nodes import Op
 from ..kernel import Kernel, _user_facing
 from . import capture as _capture
@@ -102,7 +103,7 @@ def _scalar(s, value, fail):
     """A Python or NumPy bool, int or float as scalar type s, or a LaunchError when that
     would lose more than rounding: a fraction or an out-of-range number for an integer, a
     finite number that overflows a float, anything but 0/1 for a bool."""
-    if isinstance(value, (bool, np.bool_)):
+    if isinstance(value, (bool, np.bool_, BoolValue)):
         value = bool(value)
     elif isinstance(value, (int, np.integer)):
         value = int(value)
