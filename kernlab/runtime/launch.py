@@ -680,11 +680,19 @@ def _run(kernel: Kernel, dims, args, device, adjoint, retain=None):
     written = written_params(func)
     if device.is_cpu:
         _refuse_readonly(kernel, func, args, written)
+    # kl.tid() gives the leading launch indices (Warp 1.19: ``i = kl.tid()`` in a 2-D launch
+    # is the row): a kernel that reads n of them runs over the launch's first n dims, once
+    # per combination of the others (as many threads as Warp runs, each with its indices);
+    # one that reads more than the launch has sees 0 for the missing ones
+    n = max(func.ndim, 1)
+    repeats = math.prod(dims[n:]) if len(dims) > n else 1
+    dims = tuple(dims[:n]) + (1,) * (n - len(dims))
     try:
-        if device.is_cpu:
-            runner.launch(dims, args)
-        else:  # the device, not the arrays, says where (a kernel may take no arrays)
-            runner.launch(dims, args, ordinal=device.ordinal)
+        for _ in range(repeats):
+            if device.is_cpu:
+                runner.launch(dims, args)
+            else:  # the device, not the arrays, says where (a kernel may take no arrays)
+                runner.launch(dims, args, ordinal=device.ordinal)
     finally:  # also after an IndexError or a KeyboardInterrupt: some threads have written
         for k in written:
             if args[k] is not None:
