@@ -345,8 +345,13 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Tile
     def assign_subscript(self, target, value):
         idx_nodes = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
         start = len(self.b.block.instrs)
-        base = self.expr(target.value) if not isinstance(target.value, ast.Name) \
-            else self._name_for_store(target.value)
+        slot = isinstance(target.value, ast.Subscript)  # a[i].x = v, a[i][k] = v
+        self.slot_write, outer = slot, getattr(self, "slot_write", False)
+        try:
+            base = self.expr(target.value) if not isinstance(target.value, ast.Name) \
+                else self._name_for_store(target.value)
+        finally:
+            self.slot_write = outer
         if isinstance(base, Var) and (base.type.is_vector or base.type.is_matrix):
             self.b.store(base, self.insert_into(self.b.load(base), idx_nodes, value))
             return
