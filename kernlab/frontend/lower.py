@@ -359,7 +359,7 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Tile
                 and (base.type.is_vector or base.type.is_matrix):  # a[i][k] = s
             new = self.insert_into(base, idx_nodes, value)
             read_end = len(self.b.block.instrs)
-            self.assign_subscript(target.value, new)
+            self.assign(target.value, new)  # (kl.adjoint[v][k] = s: the adjoint's local)
             self.mark_rmw(start, read_end)
             return
         if isinstance(target.value, ast.Attribute) and self.struct_rooted(target.value) \
