@@ -126,6 +126,12 @@ def is_bfloat16(t) -> bool:
         return False
 
 
+def numpy_kind(dtype) -> str:
+    """A NumPy dtype's kind letter, with ml_dtypes' bfloat16 (kind 'V') as the float it is."""
+    dtype = np.dtype(dtype)
+    return "f" if dtype.name == "bfloat16" else dtype.kind
+
+
 _INT_VALUES: dict = {}
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import config
 from ..errors import LaunchError, LaunchValueError
-from ..types import BoolValue
+from ..types import BoolValue, numpy_kind
 from ..ir.nodes import Op
 from ..kernel import Kernel, _user_facing
 from . import capture as _capture
@@ -92,7 +92,7 @@ def convert_arg(kernel_name: str, param, value, device, allow_none=False):
         arr = np.asarray(value)
     except (TypeError, ValueError):
         raise fail(f"got {type(value).__name__}") from None
-    if arr.dtype.kind not in "biuf":  # strings, complex numbers, objects
+    if numpy_kind(arr.dtype) not in "biuf":  # strings, complex numbers, objects
         raise fail(f"got {type(value).__name__}")
     if arr.size != math.prod(t.shape):
         raise fail(f"got a value with {arr.size} component(s)")
