@@ -146,3 +146,35 @@ def test_refused_atomics_name_the_type(backend):
 
     with pytest.raises(kl.errors.KernelError, match="atomic_exch.*bfloat16"):
         kl.launch(swap, 1, inputs=[kl.zeros(1, dtype=kl.bfloat16)])
+
+
+@pytest.mark.parametrize("arch", [75, 90])
+def test_nvrtc_and_ptxas_build_the_bfloat16_kernels(arch, tmp_path):
+    """The kernels' CUDA C++ (forward and adjoint) builds for a GPU: NVRTC to PTX, ptxas to
+    machine code; the atomics are 16-bit compare-and-swap loops (no sm_80 bf16 needed)."""
+    import re
+    import subprocess
+
+    from helpers import find_ptxas
+    from kernlab.backends.cuda import nvrtc
+    from kernlab.backends.cuda.render import entry_name, render_cuda
+    if not nvrtc.is_available():
+        pytest.skip("NVRTC is not installed")
+    ptxas = find_ptxas()
+    text = ""
+    for k in (bf16_arith, bf16_count, bf16_square):
+        for func in (k.ir, k.adjoint_ir):
+            ptx = nvrtc.compile_ptx(render_cuda(func, True), func.name, arch)
+            assert f".entry {entry_name(func)}(" in ptx
+            text += ptx
+            if ptxas is None:
+                continue
+            path = tmp_path / f"{entry_name(func)}.ptx"
+            path.write_text(ptx)
+            run = subprocess.run([ptxas, f"-arch=sm_{arch}", str(path), "-o",
+                                  str(path.with_suffix(".cubin"))], capture_output=True,
+                                 text=True)
+            if "Unsupported .version" in run.stderr:
+                pytest.skip(f"ptxas is older than NVRTC {nvrtc.version()}")
+            assert run.returncode == 0, f"ptxas failed on {func.name}:\n{run.stderr}"
+    assert re.search(r"\batom(\.global)?\.cas\.b16\b", text)
