@@ -47,3 +47,22 @@ def test_tid_gives_the_leading_indices(backend, kernel, ndim, launch, shape):
     kl.launch(kernel, launch, inputs=[out])
     np.testing.assert_array_equal(out.numpy(), expected(launch, ndim, shape))
     assert out.numpy().sum() == np.prod(launch)  # every thread ran once
+
+
+@kl.kernel
+def scale(x: kl.array(dtype=float), y: kl.array(dtype=float)):
+    i = kl.tid()
+    kl.atomic_add(y, i, 3.0 * x[i] * x[i])
+
+
+def test_gradient_of_a_kernel_reading_fewer_indices(backend):
+    # launched (4, 2): each i runs twice, so y = 2 * 3 x^2 and dy/dx = 12 x
+    xs = np.array([0.5, -1.0, 2.0, 3.0], np.float32)
+    x = kl.array(xs, requires_grad=True)
+    y = kl.zeros(4, dtype=float, requires_grad=True)
+    tape = kl.Tape()
+    with tape:
+        kl.launch(scale, (4, 2), inputs=[x], outputs=[y])
+    np.testing.assert_allclose(y.numpy(), 6.0 * xs**2, rtol=1e-6)
+    tape.backward(grads={y: kl.array(np.ones(4, np.float32))})
+    np.testing.assert_allclose(x.grad.numpy(), 12.0 * xs, rtol=1e-6)

@@ -672,6 +672,14 @@ def _run(kernel: Kernel, dims, args, device, adjoint, retain=None):
     elif retain is None:
         retain = _kept_gradients(kernel.ir, args)
     func = kernel.adjoint_variant(retain) if adjoint else kernel.ir
+    # kl.tid() gives the leading launch indices (Warp 1.19: ``i = kl.tid()`` in a 2-D launch
+    # is the row): a kernel that reads n of them runs over the launch's first n dims, once
+    # per combination of the others (as many threads as Warp runs, each with its indices);
+    # one that reads more than the launch has sees 0 for the missing ones
+    n = max(kernel.ir.ndim, 1)
+    repeats = math.prod(dims[n:]) if len(dims) > n else 1
+    dims = tuple(dims[:n]) + (1,) * (n - len(dims))
+    # (each repeat is a launch of its own, in turn: within one, every index is one thread's)
     shared = adjoint and bool(func.owned) and _gradients_overlap(func, args)
     if shared:  # the per-thread ownership proof does not hold for these arrays
         func = kernel.adjoint_variant(retain, shared=True)
@@ -680,13 +688,6 @@ def _run(kernel: Kernel, dims, args, device, adjoint, retain=None):
     written = written_params(func)
     if device.is_cpu:
         _refuse_readonly(kernel, func, args, written)
-    # kl.tid() gives the leading launch indices (Warp 1.19: ``i = kl.tid()`` in a 2-D launch
-    # is the row): a kernel that reads n of them runs over the launch's first n dims, once
-    # per combination of the others (as many threads as Warp runs, each with its indices);
-    # one that reads more than the launch has sees 0 for the missing ones
-    n = max(func.ndim, 1)
-    repeats = math.prod(dims[n:]) if len(dims) > n else 1
-    dims = tuple(dims[:n]) + (1,) * (n - len(dims))
     try:
         for _ in range(repeats):
             if device.is_cpu:
