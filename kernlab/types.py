@@ -311,6 +311,9 @@ class Vector(Type):
     def __call__(self, *args):
         return _construct(self, args)
 
+    def __instancecheck__(self, x) -> bool:
+        return _is_value_of(self, x)
+
     def __repr__(self):
         suffix = {float32: "", float64: "d"}.get(self.dtype)
         if suffix is not None and 2 <= self.length <= 4:
@@ -362,6 +365,9 @@ class Matrix(Type):
 
     def __call__(self, *args):
         return _construct(self, args)
+
+    def __instancecheck__(self, x) -> bool:
+        return _is_value_of(self, x)
 
     def __repr__(self):
         suffix = {float32: "", float64: "d"}.get(self.dtype)
@@ -579,6 +585,17 @@ def _component(k):
 
 for _k, _name in enumerate("xyzw"):
     setattr(Value, _name, _component(_k))
+
+
+def _is_value_of(t, x) -> bool:
+    """``isinstance(x, kl.vec3)``: x is a vector/matrix value (what ``kl.vec3(...)`` gives)
+    of t's shape and scalar type. (A quaternion or transform is its own type.)"""
+    if not isinstance(x, Value) or x.shape != t.shape:
+        return False
+    try:
+        return x.dtype == t.dtype.np
+    except TypeError:
+        return False
 
 
 def _construct(t, args):

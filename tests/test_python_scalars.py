@@ -66,3 +66,12 @@ def test_slot_write_index_must_be_an_integer():
 
     with pytest.raises(TypeError, match="Array slot write indices must be integers"):
         kl.launch(bad, 1, inputs=[kl.zeros(1, dtype=kl.vec3)])
+
+
+def test_isinstance_of_vector_and_matrix_types():
+    v = kl.vec3(1.0, 2.0, 3.0)
+    assert isinstance(v, kl.vec3) and not isinstance(v, kl.vec3d)
+    assert not isinstance(v, kl.vec4) and not isinstance(np.zeros(3, np.float32), kl.vec3)
+    assert isinstance(kl.mat22(), kl.mat22) and not isinstance(kl.mat22(), kl.vec4)
+    items = kl.full(2, kl.vec3i(1, 2, 3), dtype=kl.vec3i).list()
+    assert all(isinstance(x, kl.vec3i) for x in items)
