@@ -178,3 +178,13 @@ def test_nvrtc_and_ptxas_build_the_bfloat16_kernels(arch, tmp_path):
                 pytest.skip(f"ptxas is older than NVRTC {nvrtc.version()}")
             assert run.returncode == 0, f"ptxas failed on {func.name}:\n{run.stderr}"
     assert re.search(r"\batom(\.global)?\.cas\.b16\b", text)
+
+
+def test_tiles_of_bfloat16_are_refused_by_name():
+    @kl.kernel
+    def tiled(a: kl.array(dtype=kl.bfloat16), out: kl.array(dtype=kl.bfloat16)):
+        kl.tile_store(out, kl.tile_load(a, shape=4))
+
+    a = kl.zeros(4, dtype=kl.bfloat16)
+    with pytest.raises(kl.errors.KernelTypeError, match="no tiles of bfloat16"):
+        kl.launch_tiled(tiled, dim=1, inputs=[a, kl.zeros(4, dtype=kl.bfloat16)], block_dim=1)
