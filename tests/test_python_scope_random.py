@@ -53,3 +53,11 @@ def test_python_calls_match_the_kernel():
     assert kl.randf(s) == first and int(s) == pcg(42)  # the Python state is a value
     nxt = kl.randf(kl.randu(s))  # advancing explicitly gives the kernel's second draw
     assert nxt == out.numpy()[6]
+
+
+def test_a_written_value_argument_is_written_in_place():
+    # transform_set_* write their first argument (a transform value) in Python too
+    t = kl.transform_identity()
+    assert kl.transform_set_translation(t, kl.vec3(1.0, 2.0, 3.0)) is None
+    kl.transform_set_rotation(t, kl.quat(0.0, 0.6, 0.0, 0.8))
+    np.testing.assert_array_equal(np.asarray(t), np.float32([1, 2, 3, 0, 0.6, 0, 0.8]))

@@ -233,16 +233,19 @@ def call_on_python_values(name: str, args, target=None):
                     break
     ex = find_expansion(name, [v.type for v in vals])
     out = g.call(name, vals, target)
-    if ex is not None and ex.writes and isinstance(out, tuple):
+    if ex is not None and ex.writes:
         # an argument the call writes: a NumPy array (a transform ...) is written in
         # place; a scalar (a random state) is passed by value and stays as it was, as in
-        # Warp's Python scope; the call's value is what remains
-        for k, v in zip(ex.writes, out):
+        # Warp's Python scope; the call's value is what remains (None if nothing does)
+        parts = out if isinstance(out, tuple) else (out,)
+        for k, v in zip(ex.writes, parts):
             if isinstance(args[k], np.ndarray) and args[k].flags.writeable \
                     and np.shape(args[k]) == np.shape(v.value):
                 args[k][...] = v.value
-        out = out[len(ex.writes):]
-        out = out[0] if len(out) == 1 else out
+        rest = parts[len(ex.writes):]
+        if not rest:
+            return None
+        out = rest[0] if len(rest) == 1 else rest
     return tuple(_to_python(o) for o in out) if isinstance(out, tuple) else _to_python(out)
 
 
