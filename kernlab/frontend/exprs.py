@@ -189,6 +189,9 @@ class ExprMixin:
     def int_index(self, x) -> Value:
         v = self.value(x, int32)
         if not (v.type.is_scalar and v.type.is_int):
+            if getattr(self, "slot_write", False):  # Warp's words for a[i].x = v
+                raise KernelTypeError("Array slot write indices must be integers or slices, "
+                                      f"not {v.type}", self.b.loc)
             raise KernelTypeError(f"an index must be an integer, not {v.type}", self.b.loc)
         return v
 

@@ -346,8 +346,13 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
     def assign_subscript(self, target, value):
         idx_nodes = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
         start = len(self.b.block.instrs)
-        base = self.expr(target.value) if not isinstance(target.value, ast.Name) \
-            else self._name_for_store(target.value)
+        slot = isinstance(target.value, ast.Subscript)  # a[i].x = v, a[i][k] = v
+        self.slot_write, outer = slot, getattr(self, "slot_write", False)
+        try:
+            base = self.expr(target.value) if not isinstance(target.value, ast.Name) \
+                else self._name_for_store(target.value)
+        finally:
+            self.slot_write = outer
         if isinstance(base, Var) and (base.type.is_vector or base.type.is_matrix):
             self.b.store(base, self.insert_into(self.b.load(base), idx_nodes, value))
             return
@@ -355,7 +360,7 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
                 and (base.type.is_vector or base.type.is_matrix):  # a[i][k] = s
             new = self.insert_into(base, idx_nodes, value)
             read_end = len(self.b.block.instrs)
-            self.assign_subscript(target.value, new)
+            self.assign(target.value, new)  # (kl.adjoint[v][k] = s: the adjoint's local)
             self.mark_rmw(start, read_end)
             return
         if isinstance(target.value, ast.Attribute) and self.struct_rooted(target.value) \
