@@ -179,11 +179,19 @@ class ExprMixin:
             if isinstance(x, Value) and x.type.is_array:
                 raise KernelTypeError(f"{name}() cannot take a whole array; index it first",
                                       self.b.loc)
-        return self.b.call(name, self.values(xs), target)
+        vals = self.values(xs)
+        if target is None and any(v.type.is_tile for v in vals):  # frontend/tiles.py
+            mixed = self.tile_mixed(name, vals)
+            if mixed is not None:
+                return mixed
+        return self.b.call(name, vals, target)
 
     def int_index(self, x) -> Value:
         v = self.value(x, int32)
         if not (v.type.is_scalar and v.type.is_int):
+            if getattr(self, "slot_write", False):  # Warp's words for a[i].x = v
+                raise KernelTypeError("Array slot write indices must be integers or slices, "
+                                      f"not {v.type}", self.b.loc)
             raise KernelTypeError(f"an index must be an integer, not {v.type}", self.b.loc)
         return v
 
