@@ -239,6 +239,11 @@ class _Pickler(pickle.Pickler):
                 (t is pytypes.FunctionType or isinstance(obj, type))
                 and not _allowed_module(getattr(obj, "__module__", None) or "")):
             raise Uncacheable  # a user's function or class: by reference, could change
+        if not (t is pytypes.FunctionType or issubclass(t, type) or issubclass(t, self.type)):
+            # nothing above depends on more than the type for these (Values, Vars, Instrs,
+            # Blocks, Ops, ArrayTypes): the next one skips the tests (a long kernel's IR has
+            # millions of objects: the tests took half its pickling time)
+            self.plain.add(t)
         return None
 
     def reducer_override(self, obj):
