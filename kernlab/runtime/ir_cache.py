@@ -221,6 +221,7 @@ class _Pickler(pickle.Pickler):
         self.named = _named_types()[1]
         # the types most objects of an IR have: nothing to decide for them
         self.plain = {int, float, bool, str, tuple, list, dict, frozenset, type(None)}
+        self.allowed: dict = {}  # id -> a kernlab function or class pickled by reference
 
     def persistent_id(self, obj):
         t = type(obj)
@@ -235,10 +236,14 @@ class _Pickler(pickle.Pickler):
             if name is None:
                 raise Uncacheable  # a struct, a custom vector: kept by identity elsewhere
             return ("type", name)
-        if t is pytypes.ModuleType or (
-                (t is pytypes.FunctionType or isinstance(obj, type))
-                and not _allowed_module(getattr(obj, "__module__", None) or "")):
-            raise Uncacheable  # a user's function or class: by reference, could change
+        if t is pytypes.ModuleType:
+            raise Uncacheable
+        if t is pytypes.FunctionType or isinstance(obj, type):
+            if id(obj) in self.allowed:  # every Value names its class and _restore
+                return None
+            if not _allowed_module(getattr(obj, "__module__", None) or ""):
+                raise Uncacheable  # a user's function or class: by reference, could change
+            self.allowed[id(obj)] = obj  # held: the id stays this object's
         if not (t is pytypes.FunctionType or issubclass(t, type) or issubclass(t, self.type)):
             # nothing above depends on more than the type for these (Values, Vars, Instrs,
             # Blocks, Ops, ArrayTypes): the next one skips the tests (a long kernel's IR has

@@ -563,14 +563,18 @@ def _load_or_compile(func, bounds_check, key, verify_fp=False, part="general") -
     return entry
 
 
+def optimised_object(func, text: str, tm=None) -> bytes:
+    """The object code of the lowered entry ``text``, optimised (see optimised_entry)."""
+    if tm is None:
+        return _emit_object(func, optimised_module(func, text))
+    return _emit_unlocked(tm, optimised_module(func, text, tm, unlocked=True))
+
+
 def optimised_entry(func, text: str, symbol: str, layout, key: str, tm=None) -> CompiledEntry:
     """Optimise and compile the lowered entry ``text``, load it and keep its object in the
     disk cache (``tm``: the target machine of a helper thread, which then optimises and
     emits code without llvmlite's global lock: see _unlocked)."""
-    if tm is None:
-        obj = _emit_object(func, optimised_module(func, text))
-    else:
-        obj = _emit_unlocked(tm, optimised_module(func, text, tm, unlocked=True))
+    obj = optimised_object(func, text, tm)
     address, arena = _add_object(obj, symbol)
     if not address:
         raise LoweringError("internal error: the compiled kernel has no entry point",

@@ -42,6 +42,7 @@ import weakref
 
 import llvmlite.binding as llvm
 
+from ... import config
 from . import jit
 from .lower import is_interruptible
 
@@ -142,10 +143,12 @@ class _Job:
         self.slot = slot
 
     def run(self, tm) -> None:
-        if self.quick() is None:  # its kernel is gone: nobody would run the code
+        t0 = time.perf_counter()
+        if self.quick() is None:  # its kernel is gone: only the disk cache wants the code
+            if config.cache_dir:  # (a later process, a notebook cell run again unedited)
+                jit.cache.store(self.key, jit.optimised_object(self.func, self.text, tm))
             stats["skipped"] += 1
             return
-        t0 = time.perf_counter()
         entry = jit.optimised_entry(self.func, self.text, self.symbol, self.layout, self.key,
                                     tm)
         quick = self.quick()
