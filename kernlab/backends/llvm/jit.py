@@ -257,7 +257,7 @@ BLOCK_SPLIT_INSTRUCTIONS = 1000  # ... and its basic blocks are cut into pieces 
 _fast_codegen: list = []
 
 
-def _emit_object(func: Function, module, tm=None) -> bytes:
+def _emit_object(func: Function, module) -> bytes:
     """The object code of an optimised module. A huge body (thousands of statements, as a
     long kernel's adjoint) gets O0 code generation, and its straight-line blocks are cut
     into pieces first: LLVM selects instructions one basic block at a time, in time
@@ -265,7 +265,7 @@ def _emit_object(func: Function, module, tm=None) -> bytes:
     in one block, took 3 s at O0, 0.3 s in pieces of 1,000), and after O2 the whole body
     of a loop-free kernel is one block."""
     if _body_size(func) < FAST_CODEGEN_MIN_INSTRUCTIONS:
-        return (tm or _codegen_machine(func)).emit_object(module)
+        return _codegen_machine(func).emit_object(module)
     text = split_long_blocks(str(module), BLOCK_SPLIT_INSTRUCTIONS)
     split = llvm.parse_assembly(text, context=llvm.create_context())
     split.name = module.name
@@ -550,9 +550,8 @@ def _load_or_compile(func, bounds_check, key, verify_fp=False, part="general") -
         _say(f"loaded kernel '{func.name}' ({part} entry) from the cache ({_ms(t0)})")
         return _entry(func, symbol, address, ArgLayout(func), arena)
     text, layout = lowered_text(func, bounds_check, symbol, verify_fp, part)
-    from . import tiers
-    if tiers.wanted(func):  # quick code now, the optimised code from a helper thread
-        entry = tiers.compile_quick(func, text, symbol, layout, key)
+    if _tiers.wanted(func):  # quick code now, the optimised code from a helper thread
+        entry = _tiers.compile_quick(func, text, symbol, layout, key)
         how = "quick code; optimising on a helper thread"
     else:
         entry = optimised_entry(func, text, symbol, layout, key)
