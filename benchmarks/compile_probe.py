@@ -62,8 +62,9 @@ def first_kernlab():
     wp.launch(probe, N, inputs=args, adj_inputs=adj, adjoint=True)
     wp.synchronize()
     t4 = time.perf_counter()
-    out = {"first": t4 - t0, "first_cpu": time.thread_time() - c0, "frontend": t1 - t0, "backend_import": t2 - t1,
-           "codegen": t4 - t2, "forward": t3 - t2, "adjoint": t4 - t3}
+    out = {"first": t4 - t0, "first_cpu": time.thread_time() - c0, "frontend": t1 - t0,
+           "backend_import": t2 - t1, "codegen": t4 - t2, "forward": t3 - t2,
+           "adjoint": t4 - t3}
     try:
         from kernlab.backends.llvm import tiers
     except ImportError:  # a kernlab before the two tiers: everything was optimised at once

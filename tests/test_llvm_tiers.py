@@ -188,7 +188,8 @@ def test_the_optimised_object_reaches_the_disk_cache_before_exit(tmp_path):
 
 
 def test_quick_text_renames_the_entry_and_adds_the_trampoline():
-    text = 'define void @"kl_k_1"(ptr %"args", i64 %"start", i64 %"end")\n{\nentry:\n  ret void\n}\n'
+    text = ('define void @"kl_k_1"(ptr %"args", i64 %"start", i64 %"end")\n'
+            '{\nentry:\n  ret void\n}\n')
     out = tiers.quick_text(text, "kl_k_1")
     assert 'define internal void @"kl_k_1.body"(' in out
     assert 'define void @"kl_k_1.quick"(' in out and '@"kl_k_1.slot" = global ptr null' in out
