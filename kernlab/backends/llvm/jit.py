@@ -406,8 +406,10 @@ def _unlocked(name: str):
     call into LLVM. Only for a thread working on a module of its own context with a target
     machine and pass builder of its own (tiers.py), which LLVM allows to run beside other
     threads: under the lock, a 40 ms optimisation on the helper thread would hold up every
-    quick compile and object load of the calling thread."""
-    return getattr(llvm.ffi.lib, name)._cfn
+    quick compile and object load of the calling thread. (``_cfn`` is llvmlite 0.50's: a
+    llvmlite without it gets the locked call, slower beside other threads but right.)"""
+    wrapper = getattr(llvm.ffi.lib, name)
+    return getattr(wrapper, "_cfn", wrapper)
 
 
 def _emit_unlocked(tm, module) -> bytes:
