@@ -97,7 +97,10 @@ class _MethodDef(ctypes.Structure):
 
 def _make_native() -> None:
     """Generate the two native call variants (once per process); on any failure (not
-    CPython, no llvmlite) the short path keeps calling through ctypes."""
+    CPython, no llvmlite) the short path keeps calling through ctypes. Made at most once:
+    the native calls made hold the addresses of its code and definitions."""
+    if _native["state"] != "unmade":
+        return
     _native["state"] = "failed"
     try:
         import llvmlite.binding as llvm
