@@ -40,7 +40,7 @@ def _check(name, got, x):
         raise AssertionError(f"small launch: {name} computed a wrong result")
 
 
-def _per_call(candidates: dict, count: int, blocks: int = 9, clock=time.perf_counter) -> dict:
+def _per_call(candidates: dict, count: int, blocks: int = 25, clock=time.perf_counter) -> dict:
     """Seconds per call of each callable in each of ``blocks`` blocks of ``count // blocks``
     back-to-back calls, the blocks of all candidates timed in turns after one untimed
     block each (so a burst of load from elsewhere hits every candidate alike)."""
@@ -107,7 +107,7 @@ def run(settings) -> list[Row]:
         cpu = _per_call(plain, count, clock=time.thread_time)
         for name, result in checks:
             _check(name, result(), xs)
-        note = (f"{count} calls in 9 interleaved blocks; min (median) per call. Numba: plain "
+        note = (f"{count} calls in 25 interleaved blocks; min (median) per call. Numba: plain "
                 f"@njit loop; NumPy: np.add(out=); kl unchecked (bounds_check=False) "
                 f"{_us(wall['unchecked'])}")
         size = f"n={n:,}"
