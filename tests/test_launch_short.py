@@ -267,12 +267,15 @@ def int_copy(x: kl.array(dtype=kl.int32), y: kl.array(dtype=kl.int32)):
     y[i] = x[i]
 
 
-@pytest.fixture(params=["ctypes", "native held", "native released"])
+@pytest.fixture(params=["ctypes", "ctypes, no native call", "native held", "native released"])
 def call_kind(request, monkeypatch):
     """Each way the short path calls the entry: through ctypes (before the native call is
-    made), the native call keeping the GIL, the native call releasing it."""
+    made, or where it could not be made), the native call keeping the GIL, the native call
+    releasing it."""
     if request.param == "ctypes":
         monkeypatch.setattr(launch_short, "NATIVE_AFTER", 10**9)
+    elif request.param == "ctypes, no native call":
+        monkeypatch.setattr(launch_short, "_native", {"state": "failed", "calls": 0})
     else:
         launch_short._make_native()
         assert launch_short._native["state"] == "made"

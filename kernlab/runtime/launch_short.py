@@ -33,6 +33,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import struct
+import threading
 
 import numpy as np
 
@@ -66,7 +67,8 @@ _CLEAN = object()  # what a native call returns when the kernel left its status 
 # the status offset from its bound tuple, calls the entry (releasing the GIL around it in
 # the "released" variant) and returns _CLEAN, or True when the kernel set its status.
 
-_native: dict = {"state": "unmade", "calls": 0}  # state: unmade, made or failed
+_native: dict = {"state": "unmade", "calls": 0}  # unmade, making, made or failed
+_native_lock = threading.Lock()
 
 
 def _native_source() -> str:
@@ -99,9 +101,16 @@ def _make_native() -> None:
     """Generate the two native call variants (once per process); on any failure (not
     CPython, no llvmlite) the short path keeps calling through ctypes. Made at most once:
     the native calls made hold the addresses of its code and definitions."""
-    if _native["state"] != "unmade":
-        return
-    _native["state"] = "failed"
+    with _native_lock:  # two threads past NATIVE_AFTER at once: one makes it
+        if _native["state"] == "unmade":
+            _native["state"] = "making"  # meanwhile launches keep counting through ctypes
+            _make_native_now()
+            if _native["state"] != "made":
+                _native["state"] = "failed"
+
+
+def _make_native_now() -> None:
+    """The code generation of _make_native; _native's state "made" when it worked."""
     try:
         import llvmlite.binding as llvm
         api = ctypes.pythonapi
