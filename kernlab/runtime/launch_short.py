@@ -7,19 +7,20 @@ in a fraction of one. After a kernel's first launch, ``ShortPath.make`` writes a
 for the kernel's parameters, ``run(total, args)``, that does what such a launch needs and
 nothing more:
 
-* per parameter the few identity tests that accept the common arguments: a kernlab array
-  of the parameter's dtype and ndim on the CPU (its address, shape and strides are kept on
-  the array, ``array._described``: its storage never changes), a Python or NumPy number in
-  the parameter's range, written arrays writable;
+* per array one attribute read: its key (``array._described``: dtype, ndim, device,
+  address, shape and strides, made once per array object: none of them changes); per
+  scalar a type and range test; written arrays still writable;
 * the settings the compiled code depends on unchanged (``config.changes``, the kernel's
   ``bounds_check`` option);
-* the argument block: a launch plan per argument signature, kept by the identities of the
-  arrays' descriptions and the scalar values, holds a packed ctypes block and the thread
-  count as a ctypes.c_int64, so a repeated launch packs nothing. A launch takes its block
-  out of the dict (no two threads share one) and puts it back after a clean run;
-* one call of the entry without ctypes' argument conversion; a launch of fewer than
-  ``HOLD_GIL_BELOW`` threads keeps the GIL for it (a few microseconds at most), a larger one
-  releases it, as the pool does;
+* a launch plan per argument signature: made for keys that fit the parameters, it holds
+  the packed argument block and what calls the entry, so a repeated launch compares the
+  keys' identities, patches a scalar that changed and packs nothing else. The latest plan
+  waits in a list, the others in a dict by the keys' ids; a launch takes its plan out (no
+  two threads share a block) and puts it back after a clean run;
+* the call: a ctypes call at first; after NATIVE_AFTER of them in the process, a builtin
+  function generated once with llvmlite that calls the entry with the plan's block and
+  thread count (a third of ctypes' cost). Below HOLD_GIL_BELOW threads the GIL is kept for
+  the call, above it released, as the pool does;
 * the bookkeeping of the general path: version counts of written arrays, the in-place
   snapshot marks, the error of a bounds check or of the general entry (``Runner.settle``).
 
@@ -72,6 +73,8 @@ _native_lock = threading.Lock()
 
 
 def _native_source() -> str:
+    """The LLVM IR of the two variants: the GIL kept ("held") and released around the
+    call. The bound tuple is (entry, block, thread count, status offset, _CLEAN, True)."""
     def variant(name, release):
         save = "  %ts = call ptr @PyEval_SaveThread()\n" if release else ""
         restore = "  call void @PyEval_RestoreThread(ptr %ts)\n" if release else ""
