@@ -177,8 +177,9 @@ def launch_tiled(kernel, dim=None, inputs=(), outputs=(), block_dim=None, **kwar
     if len(dims) > 3:
         raise LaunchError(f"kl.launch_tiled({getattr(kernel, 'key', kernel)}): a tiled "
                           f"launch has at most 3 block dimensions, got {len(dims)}")
-    if isinstance(kernel, Kernel) and not (kernel.param_types is None and kernel.is_generic) \
-            and kernel.ir.ndim <= len(dims):
+    if isinstance(kernel, Kernel) and kernel.param_types is None and kernel.is_generic:
+        kernel = kernel.for_arguments(list(inputs) + list(outputs))  # Any: its overload
+    if isinstance(kernel, Kernel) and kernel.ir.ndim <= len(dims):
         full = dims  # the kernel does not read the lane index: leave the 1 out
     else:
         full = dims + (1,)
@@ -315,6 +316,14 @@ def _run(kernel: Kernel, dims, args, device, adjoint, retain=None):
     elif retain is None:
         retain = _kept_gradients(kernel.ir, args)
     func = kernel.adjoint_variant(retain) if adjoint else kernel.ir
+    # kl.tid() gives the leading launch indices (Warp 1.19: ``i = kl.tid()`` in a 2-D launch
+    # is the row): a kernel that reads n of them runs over the launch's first n dims, once
+    # per combination of the others (as many threads as Warp runs, each with its indices);
+    # one that reads more than the launch has sees 0 for the missing ones
+    n = max(kernel.ir.ndim, 1)
+    repeats = math.prod(dims[n:]) if len(dims) > n else 1
+    dims = tuple(dims[:n]) + (1,) * (n - len(dims))
+    # (each repeat is a launch of its own, in turn: within one, every index is one thread's)
     shared = adjoint and bool(func.owned) and _gradients_overlap(func, args)
     if shared:  # the per-thread ownership proof does not hold for these arrays
         func = kernel.adjoint_variant(retain, shared=True)
@@ -324,10 +333,11 @@ def _run(kernel: Kernel, dims, args, device, adjoint, retain=None):
     if device.is_cpu:
         _refuse_readonly(kernel, func, args, written)
     try:
-        if device.is_cpu:
-            runner.launch(dims, args)
-        else:  # the device, not the arrays, says where (a kernel may take no arrays)
-            runner.launch(dims, args, ordinal=device.ordinal)
+        for _ in range(repeats):
+            if device.is_cpu:
+                runner.launch(dims, args)
+            else:  # the device, not the arrays, says where (a kernel may take no arrays)
+                runner.launch(dims, args, ordinal=device.ordinal)
     finally:  # also after an IndexError or a KeyboardInterrupt: some threads have written
         for k in written:
             if args[k] is not None:

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import LaunchError, LaunchValueError
 from ..kernel import Kernel
+from ..types import BoolValue, numpy_kind
 from .array import array
 from .device import get_device
 
@@ -68,7 +69,7 @@ def convert_arg(kernel_name: str, param, value, device, allow_none=False):
         arr = np.asarray(value)
     except (TypeError, ValueError):
         raise fail(f"got {type(value).__name__}") from None
-    if arr.dtype.kind not in "biuf":  # strings, complex numbers, objects
+    if numpy_kind(arr.dtype) not in "biuf":  # strings, complex numbers, objects
         raise fail(f"got {type(value).__name__}")
     if arr.size != math.prod(t.shape):
         raise fail(f"got a value with {arr.size} component(s)")
@@ -79,11 +80,12 @@ def _scalar(s, value, fail):
     """A Python or NumPy bool, int or float as scalar type s, or a LaunchError when that
     would lose more than rounding: a fraction or an out-of-range number for an integer, a
     finite number that overflows a float, anything but 0/1 for a bool."""
-    if isinstance(value, (bool, np.bool_)):
+    if isinstance(value, (bool, np.bool_, BoolValue)):
         value = bool(value)
     elif isinstance(value, (int, np.integer)):
         value = int(value)
-    elif isinstance(value, (float, np.floating)):
+    elif isinstance(value, (float, np.floating)) or (
+            isinstance(value, np.generic) and value.dtype.name == "bfloat16"):
         value = float(value)
     else:
         raise fail(f"got {type(value).__name__}")
