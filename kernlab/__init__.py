@@ -76,9 +76,6 @@ from .frontend.mesh import MeshQueryAABB  # noqa: E402
 MeshQuery = MeshQueryAABB  # Warp's parent of the box and sphere query types
 
 from .runtime import cache as _cache  # noqa: E402,F401 — before the preload thread needs it
-from .backends import preload_cpu_backend as _preload  # noqa: E402
-
-_preload()
 
 from . import tracebacks as _tracebacks  # noqa: E402
 

@@ -325,15 +325,20 @@ def loads(payload: bytes):
 # ---- the kernel's side ----------------------------------------------------------------------
 
 def load(kernel):
-    """(ir, adjoint or None) from the cache, or None (and the key, kept on the kernel)."""
-    if not config.cache_dir:
-        return None
-    key = kernel_key(kernel)
-    kernel._ir_cache_key = key
-    if key is None:
-        return None
-    payload = cache.load(key)
-    return loads(payload) if payload is not None else None
+    """(ir, adjoint or None) from the cache, or None (and the key, kept on the kernel). On
+    a miss the front end runs and a compile will likely follow: the LLVM backend starts
+    loading meanwhile (backends.preload_cpu_backend)."""
+    found = None
+    if config.cache_dir:
+        key = kernel_key(kernel)
+        kernel._ir_cache_key = key
+        if key is not None:
+            payload = cache.load(key)
+            found = loads(payload) if payload is not None else None
+    if found is None:
+        from ..backends import preload_cpu_backend
+        preload_cpu_backend()
+    return found
 
 
 def store(kernel) -> None:

@@ -393,7 +393,7 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
 
 class _Quick:
     """The short path of a small forward launch on the CPU (issue 20): below
-    ``jit.PARALLEL_THRESHOLD`` threads a launch runs in one call on the calling thread, so
+    ``runner.PARALLEL_THRESHOLD`` threads a launch runs in one call on the calling thread, so
     what it costs is Python's. Made once per kernel after its first launch, it is a
     function written for the kernel's parameters: per parameter the few identity tests that
     accept the common arguments (a kernlab array of the parameter's dtype and ndim on the
@@ -416,7 +416,7 @@ class _Quick:
         if config.cpu_backend != "llvm":
             return None
         from ..autodiff.inplace import plan as inplace_plan
-        from ..backends.llvm import jit
+        from ..backends.llvm import runner as jit  # (no LLVM: runner.py)
         func = kernel.ir
         if getattr(func, "handle_hidden", None) \
                 or getattr(func, "struct_signature", None) is not None:
