@@ -76,6 +76,12 @@ from .frontend.mesh import MeshQueryAABB  # noqa: E402
 MeshQuery = MeshQueryAABB  # Warp's parent of the box and sphere query types
 
 from .runtime import cache as _cache  # noqa: E402,F401 — before the preload thread needs it
+# What every kernel's first launch needs, loaded with kernlab (3 ms) rather than inside it:
+# the cache of front-end results, the in-place bookkeeping of launches and the CPU backend's
+# loading side (no LLVM: backends/llvm/variants.py; llvmlite loads only to compile).
+from .runtime import ir_cache as _ir_cache  # noqa: E402,F401
+from .autodiff import inplace as _inplace  # noqa: E402,F401
+from .backends.llvm import variants as _variants  # noqa: E402,F401
 
 from . import tracebacks as _tracebacks  # noqa: E402
 

@@ -59,14 +59,25 @@ def key_for(*parts: str | bytes) -> str:
     return digest.hexdigest()
 
 
+_roots: dict = {}  # config.cache_dir -> its Path
+
+
 def cache_root() -> Path:
     """The cache folder named by kernlab.config.cache_dir, created private (0700); an
     existing folder of ours is made private. OSError when it cannot be made or is not ours."""
-    if not config.cache_dir:
+    name = config.cache_dir
+    if not name:
         raise OSError("the disk cache is disabled (kernlab.config.cache_dir is empty)")
-    root = Path(config.cache_dir).expanduser()
-    root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = root.stat()
+    root = _roots.get(name)
+    if root is None:
+        root = _roots[name] = Path(name).expanduser()
+    try:  # (one stat where the folder exists: every load and store of a warm start asks)
+        info = os.stat(root)
+    except FileNotFoundError:
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = os.stat(root)
+    if not stat.S_ISDIR(info.st_mode):
+        raise NotADirectoryError(f"cache folder {root} is not a folder")
     if hasattr(os, "getuid") and info.st_uid != os.getuid():
         raise OSError(f"cache folder {root} belongs to another user; not using it")
     if info.st_mode & 0o777 != 0o700:

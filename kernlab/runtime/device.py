@@ -5,6 +5,8 @@ read naturally; ``"cuda"`` names the default CUDA device, cuda:0.
 """
 from __future__ import annotations
 
+import sys
+
 
 class Device:
     """A place where arrays live and kernels run. Use get_device() rather than Device()."""
@@ -191,8 +193,10 @@ class ScopedStream:
 
 def synchronize() -> None:
     """Wait for all outstanding work on every device. CPU launches finish before they
-    return; on GPUs kernlab has used, this synchronises their contexts."""
-    _driver().synchronize_all()
+    return; on GPUs kernlab has used, this synchronises their contexts (a process that
+    never loaded the CUDA driver module has used none: nothing to import or wait for)."""
+    if __package__.rsplit(".", 1)[0] + ".backends.cuda.driver" in sys.modules:
+        _driver().synchronize_all()
 
 
 def synchronize_device(device: Device | str | None = None) -> None:

@@ -1,4 +1,5 @@
-"""The front end's results on disk: a kernel's typed IR and its adjoint IR, kept in the
+"""The front end's results on disk: a kernel's typed IR, its adjoint IR and the adjoint
+variants its launches made (gradients retained or shared: Kernel.adjoint_variant), kept in the
 compile cache (runtime/cache.py: the same files, the same HMAC authentication) so that a
 later process skips parsing, type checking and differentiation.
 
@@ -36,7 +37,7 @@ import numpy as np
 from .. import config
 from . import cache
 
-FORMAT = "kernlab-ir-1"  # bump when what is pickled changes shape
+FORMAT = "kernlab-ir-2"  # bump when what is pickled changes shape
 _MAX_ARRAY_BYTES = 1 << 16  # constants larger than this are not hashed: no caching
 _LIBRARY_MODULES = {"math": None, "numpy": np.__version__}  # attribute reads are library
                                                            # constants
@@ -296,22 +297,25 @@ def _renumber(values) -> None:
         v.id = next(_ids)
 
 
-def dumps(ir, adjoint) -> bytes | None:
+def dumps(ir, adjoint, variants=None) -> bytes | None:
+    """The payload of a kernel's IR, its adjoint IR and its adjoint variants (a dict
+    (retained parameters, shared) -> IR: Kernel.adjoint_variant)."""
     buf = io.BytesIO()
     try:
-        _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump((FORMAT, ir, adjoint))
+        _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump((FORMAT, ir, adjoint,
+                                                              dict(variants or {})))
     except (Uncacheable, pickle.PicklingError, TypeError, AttributeError, RecursionError):
         return None
     return buf.getvalue()
 
 
 def loads(payload: bytes):
-    """(ir, adjoint or None), or None when the payload is not one of ours."""
+    """(ir, adjoint or None, adjoint variants), or None when the payload is not ours."""
     from ..ir import nodes
     with _load_lock:
         nodes._restored = restored = []
         try:
-            fmt, ir, adjoint = _Unpickler(io.BytesIO(payload)).load()
+            fmt, ir, adjoint, variants = _Unpickler(io.BytesIO(payload)).load()
         except Exception:  # noqa: BLE001 — an authenticated entry of another kernlab: a miss
             return None
         finally:
@@ -319,7 +323,7 @@ def loads(payload: bytes):
     if fmt != FORMAT:
         return None
     _renumber(restored)
-    return ir, adjoint
+    return ir, adjoint, variants
 
 
 # ---- the kernel's side ----------------------------------------------------------------------
@@ -335,6 +339,9 @@ def load(kernel):
         if key is not None:
             payload = cache.load(key)
             found = loads(payload) if payload is not None else None
+            if found is not None:  # the adjoint variants launches made (retained gradients)
+                kernel._adjoint_retain.update(found[2])
+                found = found[:2]
     if found is None:
         from ..backends import preload_cpu_backend
         preload_cpu_backend()
@@ -353,11 +360,11 @@ def store(kernel) -> None:
     from ..ir.printer import canonical_parts
     try:
         plan(kernel._ir)  # made now, kept with the IR: every launch reads it
-        for func in (kernel._ir, kernel._adjoint):
+        for func in (kernel._ir, kernel._adjoint, *kernel._adjoint_retain.values()):
             if func is not None:
                 canonical_parts(func)  # the compiled code's cache key reads it
     except Exception:  # noqa: BLE001 — its launches report it; this only saves time
         return
-    payload = dumps(kernel._ir, kernel._adjoint)
+    payload = dumps(kernel._ir, kernel._adjoint, kernel._adjoint_retain)
     if payload is not None:
         cache.store(key, payload)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ctypes
 import mmap
+import os
 import struct
 import sys
 import threading
@@ -74,10 +75,8 @@ def supported() -> bool:
 
 
 def _libc():
-    if not sys.platform.startswith("linux") or ctypes.sizeof(ctypes.c_void_p) != 8:
-        return None
-    import platform
-    if platform.machine() not in ("x86_64", "AMD64"):
+    if not sys.platform.startswith("linux") or ctypes.sizeof(ctypes.c_void_p) != 8 \
+            or os.uname().machine != "x86_64":
         return None
     try:
         libc = ctypes.CDLL(None, use_errno=True)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import collections
 import ctypes
 import functools
-import json
+import marshal
 import os
 import re
 import sys
@@ -139,18 +139,18 @@ def record_host(values: tuple) -> None:
             _host[0] = values
     key = _host_record_key() if config.cache_dir else None
     if key is not None and _read_host_record(key) != values:
-        cache.store(key, json.dumps(list(values)).encode())
+        cache.store(key, marshal.dumps(list(values)))
 
 
 def _read_host_record(key: str) -> tuple | None:
     payload = cache.load(key)
-    try:
-        values = tuple(json.loads(payload)) if payload is not None else None
-    except ValueError:
+    try:  # (marshal: json's import alone costs a warm start a millisecond)
+        values = marshal.loads(payload) if payload is not None else None
+    except (ValueError, EOFError, TypeError):
         return None
-    if values is None or len(values) != 4 or not all(isinstance(v, str) for v in values):
+    if type(values) is not list or len(values) != 4 or not all(type(v) is str for v in values):
         return None
-    return values
+    return tuple(values)
 
 
 def host_values() -> tuple:
@@ -196,8 +196,11 @@ def cache_key(func: Function, bounds_check: bool, verify_fp: bool = False) -> st
                          *host_values(), KERNLAB_VERSION, BACKEND_VERSION, _fingerprint())
 
 
+_NOT_IN_SYMBOL = re.compile(r"[^A-Za-z0-9_]")
+
+
 def symbol_for(func: Function, key: str) -> str:
-    return f"kl_{re.sub(r'[^A-Za-z0-9_]', '_', func.name)}_{key[:16]}"
+    return f"kl_{_NOT_IN_SYMBOL.sub('_', func.name)}_{key[:16]}"
 
 
 def arg_layout(func: Function) -> ArgLayout:
@@ -250,7 +253,7 @@ def plan_of(func: Function, key: str, verify_fp: bool) -> dict:
             from . import jit
             plan = jit.variant_plan(func, verify_fp)
             if config.cache_dir:
-                cache.store(where, json.dumps(plan).encode())
+                cache.store(where, marshal.dumps(plan))
         plans[key] = plan
     return plan
 
@@ -258,14 +261,14 @@ def plan_of(func: Function, key: str, verify_fp: bool) -> dict:
 def _checked_plan(payload: bytes, n: int) -> dict | None:
     """The plan a cache entry holds, or None unless it has the expected shape."""
     try:
-        plan = json.loads(payload)
-        ok = (set(plan) == {"parts", "optional", "private", "eager", "interruptible"}
+        plan = marshal.loads(payload)
+        ok = (type(plan) is dict and set(plan) == {"parts", "optional", "private", "eager", "interruptible"}
               and plan["parts"] in (list(PARTS), ["general"])
               and all(type(k) is int and 0 <= k < n for k in plan["optional"] + plan["eager"])
               and all(type(k) is int and 0 <= k < n and type(m) is int and m > 0
                       for k, m in plan["private"])
               and type(plan["interruptible"]) is bool)
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, EOFError, TypeError, KeyError):
         return None
     return plan if ok else None
 
