@@ -83,6 +83,9 @@ from .runtime import ir_cache as _ir_cache  # noqa: E402,F401
 from .autodiff import inplace as _inplace  # noqa: E402,F401
 from .backends.llvm import variants as _variants  # noqa: E402,F401
 
+_ir_cache.package_fingerprint()  # the source kernlab runs is the source it imported: the
+_variants._fingerprint()         # cache keys name that (a file edited later is not running)
+
 from . import tracebacks as _tracebacks  # noqa: E402
 
 _tracebacks.install()  # a kernlab error ending a script hides kernlab's frames

@@ -50,12 +50,14 @@ class Uncacheable(Exception):
 # ---- the key --------------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=None)
-def package_fingerprint() -> str:
-    """kernlab's version and the (path, size, modification time) of its source files (the
-    notebook package aside: the core never imports it), with the Python and NumPy versions.
-    Stat calls, not reads: a warm start cannot afford to hash a megabyte of source."""
+def source_files() -> tuple:
+    """(path relative to the package, size, modification time) of each of kernlab's source
+    files (the notebook package aside: the core never imports it). Taken once, when kernlab
+    is imported (kernlab/__init__.py): the code a process runs is the code it imported, so
+    that is the state its cache keys must name. Stat calls, not reads: a start cannot
+    afford to hash a megabyte of source."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    parts = [FORMAT, sys.version, np.__version__]
+    out = []
     stack = [(root, "")]
     while stack:
         folder, rel = stack.pop()
@@ -67,8 +69,15 @@ def package_fingerprint() -> str:
                     stack.append((e.path, f"{rel}{e.name}/"))
             elif e.name.endswith((".py", ".h")):
                 st = e.stat()
-                parts.append(f"{rel}{e.name} {st.st_size} {st.st_mtime_ns}")
-    return cache.key_for(*parts)
+                out.append((f"{rel}{e.name}", st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=None)
+def package_fingerprint() -> str:
+    """kernlab's source files (source_files) with the Python and NumPy versions."""
+    return cache.key_for(FORMAT, sys.version, np.__version__,
+                         *(f"{rel} {size} {mtime}" for rel, size, mtime in source_files()))
 
 
 def kernel_key(kernel) -> str | None:

@@ -19,7 +19,7 @@ import llvmlite.binding as llvm
 
 from ...ir.nodes import Function
 from ...ir.printer import canonical_ir, print_function  # noqa: F401
-from . import variants
+from . import objload, variants
 from .abi import INTERRUPT_SYMBOL
 from .entry import (PARTS, PRIVATE_BYTES, has_fast_path, lower_to_llvm, optional_arrays,
                     private_candidates)
@@ -338,6 +338,11 @@ def add_object(obj: bytes, symbol: str) -> tuple:
     magic = next((m for p, m in _OBJECT_MAGIC.items() if sys.platform.startswith(p)), b"")
     if not obj.startswith(magic) or symbol.encode() not in obj:
         return 0, None
+    if magic == b"\x7fELF":
+        try:  # MCJIT aborts the process on an object for another processor
+            objload.check_header(obj)
+        except objload.MalformedObject:
+            return 0, None
     ref = llvm.ObjectFileRef.from_data(obj)
     if not ref:  # LLVM could not parse it
         return 0, None

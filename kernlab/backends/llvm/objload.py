@@ -66,7 +66,32 @@ _RANGES = {"<Q": (0, _MASK64), "<q": (-(1 << 63), (1 << 63) - 1), "<i": (-(1 << 
 
 
 class ObjectError(Exception):
-    """An object this loader does not place: malformed, or using what it does not handle."""
+    """An object this loader does not place, though it is a well-formed relocatable object
+    for this machine: it uses what the loader does not handle. LLVM's loader may place it."""
+
+
+class MalformedObject(ObjectError):
+    """Not a well-formed relocatable object for this machine (damaged, or built for another
+    one). Nobody may load it (LLVM's loader aborts the process on some): compile anew."""
+
+
+_MACHINES = {"x86_64": EM_X86_64, "AMD64": EM_X86_64, "aarch64": 183, "arm64": 183}
+
+
+def host_machine() -> int | None:
+    """The ELF machine number of this process's processor (None if unknown)."""
+    return _MACHINES.get(os.uname().machine) if hasattr(os, "uname") else None
+
+
+def check_header(data: bytes) -> None:
+    """MalformedObject unless ``data`` starts like a relocatable little-endian 64-bit ELF
+    object for this machine (what LLVM's loader needs before it may be handed an ELF
+    object: it aborts on another machine's)."""
+    if len(data) < _EHDR.size or data[:4] != b"\x7fELF":
+        raise MalformedObject("not an ELF object")
+    ident, e_type, machine = _EHDR.unpack_from(data)[:3]
+    if ident[4] != 2 or ident[5] != 1 or e_type != 1 or machine != host_machine():
+        raise MalformedObject("not a relocatable 64-bit little-endian object for this machine")
 
 
 def supported() -> bool:
@@ -149,7 +174,7 @@ class _Section:
 def _string(table: bytes, at: int) -> str:
     end = table.find(b"\0", at)
     if at >= len(table) or end < 0:
-        raise ObjectError("a name lies outside its string table")
+        raise MalformedObject("a name lies outside its string table")
     return table[at:end].decode("utf-8", "replace")
 
 
@@ -174,7 +199,7 @@ def load(data: bytes, resolve) -> LoadedObject:
         for _, info, _ in entries:
             kind, k = info & 0xFFFFFFFF, info >> 32
             if k >= len(symbols):
-                raise ObjectError(f"a relocation names symbol {k} of {len(symbols)}")
+                raise MalformedObject(f"a relocation names symbol {k} of {len(symbols)}")
             if kind == R_PLT32 and symbols[k][1] == SHN_UNDEF:
                 stubs.setdefault(k, len(stubs))
             elif kind in _GOT_KINDS:
@@ -228,7 +253,7 @@ def load(data: bytes, resolve) -> LoadedObject:
                     raise ObjectError(f"relocation type {kind} is not handled")
                 packer = _PACKERS[fmt]
                 if offset + packer.size > s.size or s.type != SHT_PROGBITS:
-                    raise ObjectError(f"a relocation at {offset} lies outside section "
+                    raise MalformedObject(f"a relocation at {offset} lies outside section "
                                       f"{s.index} ({s.size} bytes)")
                 where = base + s.place + offset
                 S, A = _used(address, k), addend
@@ -280,24 +305,26 @@ def _parse(data: bytes):
     """(sections, symbols as (name, section index, binding, value), [(target section,
     relocations)]) of an x86-64 relocatable ELF64 object."""
     if len(data) < _EHDR.size or data[:4] != b"\x7fELF":
-        raise ObjectError("not an ELF object")
+        raise MalformedObject("not an ELF object")
     (ident, e_type, machine, _, _, _, shoff, _, _, _, _, shentsize, shnum,
      shstrndx) = _EHDR.unpack_from(data)
     if ident[4] != 2 or ident[5] != 1:
-        raise ObjectError("not a little-endian 64-bit ELF object")
+        raise MalformedObject("not a little-endian 64-bit ELF object")
     if e_type != 1:
-        raise ObjectError(f"ELF type {e_type} is not a relocatable object")
+        raise MalformedObject(f"ELF type {e_type} is not a relocatable object")
+    if machine != host_machine():
+        raise MalformedObject(f"ELF machine {machine} is not this machine's")
     if machine != EM_X86_64:
         raise ObjectError(f"ELF machine {machine} is not handled (x86-64 only)")
     if shentsize != _SHDR.size or shnum == 0 or shoff + shnum * _SHDR.size > len(data):
-        raise ObjectError("the section header table is malformed")
+        raise MalformedObject("the section header table is malformed")
     sections = [_Section(k, _SHDR.unpack_from(data, shoff + k * _SHDR.size))
                 for k in range(shnum)]
     for s in sections:
         if s.type != SHT_NOBITS and s.offset + s.size > len(data):
-            raise ObjectError(f"section {s.index} lies outside the file")
+            raise MalformedObject(f"section {s.index} lies outside the file")
         if s.align & (s.align - 1) or s.align > _PAGE:
-            raise ObjectError(f"section {s.index} has alignment {s.align}")
+            raise MalformedObject(f"section {s.index} has alignment {s.align}")
         if s.flags & SHF_ALLOC:
             if s.flags & SHF_TLS:
                 raise ObjectError("thread-local storage is not handled")
@@ -310,17 +337,17 @@ def _parse(data: bytes):
         if s.type == SHT_REL:
             raise ObjectError("REL relocations are not handled (x86-64 objects use RELA)")
     if shstrndx >= shnum:
-        raise ObjectError("no section name table")
+        raise MalformedObject("no section name table")
     names = data[sections[shstrndx].offset:sections[shstrndx].offset + sections[shstrndx].size]
     for s in sections:
         s.name = _string(names, s.name) if s.name else ""
     tables = [s for s in sections if s.type == SHT_SYMTAB]
     if len(tables) != 1:
-        raise ObjectError(f"{len(tables)} symbol tables")
+        raise MalformedObject(f"{len(tables)} symbol tables")
     table = tables[0]
     if table.entsize != _SYM.size or table.link >= shnum \
             or sections[table.link].type != SHT_STRTAB:
-        raise ObjectError("the symbol table is malformed")
+        raise MalformedObject("the symbol table is malformed")
     strings = data[sections[table.link].offset:sections[table.link].offset
                    + sections[table.link].size]
     symbols = []
@@ -331,14 +358,14 @@ def _parse(data: bytes):
         if shndx == SHN_COMMON:
             raise ObjectError("COMMON symbols are not handled")
         if SHN_LORESERVE <= shndx and shndx != SHN_ABS or shndx < SHN_LORESERVE and shndx >= shnum:
-            raise ObjectError(f"a symbol names section {shndx}")
+            raise MalformedObject(f"a symbol names section {shndx}")
         symbols.append((_string(strings, name) if name else "", shndx, info >> 4, value)
                        if info & 0xF != STT_SECTION else ("", shndx, STB_LOCAL, value))
     relocations = []
     for s in sections:
         if s.type == SHT_RELA:
             if s.entsize != _RELA.size or s.info >= shnum or s.link != table.index:
-                raise ObjectError(f"relocation section {s.index} is malformed")
+                raise MalformedObject(f"relocation section {s.index} is malformed")
             target = sections[s.info]
             if not target.flags & SHF_ALLOC or target.type == SHT_X86_64_UNWIND:
                 continue  # debug information or an unwind table: not loaded

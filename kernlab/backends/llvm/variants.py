@@ -84,13 +84,18 @@ def _cpu_identity() -> str | None:
         fd = os.open("/proc/cpuinfo", os.O_RDONLY)
     except OSError:
         return None
-    try:
-        text = os.read(fd, 1 << 16).decode("utf-8", "replace")
+    chunks = []
+    try:  # up to the first blank line: the kernel formats each processor as it is read
+        while not chunks or b"\n\n" not in chunks[-1] and len(chunks) < 16:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            chunks.append(chunk)
     except OSError:
         return None
     finally:
         os.close(fd)
-    first = text.split("\n\n", 1)[0]
+    first = b"".join(chunks).decode("utf-8", "replace").split("\n\n", 1)[0]
     lines = sorted(line for line in first.splitlines()
                    if line.split(":", 1)[0].strip() in _CPU_FIELDS)
     return "\n".join(lines) if lines else None
@@ -176,24 +181,29 @@ def host_values() -> tuple:
 @functools.lru_cache(maxsize=None)
 def _fingerprint() -> str:
     """The code that decides what a kernel compiles to (this backend and the builtins'
-    lowerings), by file name, size and modification time, so editing either never loads
-    stale machine code (stat calls: a warm start cannot afford to read and hash them)."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    parts = []
-    for folder in ("backends/llvm", "builtins"):
-        with os.scandir(os.path.join(root, folder)) as it:
-            for e in sorted(it, key=lambda e: e.name):
-                if e.name.endswith(".py"):
-                    st = e.stat()
-                    parts.append(f"{folder}/{e.name} {st.st_size} {st.st_mtime_ns}")
-    return cache.key_for(*parts)
+    lowerings), by file name, size and modification time when kernlab was imported
+    (ir_cache.source_files), so editing either never loads stale machine code."""
+    from ...runtime.ir_cache import source_files
+    return cache.key_for(*(f"{rel} {size} {mtime}" for rel, size, mtime in source_files()
+                           if rel.count("/") == 1 and rel.startswith("builtins/")
+                           or rel.count("/") == 2 and rel.startswith("backends/llvm/")))
 
 
-def cache_key(func: Function, bounds_check: bool, verify_fp: bool = False) -> str:
-    """The disk-cache key of a kernel variant: its IR, the options and the compiler."""
+def cache_key(func: Function, bounds_check: bool, verify_fp: bool = False,
+              host: tuple | None = None) -> str:
+    """The disk-cache key of a kernel variant: its IR, the options and the compiler (host:
+    the host values it names, by default this process's)."""
     return cache.key_for(*canonical_parts(func),
                          f"bounds_check={bounds_check} verify_fp={verify_fp}",
-                         *host_values(), KERNLAB_VERSION, BACKEND_VERSION, _fingerprint())
+                         *(host or host_values()), KERNLAB_VERSION, BACKEND_VERSION,
+                         _fingerprint())
+
+
+def _current(host: tuple) -> bool:
+    """Whether code LLVM makes now is what ``host`` names (else a stale host record named
+    another CPU or LLVM: what is made under keys computed from it is not stored)."""
+    from . import jit
+    return jit.host_values() == host
 
 
 _NOT_IN_SYMBOL = re.compile(r"[^A-Za-z0-9_]")
@@ -238,9 +248,9 @@ def part_key(key: str, part: str) -> str:
     return key if part == "general" else cache.key_for(key, part)
 
 
-def plan_of(func: Function, key: str, verify_fp: bool) -> dict:
+def plan_of(func: Function, key: str, verify_fp: bool, host: tuple | None = None) -> dict:
     """The variant's plan (jit.variant_plan): kept on the Function, in the disk cache under
-    a key of its own, or made by the code generator."""
+    a key of its own, or made by the code generator (host: the values ``key`` names)."""
     plans = getattr(func, "_variant_plans", None)
     if plans is None:
         plans = func._variant_plans = {}
@@ -252,7 +262,7 @@ def plan_of(func: Function, key: str, verify_fp: bool) -> dict:
         if plan is None:
             from . import jit
             plan = jit.variant_plan(func, verify_fp)
-            if config.cache_dir:
+            if config.cache_dir and _current(host or host_values()):
                 cache.store(where, marshal.dumps(plan))
         plans[key] = plan
     return plan
@@ -279,9 +289,10 @@ def compile_kernel(func: Function, bounds_check: bool, verify_fp: bool = False) 
     """A runner for ``func``: its first entry from the in-process memo, the disk cache or a
     fresh compile; the general entry of a kernel with a fast one only when a launch needs
     it. With verify_fp, a float store that writes a NaN or Inf raises KernelFPError."""
-    key = cache_key(func, bounds_check, verify_fp)
-    plan = plan_of(func, key, verify_fp)
-    variant = functools.partial(_variant, func, bounds_check, verify_fp, key)
+    host = host_values()
+    key = cache_key(func, bounds_check, verify_fp, host)
+    plan = plan_of(func, key, verify_fp, host)
+    variant = functools.partial(_variant, func, bounds_check, verify_fp, key, host)
     if len(plan["parts"]) == 1:
         return Runner(func, variant("general"), plan)
     first = variant(fast_part((), plan["eager"]))
@@ -298,19 +309,21 @@ def entry_keys(func: Function, bounds_check: bool, verify_fp: bool = False) -> d
             for part in plan["parts"]}
 
 
-def _variant(func, bounds_check, verify_fp, key, part) -> CompiledEntry:
+def _variant(func, bounds_check, verify_fp, key, host, part) -> CompiledEntry:
     key = part_key(key, part)
     entry = _memo.get(key)
     if entry is None:
         with _lock:
             entry = _memo.get(key)
             if entry is None:
-                entry = _memo[key] = _load_or_compile(func, bounds_check, key, verify_fp, part)
+                entry = _memo[key] = _load_or_compile(func, bounds_check, key, verify_fp, part,
+                                                      host)
                 _recent.append(entry)  # a runner made and dropped at once is not reloaded
     return entry
 
 
-def _load_or_compile(func, bounds_check, key, verify_fp=False, part="general") -> CompiledEntry:
+def _load_or_compile(func, bounds_check, key, verify_fp=False, part="general",
+                     host=None) -> CompiledEntry:
     symbol = symbol_for(func, key)
     t0 = time.perf_counter()
     obj = cache.load(key) if config.cache_dir else None
@@ -321,14 +334,13 @@ def _load_or_compile(func, bounds_check, key, verify_fp=False, part="general") -
         _say(f"loaded kernel '{func.name}' ({part} entry) from the cache ({_ms(t0)})")
         return entry
     from . import jit
-    values = host_values()
     obj = jit.compile_object(func, bounds_check, symbol, verify_fp, part)
     entry = _place(func, obj, symbol)
     if entry is None:
         from .lower import LoweringError
         raise LoweringError("internal error: the compiled kernel has no entry point",
                             loc=func.loc, kernel=func.name, details=f"symbol {symbol}")
-    if values == jit.host_values():  # (else the key named a stale host record's CPU)
+    if _current(host or host_values()):
         cache.store(key, obj)
     stats["compiled"] += 1
     stats["compile_s"] += time.perf_counter() - t0
@@ -348,6 +360,8 @@ def _place(func, obj: bytes, symbol: str) -> CompiledEntry | None:
     if OWN_LOADER and objload.supported():
         try:
             code = objload.load(obj, _resolve)
+        except objload.MalformedObject:
+            return None  # damaged or another machine's: compiled anew
         except objload.ObjectError as exc:
             _say(f"kernel '{func.name}': loading its object with LLVM ({exc})")
         else:
