@@ -68,9 +68,10 @@ def run(settings) -> list[Row]:
     def breakdown(result):
         if "frontend" not in result:
             return ""
-        return (f"kl: front end {result['frontend'] * 1e3:.0f} ms + llvmlite import "
-                f"{result['backend_import'] * 1e3:.0f} ms + compiled() "
-                f"{result['codegen'] * 1e3:.0f} ms + launches; ")
+        return (f"kl: front end {result['frontend'] * 1e3:.1f} ms + compiled() "
+                f"{result['codegen'] * 1e3:.1f} ms + arrays and launches "
+                f"{result['launches'] * 1e3:.1f} ms, CPU time {result['cpu'] * 1e3:.1f} ms, "
+                f"llvmlite {'loaded' if result['llvmlite'] else 'not loaded'}; ")
     runs = f"best of {settings.compile_runs} fresh process(es)"
     failed = ("; FAILED: " + "; ".join(failures)) if failures else ""
     return [
@@ -79,10 +80,11 @@ def run(settings) -> list[Row]:
             breakdown(cold.get("kernlab", {})) + f"Numba: forward only; {runs}" + failed),
         Row("warm load, first fwd+adj launch", "1 kernel",
             {lib: r["first"] for lib, r in warm.items()},
-            breakdown(warm.get("kernlab", {})) + "2nd process, same cache folder"),
+            breakdown(warm.get("kernlab", {})) + "2nd process, same cache folder, "
+            "results checked against NumPy"),
         Row("warm load itself", "1 kernel",
             {lib: r["codegen"] for lib, r in warm.items() if "codegen" in r},
-            "kl: kernel.compiled() fwd+adj, IR built and llvmlite imported; "
-            "Warp: wp.load_module"),
+            "kl: kernel.compiled() fwd+adj after the IR is read (cached object code loaded "
+            "by kernlab's own loader); Warp: wp.load_module"),
         Row("import", "", imports, "fresh process, best of 3; Warp: import warp + wp.init()"),
     ]

@@ -101,30 +101,28 @@ def _cpu_identity() -> str | None:
     return "\n".join(lines) if lines else None
 
 
+_LLVMLITE_LIBRARIES = ("libllvmlite.so", "libllvmlite.dylib", "llvmlite.dll")
+
+
 def _llvmlite_identity() -> str | None:
-    """Where llvmlite is installed, with the size and modification time of its library and
-    version file, found without importing it; None if it cannot be found."""
-    from importlib.machinery import PathFinder
-    try:
-        spec = PathFinder.find_spec("llvmlite")
-    except (ImportError, ValueError, OSError):
+    """Where llvmlite is installed (the first sys.path entry holding it, as an import would
+    find it), with the size and modification time of its library and version file, found
+    without importing it; None if it cannot be found."""
+    for entry in sys.path:
+        folder = os.path.join(entry or ".", "llvmlite")
+        try:
+            version = os.stat(os.path.join(folder, "_version.py"))
+        except OSError:
+            continue
+        for name in _LLVMLITE_LIBRARIES:
+            try:
+                lib = os.stat(os.path.join(folder, "binding", name))
+            except OSError:
+                continue
+            return (f"{folder} {version.st_size} {version.st_mtime_ns} "
+                    f"{name} {lib.st_size} {lib.st_mtime_ns}")
         return None
-    folders = spec and spec.submodule_search_locations
-    if not folders:
-        return None
-    parts = []
-    try:
-        for folder, names in ((folders[0], ("_version.py",)),
-                              (os.path.join(folders[0], "binding"), None)):
-            with os.scandir(folder) as it:
-                for e in sorted(it, key=lambda e: e.name):
-                    if (e.name in names) if names else (
-                            "llvmlite" in e.name and e.name.endswith((".so", ".dylib", ".dll"))):
-                        st = e.stat()
-                        parts.append(f"{e.path} {st.st_size} {st.st_mtime_ns}")
-    except OSError:
-        return None
-    return "\n".join(parts) if len(parts) >= 2 else None
+    return None
 
 
 @functools.lru_cache(maxsize=None)
