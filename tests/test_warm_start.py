@@ -326,3 +326,24 @@ def test_malformed_and_foreign_objects_are_refused():
 def test_an_unresolvable_symbol_is_refused():
     with pytest.raises(objload.ObjectError, match="undefined symbol ext"):
         objload.load(_object(), lambda name: None)
+
+
+def test_the_argument_block_is_laid_out_as_the_c_struct_ctypes_makes():
+    """runner.ArgLayout computes the offsets itself (a ctypes Structure class costs a warm
+    start 0.1 ms per variant): they must be those of the C struct of the same fields."""
+    from kernlab.backends.llvm.runner import ArgLayout
+
+    @kl.kernel
+    def mixed(a: kl.array(dtype=kl.float16), flag: bool, b: kl.array2d(dtype=kl.float64),
+              small: kl.int8, v: kl.vec3, h: kl.float16, m: kl.mat33d,
+              c: kl.array3d(dtype=kl.uint8), n: kl.int64, w: kl.vec2h):
+        i = kl.tid()
+        if flag and i < 1:
+            a[0] = h + kl.float16(float(small) + v[0] + float(n) + float(m[0, 0]) +
+                                  float(w[1]) + float(b[0, 0]) + float(c[0, 0, 0]))
+
+    for func in (mixed.ir, mixed.adjoint_ir):
+        layout = ArgLayout(func)
+        ref = type("Ref", (ctypes.Structure,), {"_fields_": layout.fields})
+        assert layout.size == ctypes.sizeof(ref)
+        assert layout.offsets == {name: getattr(ref, name).offset for name, _ in layout.fields}

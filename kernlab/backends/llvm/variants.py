@@ -376,7 +376,9 @@ def _place(func, obj: bytes, symbol: str) -> CompiledEntry | None:
 
 def _entry(func, symbol, address, code) -> CompiledEntry:
     entry = CompiledEntry(symbol, address, arg_layout(func), _ENTRY_TYPE(address), code)
-    weakref.finalize(entry, code.release)  # the last entry of its code frees the code
+    # the last entry of its code frees the code; not at exit, where a daemon thread may
+    # still be running it (the process's end frees it)
+    weakref.finalize(entry, code.release).atexit = False
     return entry
 
 
