@@ -347,3 +347,59 @@ def test_the_argument_block_is_laid_out_as_the_c_struct_ctypes_makes():
         ref = type("Ref", (ctypes.Structure,), {"_fields_": layout.fields})
         assert layout.size == ctypes.sizeof(ref)
         assert layout.offsets == {name: getattr(ref, name).offset for name, _ in layout.fields}
+
+
+PRELOAD_CHILD = textwrap.dedent('''
+    import json, sys
+    import kernlab as kl
+    from kernlab import backends
+    after_import = ("llvmlite" in sys.modules, backends._preload is not None)
+
+    @kl.kernel
+    def twice(x: kl.array(dtype=float)):
+        i = kl.tid()
+        x[i] = 2.0 * x[i]
+
+    twice.ir  # the front end: runs on a cold cache, read from it on a warm one
+    started = backends._preload is not None
+    x = kl.ones(3)
+    kl.launch(twice, 3, inputs=[x])
+    print(json.dumps({"after_import": after_import, "preload": started,
+                      "x": x.numpy().tolist()}))
+''')
+
+
+def test_llvm_loads_on_a_front_end_miss_only(tmp_path):
+    """``import kernlab`` loads no LLVM; a kernel whose IR is not cached starts loading it
+    while its front end runs (for the compile that follows); a warm process never does."""
+    script = tmp_path / "preload.py"
+    script.write_text(PRELOAD_CHILD)
+    env = dict(os.environ, KERNLAB_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("KERNLAB_PRELOAD", None)
+    out = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                              env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        out.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    cold, warm = out
+    assert cold["after_import"] == [False, False] and warm["after_import"] == [False, False]
+    assert cold["preload"] is True and warm["preload"] is False
+    assert cold["x"] == warm["x"] == [2.0, 2.0, 2.0]
+
+
+def test_a_plan_entry_of_the_wrong_shape_is_not_used():
+    """A plan read from the cache (authenticated, but maybe of another kernlab) is used only
+    if it has the expected fields, parts and parameter indices in range."""
+    import marshal
+    good = {"parts": ["fast", "general"], "optional": [1], "private": [[2, 1024]],
+            "eager": [2], "interruptible": False}
+    assert variants._checked_plan(marshal.dumps(good), 3) == good
+    bad = [dict(good, parts=["general", "fast"]), dict(good, optional=[3]),
+           dict(good, private=[[0, 0]]), dict(good, eager=[-1]),
+           dict(good, interruptible=1), {k: v for k, v in good.items() if k != "eager"},
+           dict(good, extra=True)]
+    for plan in bad:
+        assert variants._checked_plan(marshal.dumps(plan), 3) is None
+    for payload in (b"", b"\x00garbage", marshal.dumps([1, 2]), marshal.dumps("plan")):
+        assert variants._checked_plan(payload, 3) is None
