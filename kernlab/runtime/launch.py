@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import config
 from ..errors import LaunchError, LaunchValueError
+from ..types import BoolValue, numpy_kind
 from ..ir.nodes import Op
 from ..kernel import Kernel, _user_facing
 from . import capture as _capture
@@ -91,7 +92,7 @@ def convert_arg(kernel_name: str, param, value, device, allow_none=False):
         arr = np.asarray(value)
     except (TypeError, ValueError):
         raise fail(f"got {type(value).__name__}") from None
-    if arr.dtype.kind not in "biuf":  # strings, complex numbers, objects
+    if numpy_kind(arr.dtype) not in "biuf":  # strings, complex numbers, objects
         raise fail(f"got {type(value).__name__}")
     if arr.size != math.prod(t.shape):
         raise fail(f"got a value with {arr.size} component(s)")
@@ -102,11 +103,12 @@ def _scalar(s, value, fail):
     """A Python or NumPy bool, int or float as scalar type s, or a LaunchError when that
     would lose more than rounding: a fraction or an out-of-range number for an integer, a
     finite number that overflows a float, anything but 0/1 for a bool."""
-    if isinstance(value, (bool, np.bool_)):
+    if isinstance(value, (bool, np.bool_, BoolValue)):
         value = bool(value)
     elif isinstance(value, (int, np.integer)):
         value = int(value)
-    elif isinstance(value, (float, np.floating)):
+    elif isinstance(value, (float, np.floating)) or (
+            isinstance(value, np.generic) and value.dtype.name == "bfloat16"):
         value = float(value)
     else:
         raise fail(f"got {type(value).__name__}")
@@ -296,8 +298,9 @@ def launch_tiled(kernel, dim=None, inputs=(), outputs=(), block_dim=None, **kwar
     if len(dims) > 3:
         raise LaunchError(f"kl.launch_tiled({getattr(kernel, 'key', kernel)}): a tiled "
                           f"launch has at most 3 block dimensions, got {len(dims)}")
-    if isinstance(kernel, Kernel) and not (kernel.param_types is None and kernel.is_generic) \
-            and kernel.ir.ndim <= len(dims):
+    if isinstance(kernel, Kernel) and kernel.param_types is None and kernel.is_generic:
+        kernel = kernel.for_arguments(list(inputs) + list(outputs))  # Any: its overload
+    if isinstance(kernel, Kernel) and kernel.ir.ndim <= len(dims):
         full = dims  # the kernel does not read the lane index: leave the 1 out
     else:
         full = dims + (1,)
@@ -426,7 +429,7 @@ class _Quick:
             t = p.type
             if t.is_array:
                 kinds.append((0, t.dtype, t.ndim))
-            elif t.is_scalar and t.scalar.kind == "f":
+            elif t.is_scalar and t.scalar.kind == "f" and t.name != "bfloat16":
                 limit = _F32_MAX if t.bits == 32 else math.inf
                 kinds.append((1, -limit, limit))
             elif t.is_scalar and t.scalar.kind in "iu":
@@ -670,6 +673,14 @@ def _run(kernel: Kernel, dims, args, device, adjoint, retain=None):
     elif retain is None:
         retain = _kept_gradients(kernel.ir, args)
     func = kernel.adjoint_variant(retain) if adjoint else kernel.ir
+    # kl.tid() gives the leading launch indices (Warp 1.19: ``i = kl.tid()`` in a 2-D launch
+    # is the row): a kernel that reads n of them runs over the launch's first n dims, once
+    # per combination of the others (as many threads as Warp runs, each with its indices);
+    # one that reads more than the launch has sees 0 for the missing ones
+    n = max(kernel.ir.ndim, 1)
+    repeats = math.prod(dims[n:]) if len(dims) > n else 1
+    dims = tuple(dims[:n]) + (1,) * (n - len(dims))
+    # (each repeat is a launch of its own, in turn: within one, every index is one thread's)
     shared = adjoint and bool(func.owned) and _gradients_overlap(func, args)
     if shared:  # the per-thread ownership proof does not hold for these arrays
         func = kernel.adjoint_variant(retain, shared=True)
@@ -679,10 +690,11 @@ def _run(kernel: Kernel, dims, args, device, adjoint, retain=None):
     if device.is_cpu:
         _refuse_readonly(kernel, func, args, written)
     try:
-        if device.is_cpu:
-            runner.launch(dims, args)
-        else:  # the device, not the arrays, says where (a kernel may take no arrays)
-            runner.launch(dims, args, ordinal=device.ordinal)
+        for _ in range(repeats):
+            if device.is_cpu:
+                runner.launch(dims, args)
+            else:  # the device, not the arrays, says where (a kernel may take no arrays)
+                runner.launch(dims, args, ordinal=device.ordinal)
     finally:  # also after an IndexError or a KeyboardInterrupt: some threads have written
         for k in written:
             if args[k] is not None:
