@@ -12,13 +12,13 @@ from __future__ import annotations
 import ctypes
 import re
 import sys
-import threading
 
 import llvmlite
 import llvmlite.binding as llvm
 
 from ...ir.nodes import Function
 from ...ir.printer import canonical_ir, print_function  # noqa: F401
+from ...runtime import cache
 from . import objload, variants
 from .abi import INTERRUPT_SYMBOL
 from .entry import (PARTS, PRIVATE_BYTES, has_fast_path, lower_to_llvm, optional_arrays,
@@ -28,7 +28,7 @@ from .runner import _interrupt
 from .variants import _split_part, cache_key, fast_part, stats  # noqa: F401
 
 _OBJECT_MAGIC = {"linux": b"\x7fELF", "darwin": b"\xcf\xfa\xed\xfe", "win32": b"\x64\x86"}
-_lock = threading.RLock()
+_lock = variants._lock  # one lock for the memo, the engines and LLVM's set-up (tiers.py)
 _jit = None  # (target machine, engine, host CPU name, its features), made on first use
 
 # ---- LLVM's loader and freeing its machine code -------------------------------------------
@@ -226,16 +226,28 @@ def build_module(func: Function, bounds_check: bool, symbol: str, verify_fp: boo
     """Lower, verify and optimise (O2, host CPU) one entry of a kernel variant: an
     llvmlite.binding ModuleRef. (O3 adds nothing these kernels use, and its loop
     unswitching multiplies the code of adjoints with optional arrays.)"""
+    text, layout = lowered_text(func, bounds_check, symbol, verify_fp, part)
+    return optimised_module(func, text), layout
+
+
+def lowered_text(func: Function, bounds_check: bool, symbol: str, verify_fp: bool = False,
+                 part: str = "general") -> tuple:
+    """(the LLVM IR text of one entry as lowered, its ArgLayout): what both the quick and
+    the optimised compile of the entry start from (tiers.py)."""
     tm = _host()[0]
     layout = variants.arg_layout(func)
     module = lower_to_llvm(func, bounds_check, layout.offsets, symbol, verify_fp,
                            *_split_part(part))
     module.triple = tm.triple
     module.data_layout = str(tm.target_data)
-    text = str(module)
+    return str(module), layout
+
+
+def parse_checked(func: Function, text: str):
+    """The lowered text parsed (in a context of its own: LLVM's global context keeps every
+    type, constant and metadata node ever parsed into it, which would grow with each kernel
+    compiled) and verified; a LoweringError when LLVM rejects it."""
     try:
-        # a context of its own: LLVM's global context keeps every type, constant and
-        # metadata node ever parsed into it, which would grow with each kernel compiled
         ref = llvm.parse_assembly(text, context=llvm.create_context())
         ref.verify()
         ref.name = func.name
@@ -243,6 +255,16 @@ def build_module(func: Function, bounds_check: bool, symbol: str, verify_fp: boo
         raise LoweringError("internal error: LLVM rejected the code generated for this kernel",
                             loc=func.loc, kernel=func.name, details=str(exc),
                             stage=f"compiling kernel '{func.name}' for the CPU (LLVM)") from None
+    return ref
+
+
+def optimised_module(func: Function, text: str, tm=None, unlocked: bool = False):
+    """The lowered text parsed, verified and optimised at O2 for the host CPU (``tm``: the
+    target machine to tune for, by default the host's; a thread compiling beside others
+    brings its own, as LLVM's target machines are not thread-safe, and runs the pipeline
+    ``unlocked``)."""
+    tm = tm or _host()[0]
+    ref = parse_checked(func, text)
     pto = llvm.create_pipeline_tuning_options(speed_level=2)
     # LLVM's vectorisers take time superlinear in the size of the loop body: a kernel of
     # thousands of statements (an adjoint doubles them) would take minutes to compile, for
@@ -253,10 +275,37 @@ def build_module(func: Function, bounds_check: bool, symbol: str, verify_fp: boo
     pb = llvm.create_pass_builder(tm, pto)
     mpm = pb.getModulePassManager()
     try:
-        mpm.run(ref, pb)
+        if unlocked:
+            _unlocked("LLVMPY_RunNewModulePassManager")(mpm, ref, pb)
+        else:
+            mpm.run(ref, pb)
     finally:
         _free_pass_manager(mpm)
-    return ref, layout
+    return ref
+
+
+def _unlocked(name: str):
+    """llvmlite's C function ``name`` without the global lock llvmlite takes around every
+    call into LLVM. Only for a thread working on a module of its own context with a target
+    machine and pass builder of its own (tiers.py), which LLVM allows to run beside other
+    threads: under the lock, a 40 ms optimisation on the helper thread would hold up every
+    quick compile and object load of the calling thread. (``_cfn`` is llvmlite 0.50's: a
+    llvmlite without it gets the locked call, slower beside other threads but right.)"""
+    wrapper = getattr(llvm.ffi.lib, name)
+    return getattr(wrapper, "_cfn", wrapper)
+
+
+def _emit_unlocked(tm, module) -> bytes:
+    """tm.emit_object(module) without llvmlite's global lock (see _unlocked)."""
+    with llvm.ffi.OutputString() as err:
+        buf = _unlocked("LLVMPY_TargetMachineEmitToMemory")(tm, module, 1, err)
+        if not buf:
+            raise RuntimeError(str(err))
+    try:
+        return ctypes.string_at(llvm.ffi.lib.LLVMPY_GetBufferStart(buf),
+                                llvm.ffi.lib.LLVMPY_GetBufferSize(buf))
+    finally:
+        llvm.ffi.lib.LLVMPY_DisposeMemoryBuffer(buf)
 
 
 def _free_pass_manager(mpm) -> None:
@@ -294,13 +343,6 @@ def variant_plan(func: Function, verify_fp: bool) -> dict:
             "interruptible": bool(is_interruptible(func))}
 
 
-def compile_object(func: Function, bounds_check: bool, symbol: str, verify_fp: bool,
-                   part: str) -> bytes:
-    """The object code of one entry of a kernel variant, exporting ``symbol``."""
-    module, _ = build_module(func, bounds_check, symbol, verify_fp, part)
-    return _emit_object(func, module)
-
-
 def llvm_source(func: Function, bounds_check: bool, verify_fp: bool = False,
                 optimized: bool = False) -> str:
     """The LLVM IR of a kernel variant as text, one module per entry (fast, general): by
@@ -329,6 +371,27 @@ def llvm_source(func: Function, bounds_check: bool, verify_fp: bool = False,
             out.append(f"; {kind} '{func.name}' {checks}: {what}, as lowered (before "
                        f"optimisation)\n{module}")
     return "\n".join(out)
+
+
+def optimised_object(func, text: str, tm=None) -> bytes:
+    """The object code of the lowered entry ``text``, optimised (see optimised_entry)."""
+    if tm is None:
+        return _emit_object(func, optimised_module(func, text))
+    return _emit_unlocked(tm, optimised_module(func, text, tm, unlocked=True))
+
+
+def optimised_entry(func, text: str, symbol: str, layout, key: str, tm=None):
+    """Optimise and compile the lowered entry ``text``, load it (variants.place: kernlab's
+    loader, else MCJIT) and keep its object in the disk cache (``tm``: the target machine
+    of a helper thread, which then optimises and emits code without llvmlite's global
+    lock: see _unlocked)."""
+    obj = optimised_object(func, text, tm)
+    entry, _ = variants.place(func, obj, symbol)
+    if entry is None:
+        raise LoweringError("internal error: the compiled kernel has no entry point",
+                            loc=func.loc, kernel=func.name, details=f"symbol {symbol}")
+    cache.store(key, obj)
+    return entry
 
 
 def add_object(obj: bytes, symbol: str) -> tuple:
@@ -371,5 +434,3 @@ def __getattr__(name):  # the loading side's names, for code that reached them t
         if hasattr(module, name):
             return getattr(module, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
