@@ -155,6 +155,10 @@ class LoadedObject:
     def release(self) -> None:  # the finaliser's name for it (jit's arenas have the same)
         self.free()
 
+    @property
+    def closed(self) -> bool:  # (as jit's arenas say it)
+        return not self.address
+
 
 class _Section:
     __slots__ = ("index", "name", "type", "flags", "offset", "size", "align", "link", "info",

@@ -19,6 +19,7 @@ import ctypes
 import math
 import os
 import struct
+import sys
 import threading
 import time
 import weakref
@@ -52,6 +53,7 @@ def _scalar_format(s) -> str:
 
 _ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
+_TIERS = __name__.rsplit(".", 1)[0] + ".tiers"
 _lock = threading.RLock()
 _interrupt = ctypes.c_int32(0)  # kl_interrupt: nonzero asks every checking loop to stop
 _interrupts = 0                 # how many times it was raised (see Runner._run_checked)
@@ -116,6 +118,10 @@ class CompiledEntry:
     cfunc: object
     code: object = None
     raw: object = None  # the entry without argument conversion (Runner.inline_entry)
+
+    @property
+    def arena(self):  # (the name tiers.py and older code use for ``code``)
+        return self.code
 
 
 # ---- launching ------------------------------------------------------------------------------
@@ -256,6 +262,10 @@ class Runner:
             if fn is None:  # the entry is held, as the general one: its code stays loaded
                 entry = self._fast_entries[which] = self._load_fast(*which)
                 fn = self._fast_fns[which] = entry.cfunc
+        if total >= least:  # a large launch runs optimised code only (tiers.py; loaded
+            tiers = sys.modules.get(_TIERS)  # with the compile side, never on a warm start)
+            if tiers is not None and tiers.pending:
+                tiers.wait()
         self._run(fn, buf, bounds)
         if buf[layout.status_offset] != b"\0":  # the flag's low byte: some status is set
             self.settle(buf, bounds, args)

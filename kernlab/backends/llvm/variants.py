@@ -331,18 +331,22 @@ def _load_or_compile(func, bounds_check, key, verify_fp=False, part="general",
         stats["load_s"] += time.perf_counter() - t0
         _say(f"loaded kernel '{func.name}' ({part} entry) from the cache ({_ms(t0)})")
         return entry
-    from . import jit
-    obj = jit.compile_object(func, bounds_check, symbol, verify_fp, part)
-    entry = _place(func, obj, symbol)
-    if entry is None:
-        from .lower import LoweringError
-        raise LoweringError("internal error: the compiled kernel has no entry point",
-                            loc=func.loc, kernel=func.name, details=f"symbol {symbol}")
-    if _current(host or host_values()):
-        cache.store(key, obj)
+    from . import jit, tiers
+    if not _current(host or host_values()):
+        # the key named a stale host record's CPU or LLVM: compile (and store) under the key
+        # of the host LLVM now reports (jit's set-up has corrected this process's values)
+        key = part_key(cache_key(func, bounds_check, verify_fp, jit.host_values()), part)
+        symbol = symbol_for(func, key)
+    text, layout = jit.lowered_text(func, bounds_check, symbol, verify_fp, part)
+    if tiers.wanted(func):  # quick code now, the optimised code from a helper thread
+        entry = tiers.compile_quick(func, text, symbol, layout, key)
+        how = "quick code; optimising on a helper thread"
+    else:
+        entry = jit.optimised_entry(func, text, symbol, layout, key)
+        how = "optimised"
     stats["compiled"] += 1
     stats["compile_s"] += time.perf_counter() - t0
-    _say(f"compiled kernel '{func.name}' ({part} entry, {_ms(t0)})")
+    _say(f"compiled kernel '{func.name}' ({part} entry, {how}, {_ms(t0)})")
     return entry
 
 
@@ -353,25 +357,34 @@ def _resolve(name: str) -> int | None:
 
 
 def _place(func, obj: bytes, symbol: str) -> CompiledEntry | None:
+    return place(func, obj, symbol)[0]
+
+
+def place(func, obj: bytes, symbol: str, data=()) -> tuple:
     """Load ``obj`` and find its entry ``symbol``: with objload where it can, else with
-    LLVM's MCJIT; None when neither can (the caller compiles it anew)."""
+    LLVM's MCJIT. (the entry, {name: address} of the global variables named in ``data``),
+    or (None, {}) when neither can load it (the caller compiles it anew)."""
     if OWN_LOADER and objload.supported():
         try:
             code = objload.load(obj, _resolve)
         except objload.MalformedObject:
-            return None  # damaged or another machine's: compiled anew
+            return None, {}  # damaged or another machine's: compiled anew
         except objload.ObjectError as exc:
             _say(f"kernel '{func.name}': loading its object with LLVM ({exc})")
         else:
             address = code.symbols.get(symbol)
-            if address:
-                return _entry(func, symbol, address, code)
+            found = {name: code.symbols.get(name, 0) for name in data}
+            if address and all(found.values()):
+                return _entry(func, symbol, address, code), found
             code.free()
     if symbol.encode() not in obj:
-        return None  # not this entry's object: compiled anew without loading LLVM's loader
+        return None, {}  # not this entry's object: compiled anew, LLVM's loader not loaded
     from . import jit
     address, arena = jit.add_object(obj, symbol)
-    return _entry(func, symbol, address, arena) if address else None
+    if not address:
+        return None, {}
+    entry = _entry(func, symbol, address, arena)
+    return entry, {name: arena.engine.get_global_value_address(name) for name in data}
 
 
 def _entry(func, symbol, address, code) -> CompiledEntry:
