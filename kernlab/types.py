@@ -472,7 +472,8 @@ class Tile(Type):
 
     @property
     def length(self) -> int:
-        return self.size * (self.dtype.length if self.dtype.is_vector else 1)
+        return self.size * (self.dtype.length if self.dtype.is_vector or self.dtype.is_matrix
+                            else 1)
 
     @property
     def nbytes(self) -> int:

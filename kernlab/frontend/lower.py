@@ -25,6 +25,7 @@ from .spatial import SpatialMixin
 from .hashgrid import HashGridMixin, HashGridQuery
 from .tiles import TileMixin
 from .mesh import MeshMixin, MeshQueryAABB
+from .volume import VolumeMixin
 from .source import ParsedSource, annotation_type, parse_function
 from . import structs
 
@@ -51,8 +52,8 @@ def source_to_ir(pyfunc, name: str | None = None, extra_globals: dict | None = N
                    param_types).build_kernel(name)
 
 
-class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, TileMixin,
-              ViewMixin, ControlMixin, ExprMixin):
+class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, VolumeMixin,
+              TileMixin, ViewMixin, ControlMixin, ExprMixin):
     def __init__(self, pyfunc, extra_globals=None, funcs_in_progress=(), param_types=None):
         self.kernel_src = parse_function(pyfunc)
         self.extra_globals = extra_globals
@@ -379,6 +380,20 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Tile
             elem = structs.index(self, base, [self.int_index(i) for i in raw])
             return structs.store_struct(self, elem, value)
         indices = [self.int_index(i) for i in raw]
+        if isinstance(base, Var) and base.type.is_tile:  # t[i, j] = x on a tile local
+            t = base.type
+            if len(indices) != len(t.tile_shape):
+                raise KernelTypeError(f"a tile of shape {t.tile_shape} takes "
+                                      f"{len(t.tile_shape)} index(es), got {len(indices)}",
+                                      self.b.loc)
+            v = self.value(value, t.scalar)
+            if v.type != t.dtype:
+                if not (v.type.is_scalar and t.dtype.is_scalar):
+                    raise KernelTypeError(f"cannot put a {v.type} into a tile of {t.dtype}",
+                                          self.b.loc)
+                v = self.b.cast(v, t.dtype)
+            self.b.store(base, self.b.call("tile_put", [self.b.load(base), v, *indices]))
+            return
         if isinstance(base, Value) and base.type.is_array:
             if len(indices) != base.type.ndim:
                 raise KernelTypeError("Incorrect number of indices specified for array "

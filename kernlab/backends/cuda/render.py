@@ -533,6 +533,8 @@ def _override(ins: Instr) -> str | None:
             return "kl_cast<{T}>({0})"  # saturating, NaN/inf -> 0; C's cast is undefined
     if bi.name == "index" and len(types) == 3:
         return "{0}[{1}][{2}]"  # m[i, j]
+    if bi.name in ("mul", "div") and all(t.is_tile for t in types):  # element-wise
+        return f"kl_cw_{bi.name}({{0}}, {{1}})"
     return None
 
 

@@ -598,15 +598,24 @@ class _BodyLowering:
 
     def _stack_store(self, ptr, t, value):
         if t.is_tile:  # the tile's bytes
-            self.cx.tile_copy(self.b.bitcast(ptr, value.type), value, t)
+            self._tile_bytes(ptr, value, t)
             return
         if t.scalar.kind == "b":
             value = self.b.zext(value, _stack_type(t))
         self.b.store(value, ptr, align=1)
 
+    def _tile_bytes(self, dst, src, t):
+        """Copy a tile's bytes between its buffer and the (untyped) stack: llvm.memcpy."""
+        i8p = ir.IntType(8).as_pointer()
+        fn = self.e.module.declare_intrinsic("llvm.memcpy", [i8p, i8p, I64])
+        self.b.call(fn, [self.b.bitcast(dst, i8p), self.b.bitcast(src, i8p),
+                         I64(_stack_size(t)), ir.Constant(ir.IntType(1), 0)])
+
     def _stack_load(self, ptr, t):
         if t.is_tile:
-            return self.cx.tile_fresh_copy(self.b.bitcast(ptr, ll_type(t)), t)
+            out = self.cx.tile_buffer(t)
+            self._tile_bytes(out, ptr, t)
+            return out
         v = self.b.load(ptr, typ=_stack_type(t), align=1)
         return self.b.icmp_unsigned("!=", v, ir.Constant(v.type, None)) \
             if t.scalar.kind == "b" else v
