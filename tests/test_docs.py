@@ -69,6 +69,7 @@ def test_reference_shows_registry_signatures_and_differentiability(site):
         assert entry.differentiable == ("yes" if REGISTRY[name].differentiable else "no")
         assert any(sig.split("(")[0] in s for s in entry.signatures)
     assert "sin(float32) -> float32" in describe("sin").signatures
+    assert "sin(bfloat16) -> bfloat16" in describe("sin").signatures
     assert describe("floor").differentiable == "no"
 
 
