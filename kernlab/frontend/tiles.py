@@ -317,7 +317,16 @@ class TileMixin:
                                   f"{b.type.tile_shape} do not chain (a's columns must be "
                                   "b's rows)", self.b.loc)
         prod = self.b.call("tile_matmul", [a, b])
-        alpha = self._tile_const(args["alpha"])
+
+        def number(x):  # a constant's value (a literal, or a value the kernel fixes)
+            if isinstance(x, Lit):
+                return x.value
+            if isinstance(x, Value):
+                known = self._known_constant(x)
+                return known if known is not None else x
+            return x
+
+        alpha = number(self._tile_const(args["alpha"]))
         if not (isinstance(alpha, (float, int)) and alpha == 1.0):
             prod = self.call_builtin("mul", [prod, alpha if not isinstance(alpha, (int, float))
                                              else Lit(float(alpha))])
@@ -331,13 +340,14 @@ class TileMixin:
         if not isinstance(node_out, ast.Name):
             raise KernelTypeError("tile_matmul(a, b, out) updates a tile local in place: "
                                   "pass the local's name", self.b.loc)
-        beta = self._tile_const(args["beta"])
+        beta = number(self._tile_const(args["beta"]))
         if isinstance(beta, (float, int)) and beta == 0.0:
             new = prod
         else:
             kept = out if isinstance(beta, (float, int)) and beta == 1.0 else \
-                self.call_builtin("mul", [out, beta if not isinstance(beta, (int, float))
-                                          else Lit(float(beta))])
+                self.b.call("tile_scaled", [out, self.value(
+                    beta if not isinstance(beta, (int, float)) else Lit(float(beta)),
+                    out.type.scalar)])  # out is not read where beta is 0
             new = self.b.call("add", [kept, prod])
         self.assign(node_out, new)
         return Lit(None)
