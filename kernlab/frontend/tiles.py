@@ -306,6 +306,25 @@ class TileMixin:
         a = self._tile_value(args["a"], "tile_matmul")
         b = self._tile_value(args["b"], "tile_matmul")
         for t in (a, b):
+            if t.type.dtype.is_vector and t.type.dtype.length == 2:
+                raise KernelTypeError("tile_matmul on the CPU does not support complex tiles "
+                                      f"(vec2 elements): got {t.type}", self.b.loc)
+        prec = args["precision"]
+        p = prec.value if isinstance(prec, _Default) else self.expr(prec)
+        if isinstance(p, (Lit, PyObj)):
+            p = p.value if isinstance(p, Lit) else p.obj
+        if not isinstance(p, str) or not (isinstance(prec, _Default)
+                                          or isinstance(prec, ast.Constant)):
+            raise KernelValueError("tile_matmul: precision got a non-literal argument; it must "
+                                   "be the string literal 'default' or 'tf32'", self.b.loc)
+        if p not in ("default", "tf32"):
+            raise KernelValueError(f"tile_matmul: precision must be the string literal "
+                                   f"'default' or 'tf32', not {p!r}", self.b.loc)
+        if p == "tf32" and a.type.scalar.bits != 32:
+            raise KernelTypeError(f"tile_matmul: precision='tf32' requires float32 tiles, got "
+                                  f"{a.type.dtype} (on the CPU it computes in float32)",
+                                  self.b.loc)
+        for t in (a, b):
             if len(t.type.tile_shape) != 2 or not (t.type.dtype.is_scalar and t.type.is_float):
                 raise KernelTypeError(f"tile_matmul takes 2-D tiles of floats, got {t.type}",
                                       self.b.loc)
