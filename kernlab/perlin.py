@@ -24,8 +24,8 @@ from .kernel import func, func_grad
 from .lang import FUNCTIONS, adjoint
 from .types import mat22, mat33, mat44, uint32, vec2, vec3, vec4
 
-_dot, _floor, _normalize, _outer, _rand_init, _randf = (FUNCTIONS[n] for n in (
-    "dot", "floor", "normalize", "outer", "rand_init", "randf"))
+_dot, _floor, _normalize, _outer, _rand_init, _randf, _randu = (FUNCTIONS[n] for n in (
+    "dot", "floor", "normalize", "outer", "rand_init", "randf", "randu"))
 
 # The lattice hash: corner (i, j, k, l) -> i*P1 ^ j*P2 ^ k*P3 ^ l*P4 + state (uint32, wrapping;
 # ``+`` binds tighter than ``^``, as in the C it comes from).
@@ -90,11 +90,21 @@ def _lattice1(state: uint32, ix: int):
     return _randf(h, -1.0, 1.0)
 
 
+# Successive draws from one hash h: _draw(h) is the next float without advancing h (its
+# parameter is a copy), h = _randu(h) advances it. The same numbers as randf(h) called
+# again and again, in a kernel and in Python alike (where a builtin cannot write back into
+# its argument, as in Warp's Python scope): kl.noise(state, v) on Python values matches
+# the kernel's.
+@func
+def _draw(h: uint32):
+    return _randf(h) - 0.5
+
+
 @func
 def _lattice2(state: uint32, ix: int, iy: int):
     h = uint32(ix) * uint32(_P1) ^ uint32(iy) * uint32(_P2) + state
-    x = _randf(h) - 0.5
-    y = _randf(h) - 0.5
+    x = _draw(h)
+    y = _draw(_randu(h))
     return _normalize(vec2(x, y))
 
 
@@ -102,9 +112,10 @@ def _lattice2(state: uint32, ix: int, iy: int):
 def _lattice3(state: uint32, ix: int, iy: int, iz: int):
     h = (uint32(ix) * uint32(_P1) ^ uint32(iy) * uint32(_P2)
          ^ uint32(iz) * uint32(_P3) + state)
-    x = _randf(h) - 0.5
-    y = _randf(h) - 0.5
-    z = _randf(h) - 0.5
+    x = _draw(h)
+    h = _randu(h)
+    y = _draw(h)
+    z = _draw(_randu(h))
     return _normalize(vec3(x, y, z))
 
 
@@ -112,10 +123,12 @@ def _lattice3(state: uint32, ix: int, iy: int, iz: int):
 def _lattice4(state: uint32, ix: int, iy: int, iz: int, it: int):
     h = (uint32(ix) * uint32(_P1) ^ uint32(iy) * uint32(_P2) ^ uint32(iz) * uint32(_P3)
          ^ uint32(it) * uint32(_P4) + state)
-    x = _randf(h) - 0.5
-    y = _randf(h) - 0.5
-    z = _randf(h) - 0.5
-    t = _randf(h) - 0.5
+    x = _draw(h)
+    h = _randu(h)
+    y = _draw(h)
+    h = _randu(h)
+    z = _draw(h)
+    t = _draw(_randu(h))
     return _normalize(vec4(x, y, z, t))
 
 

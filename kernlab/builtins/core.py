@@ -289,7 +289,7 @@ def _np_cast(x, target):
     x = np.asarray(x)
     if el == bool_:
         out = x != 0
-    elif el.is_int and np.issubdtype(x.dtype, np.floating):
+    elif el.is_int and (np.issubdtype(x.dtype, np.floating) or x.dtype.name == "bfloat16"):
         out = _saturate(x.astype(np.float64), el.np)  # NaN gives 0, like LLVM's fptosi.sat
     else:
         out = x

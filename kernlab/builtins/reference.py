@@ -260,6 +260,61 @@ SPECIAL_FORMS = {
                                         "same)", "no"),
 }
 
+# kl.Volume (kernlab/volume.py, lowered by frontend/volume.py): index-space points; a call on
+# a volume of another value type gives zero, as in Warp
+VOLUME_FORMS = {
+    "volume_sample_f": SpecialForm(
+        "volume_sample_f(id, uvw, sampling_mode) -> float",
+        "a float volume at index-space uvw: Volume.CLOSEST (nearest voxel, halfway away from "
+        "zero) or Volume.LINEAR (trilinear)", "yes (uvw, LINEAR; not the voxel values)"),
+    "volume_sample_v": SpecialForm("volume_sample_v(id, uvw, sampling_mode) -> vec3",
+                                   "a vec3 volume at uvw, as volume_sample_f",
+                                   "yes (uvw, LINEAR)"),
+    "volume_sample_i": SpecialForm("volume_sample_i(id, uvw) -> int",
+                                   "an int32 volume at the voxel nearest uvw", "no"),
+    "volume_sample_grad_f": SpecialForm(
+        "volume_sample_grad_f(id, uvw, sampling_mode, grad) -> float",
+        "volume_sample_f, and sets the local grad (vec3) to its index-space gradient",
+        "yes (uvw, through the value and grad)"),
+    "volume_sample": SpecialForm(
+        "volume_sample(id, uvw, sampling_mode, dtype) -> dtype",
+        "the generic form: dtype float, vec3 or int", "yes (uvw, LINEAR)"),
+    "volume_sample_grad": SpecialForm(
+        "volume_sample_grad(id, uvw, sampling_mode, grad, dtype) -> dtype",
+        "the generic form of volume_sample_grad_f; grad is a vec3 (float) or a mat33 "
+        "Jacobian, one row per component (vec3)", "yes (uvw)"),
+    "volume_lookup_f": SpecialForm("volume_lookup_f(id, i, j, k) -> float",
+                                   "the value of voxel (i, j, k)", "no"),
+    "volume_lookup_v": SpecialForm("volume_lookup_v(id, i, j, k) -> vec3",
+                                   "the value of voxel (i, j, k)", "no"),
+    "volume_lookup_i": SpecialForm("volume_lookup_i(id, i, j, k) -> int",
+                                   "the value of voxel (i, j, k)", "no"),
+    "volume_lookup": SpecialForm("volume_lookup(id, i, j, k, dtype) -> dtype",
+                                 "the generic form of the lookups", "no"),
+    "volume_store_f": SpecialForm("volume_store_f(id, i, j, k, value)",
+                                  "writes voxel (i, j, k) if a leaf holds it (else nothing)",
+                                  "no (no value)"),
+    "volume_store_v": SpecialForm("volume_store_v(id, i, j, k, value)",
+                                  "as volume_store_f, for a vec3 volume", "no (no value)"),
+    "volume_store_i": SpecialForm("volume_store_i(id, i, j, k, value)",
+                                  "as volume_store_f, for an int32 volume", "no (no value)"),
+    "volume_store": SpecialForm("volume_store(id, i, j, k, value)",
+                                "the generic form: the value's type picks the volume's",
+                                "no (no value)"),
+    "volume_index_to_world": SpecialForm(
+        "volume_index_to_world(id, uvw) -> vec3 | vec3d",
+        "the volume's affine map (float32 for vec3, float64 for vec3d)", "yes (uvw)"),
+    "volume_world_to_index": SpecialForm("volume_world_to_index(id, xyz) -> vec3 | vec3d",
+                                         "the inverse map", "yes (xyz)"),
+    "volume_index_to_world_dir": SpecialForm(
+        "volume_index_to_world_dir(id, uvw) -> vec3 | vec3d",
+        "the map's linear part (a direction)", "yes (uvw)"),
+    "volume_world_to_index_dir": SpecialForm(
+        "volume_world_to_index_dir(id, xyz) -> vec3 | vec3d",
+        "the inverse map's linear part", "yes (xyz)"),
+}
+SPECIAL_FORMS.update(VOLUME_FORMS)
+
 # Tiles (builtins/tiles.py, frontend/tiles.py): every block of a tiled launch is one thread
 # owning its whole tile, as Warp runs blocks on the CPU. Warp's parameter names; shapes and
 # dtypes are compile-time constants. kernlab.lang makes the kl.tile_* names from this table.

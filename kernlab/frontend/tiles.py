@@ -138,6 +138,9 @@ class TileMixin:
                 or dtype.scalar.kind == "b":
             raise KernelTypeError(f"{what}: tiles hold int, float, vector or matrix elements, not "
                                   f"{dtype}", self.b.loc)
+        if dtype.scalar.name == "bfloat16":
+            raise KernelTypeError(f"{what}: kernlab has no tiles of bfloat16 yet (use a float16 or "
+                                  "float32 array)", self.b.loc)
         t = Tile(dtype, shape)
         if t.length > Tile.MAX_SCALARS:
             raise KernelTypeError(f"{what}: a tile of shape {shape} of {dtype} has "
