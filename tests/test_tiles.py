@@ -759,3 +759,11 @@ def test_tile_matmul(backend, rng):
                                rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(b.grad.numpy(), _fd_grad(lambda y: loss(a_np, y), b_np),
                                rtol=1e-6, atol=1e-8)
+
+
+# The kernels tests/test_cuda.py compiles with NVRTC: all but those using the tile ops the
+# CUDA backend does not lower yet (views, reductions, scans, tile_map, broadcast, matmul...).
+_CPU_ONLY_KERNELS = {"view_ops", "reduce_scan_map", "tile_loop_sum", "shapes_and_casts",
+                     "shapes_grad", "max_along_rows", "mixed_elements", "matmuls"}
+NVRTC_CORPUS = [n for n, k in list(globals().items())
+                if isinstance(k, kl.Kernel) and n not in _CPU_ONLY_KERNELS]

@@ -953,3 +953,34 @@ builtin("tile_matmul", [_MatmulSig()], _np_matmul,
             g.call("tile_matmul", [g.call("tile_transpose", [a]), adj])),
         doc="tile_matmul(a, b): the matrix product of 2-D tiles of floats; "
             "tile_matmul(a, b, out, alpha=1.0, beta=1.0) sets out = alpha a @ b + beta out")
+
+
+def _np_scaled(t, s):
+    return np.zeros_like(t) if s == 0 else np.asarray(t * s, t.dtype)
+
+
+def _scaled_llvm(cx, t, s):
+    tt = cx.types[0]
+    b = cx.b
+    out = cx.tile_buffer(tt)
+    zero = ir.Constant(s.type, 0.0)
+    keep = b.fcmp_ordered("!=", s, zero)
+
+    def body(off, w):
+        vty = ir.VectorType(s.type, w)
+        x = b.load(cx._chunk(t, tt, off, w), align=tt.scalar.nbytes)
+        splat = b.insert_element(ir.Constant(vty, None), s, ir.Constant(ir.IntType(32), 0))
+        splat = b.shuffle_vector(splat, ir.Constant(vty, None),
+                                 ir.Constant(ir.VectorType(ir.IntType(32), w), [0] * w))
+        y = b.select(keep, b.fmul(x, splat), ir.Constant(vty, None))
+        b.store(y, cx._chunk(out, tt, off, w), align=tt.scalar.nbytes)
+
+    cx.tile_chunks(tt, body)
+    return out
+
+
+builtin("tile_scaled", [sig("FL", "F", ret=lambda b: b["L"] if b["L"].dtype.is_scalar
+                            else None)], _np_scaled,
+        llvm=_scaled_llvm, cuda=no_cuda("tile_matmul with out"),
+        grad=lambda g, t, s, r, adj: (g.call("tile_scaled", [adj, s]), g.inner(adj, t)),
+        doc="(internal) s * t, or zeros where s is 0 (t is not read: tile_matmul's beta)")

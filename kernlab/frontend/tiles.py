@@ -309,6 +309,25 @@ class TileMixin:
         a = self._tile_value(args["a"], "tile_matmul")
         b = self._tile_value(args["b"], "tile_matmul")
         for t in (a, b):
+            if t.type.dtype.is_vector and t.type.dtype.length == 2:
+                raise KernelTypeError("tile_matmul on the CPU does not support complex tiles "
+                                      f"(vec2 elements): got {t.type}", self.b.loc)
+        prec = args["precision"]
+        p = prec.value if isinstance(prec, _Default) else self.expr(prec)
+        if isinstance(p, (Lit, PyObj)):
+            p = p.value if isinstance(p, Lit) else p.obj
+        if not isinstance(p, str) or not (isinstance(prec, _Default)
+                                          or isinstance(prec, ast.Constant)):
+            raise KernelValueError("tile_matmul: precision got a non-literal argument; it must "
+                                   "be the string literal 'default' or 'tf32'", self.b.loc)
+        if p not in ("default", "tf32"):
+            raise KernelValueError(f"tile_matmul: precision must be the string literal "
+                                   f"'default' or 'tf32', not {p!r}", self.b.loc)
+        if p == "tf32" and a.type.scalar.bits != 32:
+            raise KernelTypeError(f"tile_matmul: precision='tf32' requires float32 tiles, got "
+                                  f"{a.type.dtype} (on the CPU it computes in float32)",
+                                  self.b.loc)
+        for t in (a, b):
             if len(t.type.tile_shape) != 2 or not (t.type.dtype.is_scalar and t.type.is_float):
                 raise KernelTypeError(f"tile_matmul takes 2-D tiles of floats, got {t.type}",
                                       self.b.loc)
@@ -320,7 +339,16 @@ class TileMixin:
                                   f"{b.type.tile_shape} do not chain (a's columns must be "
                                   "b's rows)", self.b.loc)
         prod = self.b.call("tile_matmul", [a, b])
-        alpha = self._tile_const(args["alpha"])
+
+        def number(x):  # a constant's value (a literal, or a value the kernel fixes)
+            if isinstance(x, Lit):
+                return x.value
+            if isinstance(x, Value):
+                known = self._known_constant(x)
+                return known if known is not None else x
+            return x
+
+        alpha = number(self._tile_const(args["alpha"]))
         if not (isinstance(alpha, (float, int)) and alpha == 1.0):
             prod = self.call_builtin("mul", [prod, alpha if not isinstance(alpha, (int, float))
                                              else Lit(float(alpha))])
@@ -334,13 +362,14 @@ class TileMixin:
         if not isinstance(node_out, ast.Name):
             raise KernelTypeError("tile_matmul(a, b, out) updates a tile local in place: "
                                   "pass the local's name", self.b.loc)
-        beta = self._tile_const(args["beta"])
+        beta = number(self._tile_const(args["beta"]))
         if isinstance(beta, (float, int)) and beta == 0.0:
             new = prod
         else:
             kept = out if isinstance(beta, (float, int)) and beta == 1.0 else \
-                self.call_builtin("mul", [out, beta if not isinstance(beta, (int, float))
-                                          else Lit(float(beta))])
+                self.b.call("tile_scaled", [out, self.value(
+                    beta if not isinstance(beta, (int, float)) else Lit(float(beta)),
+                    out.type.scalar)])  # out is not read where beta is 0
             new = self.b.call("add", [kept, prod])
         self.assign(node_out, new)
         return Lit(None)

@@ -103,6 +103,9 @@ class ViewMixin:
             return Lit(len(base.kept))
         if isinstance(base, Value) and base.type.is_array and node.attr == "ndim":
             return Lit(base.type.ndim)
+        if isinstance(base, (Value, ArrayRef)) and base.type.is_array and node.attr == "dtype":
+            from .exprs import PyObj
+            return PyObj(base.type.dtype)  # a.dtype: a type, for dtype= arguments
         return super().attribute(base, node)
 
     # ---- vectors and matrices -------------------------------------------------------------
