@@ -119,7 +119,7 @@ def test_warp_page_lists_every_conformance_difference_and_exclusion(site):
 
 
 def test_no_missing_warp_name_is_in_kernlab():
-    present = set(dir(kl))
+    present = {n for n in dir(kl) if not n.startswith("_")}  # public names only
     wrong = [(p, fam) for pats, fam, _ in warp_gaps.MISSING for p in pats
              for name in present if fnmatch.fnmatchcase(name, p)]
     assert not wrong, "implemented now: move these out of docs/_ext/warp_gaps.py"

@@ -55,6 +55,11 @@ EXCLUDED: dict[str, str] = {
     "tile.test_tile_matmul.TestTileMatmul.test_mathdx_sm107_lto_target": _MATHDX,
     "tile.test_tile_matmul.TestTileMatmul.test_tile_matmul_tf32_compilation": _MATHDX,
     "tile.test_tile_matmul.TestTileMatmul.test_tile_matmul_tf32_fallback_cpu": _MATHDX,
+    "tile.test_tile.TestTile.test_tile_component_assign_then_store_cpu":
+        "a racy program on the CPU: with Warp's default enable_cpu_blocks=False every thread "
+        "has its own tile and stores all of it; Warp 1.19 itself then keeps only the last "
+        "thread's lane (run by hand on this machine: lanes 0-6 zero, lane 7 (0, 24, 0)), "
+        "kernlab's parallel threads whichever stores last; the test needs cooperative blocks",
     "geometry.test_mesh.TestMesh.test_mesh_create_raises_on_native_failure": _NATIVE_MESH,
     "geometry.test_mesh.TestMesh.test_mesh_refit_raises_on_native_device_failure":
         _NATIVE_MESH,
