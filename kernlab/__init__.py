@@ -72,6 +72,12 @@ from .mesh import (Mesh, MeshQueryPoint, MeshQueryRay, mesh_eval_face_normal,  #
                    mesh_query_ray_anyhit, mesh_query_ray_count_intersections,
                    mesh_query_sphere, mesh_get)
 from .frontend.mesh import MeshQueryAABB  # noqa: E402
+from .volume import (Volume, volume_index_to_world, volume_index_to_world_dir,  # noqa: E402
+                     volume_lookup, volume_lookup_f, volume_lookup_i, volume_lookup_v,
+                     volume_sample, volume_sample_f, volume_sample_grad, volume_sample_grad_f,
+                     volume_sample_i, volume_sample_v, volume_store, volume_store_f,
+                     volume_store_i, volume_store_v, volume_world_to_index,
+                     volume_world_to_index_dir)
 
 MeshQuery = MeshQueryAABB  # Warp's parent of the box and sphere query types
 

@@ -25,9 +25,11 @@ class BuiltinFunction:
     def __call__(self, *args, dtype=None):
         if self.builtin in EXPANSIONS:  # quaternion/transform math: run its expansion
             target = to_type(dtype) if dtype is not None else None
-            out = call_on_python_values(self.builtin, args, target)
+            out = call_on_python_values(self.builtin, args, target)  # writes args in place
             if self.builtin in ("transform_set_translation", "transform_set_rotation"):
-                np.copyto(args[0], out)  # these write their first argument, as in Warp
+                if not isinstance(args[0], np.ndarray):
+                    raise TypeError(f"{self.builtin}() writes its first argument: pass a "
+                                    f"transform value, not {type(args[0]).__name__}")
                 return None
             if out is not NotImplemented:
                 return out
@@ -35,7 +37,9 @@ class BuiltinFunction:
         vals = [a if isinstance(a, np.ndarray) else np.asarray(a)[()] for a in args]
         vals = [v.astype(np.float32) if isinstance(v, np.floating) and v.dtype == np.float64
                 and not isinstance(a, np.floating) else v for v, a in zip(vals, args)]
-        return record.numpy(*vals)
+        out = record.numpy(*vals)
+        # a scalar result is a NumPy scalar (dot of two vectors), never a 0-d array
+        return out[()] if isinstance(out, np.ndarray) and out.ndim == 0 else out
 
     def __repr__(self):
         return f"<kernlab builtin {self.__name__}>"

@@ -27,8 +27,8 @@ from .lang import FUNCTIONS, adjoint
 from .types import NAMED, uint32, vec2, vec3, vec4
 
 vec2i, vec3i, vec4i = (NAMED[n] for n in ("vec2i", "vec3i", "vec4i"))
-_dot, _floor, _normalize, _outer, _rand_init, _randf = (FUNCTIONS[n] for n in (
-    "dot", "floor", "normalize", "outer", "rand_init", "randf"))
+_dot, _floor, _normalize, _outer, _rand_init, _randf, _randu = (FUNCTIONS[n] for n in (
+    "dot", "floor", "normalize", "outer", "rand_init", "randf", "randu"))
 
 # The lattice hash: corner (i, j, k, l) -> i*P1 ^ j*P2 ^ k*P3 ^ l*P4 + state (uint32, wrapping;
 # ``+`` binds tighter than ``^``, as in the C it comes from).
@@ -86,6 +86,16 @@ def _mix_hess(a0: float, a1: float, t: float, g0: Any, g1: Any, h0: Any, h1: Any
 
 # ------------------------------------------------------------------ lattice gradients
 # The gradient at lattice corner c (an int in 1-d, an integer vector above), from the hash.
+# Successive draws from one hash h: _draw(h) is the next float without advancing h (its
+# parameter is a copy), h = _randu(h) advances it. The same numbers as randf(h) called
+# again and again, in a kernel and in Python alike (where a builtin cannot write back into
+# its argument, as in Warp's Python scope): kl.noise(state, v) on Python values matches
+# the kernel's.
+
+
+@func
+def _draw(h: uint32):
+    return _randf(h) - 0.5
 
 
 @func
@@ -97,8 +107,8 @@ def _lattice(state: uint32, c: int):
 @func
 def _lattice(state: uint32, c: vec2i):  # noqa: F811 (overloads by dimension)
     h = uint32(c[0]) * uint32(_P1) ^ uint32(c[1]) * uint32(_P2) + state
-    x = _randf(h) - 0.5
-    y = _randf(h) - 0.5
+    x = _draw(h)
+    y = _draw(_randu(h))
     return _normalize(vec2(x, y))
 
 
@@ -106,9 +116,10 @@ def _lattice(state: uint32, c: vec2i):  # noqa: F811 (overloads by dimension)
 def _lattice(state: uint32, c: vec3i):  # noqa: F811
     h = (uint32(c[0]) * uint32(_P1) ^ uint32(c[1]) * uint32(_P2)
          ^ uint32(c[2]) * uint32(_P3) + state)
-    x = _randf(h) - 0.5
-    y = _randf(h) - 0.5
-    z = _randf(h) - 0.5
+    x = _draw(h)
+    h = _randu(h)
+    y = _draw(h)
+    z = _draw(_randu(h))
     return _normalize(vec3(x, y, z))
 
 
@@ -116,10 +127,12 @@ def _lattice(state: uint32, c: vec3i):  # noqa: F811
 def _lattice(state: uint32, c: vec4i):  # noqa: F811
     h = (uint32(c[0]) * uint32(_P1) ^ uint32(c[1]) * uint32(_P2) ^ uint32(c[2]) * uint32(_P3)
          ^ uint32(c[3]) * uint32(_P4) + state)
-    x = _randf(h) - 0.5
-    y = _randf(h) - 0.5
-    z = _randf(h) - 0.5
-    t = _randf(h) - 0.5
+    x = _draw(h)
+    h = _randu(h)
+    y = _draw(h)
+    h = _randu(h)
+    z = _draw(h)
+    t = _draw(_randu(h))
     return _normalize(vec4(x, y, z, t))
 
 
@@ -166,7 +179,7 @@ def _level(axis: int, below, e, zero_h):
         h0 = zero_h
         h1 = zero_h
         for k in range(2):
-            c = lo
+            c = lo * 1  # a copy: lo stays the cell's lower corner (in Python too)
             c[axis] = lo[axis] + k * (hi[axis] - lo[axis])
             v, g, h = below(state, c, hi, d - float(k) * e)
             if k == 0:
@@ -206,9 +219,9 @@ _tree2, _tree3, _tree4 = (_tree(dims) for dims in (2, 3, 4))
 def _corners(p: Any, period: Any):
     """The lower and upper lattice corners of p's cell (integer vectors, wrapped when the
     periods are not 0) and p's offsets from the lower one."""
-    lo = period
-    hi = period
-    d = p
+    lo = period * 0  # new values (called from Python, ``lo = period`` would alias it)
+    hi = period * 0
+    d = p * 0.0
     for i in range(len(p)):
         lo[i] = int(_floor(p[i]))
         hi[i] = lo[i] + 1

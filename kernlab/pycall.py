@@ -10,7 +10,7 @@ import inspect
 import numpy as np
 
 from .generics import annotated_types, matches, value_type
-from .types import ANY, is_generic
+from .types import ANY, BoolValue, is_generic
 
 
 def call_func(func, args, kwargs):
@@ -19,7 +19,8 @@ def call_func(func, args, kwargs):
         for pyfunc in reversed(func.overloads):
             bound = _bind(pyfunc, args, kwargs, strict)
             if bound is not None:
-                return pyfunc(*bound.args, **bound.kwargs)
+                with np.errstate(over="ignore"):  # integers wrap, as in a kernel
+                    return pyfunc(*bound.args, **bound.kwargs)
     shown = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
     if len(args) == 1 and not kwargs:
         shown += ","
@@ -44,7 +45,7 @@ def _fits(t, value, strict: bool) -> bool:
     if t is ANY:
         return True
     if t.is_scalar:
-        if isinstance(value, (bool, np.bool_)):
+        if isinstance(value, (bool, np.bool_, BoolValue)):
             return t.kind == "b"
         if isinstance(value, (int, np.integer)):
             if isinstance(value, np.integer):

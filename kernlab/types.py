@@ -42,7 +42,7 @@ class Scalar(Type):
     @property
     def np(self) -> np.dtype:
         if self.name == "bfloat16":
-            raise TypeError("kernlab has no bfloat16 arithmetic yet: use float16 or float32")
+            return _bfloat16_dtype()
         return np.dtype({"f": f"float{self.bits}", "i": f"int{self.bits}",
                          "u": f"uint{self.bits}", "b": "bool"}[self.kind])
 
@@ -79,16 +79,57 @@ class Scalar(Type):
 
     def __call__(self, x=0):
         if self.kind == "b":
-            return self.np.type(x)
+            return BoolValue(x)
         if self.kind in "iu" and not isinstance(x, (np.ndarray, np.generic)):
             x = _wrap(int(x), self)  # wp.uint8(-1) == 255, as in C
         with np.errstate(over="ignore", invalid="ignore"):
-            return _value_class(self)(x)
+            out = _value_class(self)(x)
+        if self.kind == "f" and isinstance(x, (int, np.integer)) and not isinstance(x, bool) \
+                and self.name != "bfloat16":
+            out._given = int(x)  # shown as Warp shows it: float32(-1) prints -1
+        return out
+
+    def __instancecheck__(self, x) -> bool:
+        """``isinstance(x, kl.float32)``: whether x is a value of this type, as Warp's
+        type objects (classes) answer: what ``kl.float32(...)`` gives, a struct's field."""
+        if self.kind == "b":
+            return isinstance(x, BoolValue)
+        try:
+            return isinstance(x, _value_class(self))
+        except TypeError:  # bfloat16 without ml_dtypes: no value can be one
+            return False
 
     def __repr__(self):
         return self.name
 
     __str__ = __repr__
+
+
+def _bfloat16_dtype() -> np.dtype:
+    """NumPy's bfloat16 dtype (from the ml_dtypes package, as Warp's ``.numpy()`` uses where
+    it is installed): arrays store its 16 bits, and its arithmetic rounds every result to
+    nearest even, as Warp's does."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise TypeError("bfloat16 in kernlab needs the ml_dtypes package (pip install "
+                        "ml_dtypes, or the kernlab[bfloat16] extra)") from None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def is_bfloat16(t) -> bool:
+    """Whether t is bfloat16 or a vector/matrix/array of it: its registers are float32
+    (rounded to bfloat16 after every operation) and its memory 16 bits."""
+    try:
+        return t.scalar.name == "bfloat16"
+    except (AttributeError, TypeError):  # not a type, or one without a scalar
+        return False
+
+
+def numpy_kind(dtype) -> str:
+    """A NumPy dtype's kind letter, with ml_dtypes' bfloat16 (kind 'V') as the float it is."""
+    dtype = np.dtype(dtype)
+    return "f" if dtype.name == "bfloat16" else dtype.kind
 
 
 _INT_VALUES: dict = {}
@@ -118,20 +159,85 @@ def _defer_to_arrays(base, name):
 _BINARY = ("__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__")
 
 
+def _shown(self) -> str:
+    """Warp's ``str`` of a scalar value: the number (an integer as an integer; a float made
+    from a Python int as that int, since Warp keeps the number it was given)."""
+    given = getattr(self, "_given", None)
+    if given is not None and float(self) == given:
+        return str(given)
+    return str(self.item())
+
+
 def _value_class(s: Scalar) -> type:
     """The Python-side value type of a scalar (what ``wp.int8(3)`` returns): the NumPy
-    scalar with Warp's ``.value`` (the Python number); integers refuse ``**`` (Warp has no
-    integer power)."""
+    scalar with Warp's ``.value`` (the Python number), ``str`` and ``repr`` (``int8(-1)``);
+    integers refuse ``**`` (Warp has no integer power)."""
     cls = _INT_VALUES.get(s.name)
+    if cls is None and s.name == "bfloat16":  # ml_dtypes' scalar type cannot be subclassed
+        cls = _INT_VALUES[s.name] = s.np.type
     if cls is None:
-        body = {"__slots__": (), "__module__": __name__,
-                "value": property(lambda self: self.item(), doc="the Python number")}
+        body = {"__slots__": ("_given",) if s.is_float else (), "__module__": __name__,
+                "value": property(lambda self: self.item(), doc="the Python number"),
+                "__str__": _shown,
+                "__repr__": lambda self: f"{type(self).__name__}({_shown(self)})"}
         body.update({n: _defer_to_arrays(s.np.type, n) for n in _BINARY})
         if s.is_int:
             body.update(__pow__=_no_pow, __rpow__=_no_pow)
         cls = type(s.name, (s.np.type,), body)
         _INT_VALUES[s.name] = cls
     return cls
+
+
+class BoolValue:
+    """A bool value on the Python side (what ``kl.bool_(x)`` returns), as Warp's: truthy
+    like the number it was given, ``.value``, ``str`` True/False, ``repr`` bool(True); NumPy
+    reads it as a NumPy bool (NumPy's bool type cannot be subclassed)."""
+
+    __slots__ = ("value",)
+    __module__ = __name__
+
+    def __init__(self, x=False):
+        self.value = x.value if isinstance(x, BoolValue) else x
+
+    def __bool__(self) -> bool:
+        return bool(self.value != 0)
+
+    def __int__(self) -> int:
+        return int(bool(self))
+
+    __index__ = __int__
+
+    def __float__(self) -> float:
+        return float(bool(self))
+
+    def __eq__(self, other):
+        try:
+            return bool(self) == bool(other)
+        except (TypeError, ValueError):
+            return NotImplemented
+
+    def __ne__(self, other):
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    def __hash__(self):
+        return hash(bool(self))
+
+    def __str__(self):
+        return str(bool(self))
+
+    def __repr__(self):
+        return f"bool({self})"
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(bool(self), dtype=dtype or np.bool_)
+
+    def item(self) -> bool:
+        return bool(self)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(np.bool_)
 
 
 def _wrap(value: int, s: Scalar) -> int:
@@ -151,8 +257,11 @@ uint32 = Scalar("uint32", "u", 32)
 int64 = Scalar("int64", "i", 64)
 uint64 = Scalar("uint64", "u", 64)
 bool_ = Scalar("bool", "b", 8)
-bfloat16 = Scalar("bfloat16", "f", 16)  # named (Warp code mentions it), not yet usable
-FLOATS = (float16, float32, float64)
+# Google's brain float: float32's 8 exponent bits, 7 mantissa bits; stored as 16 bits,
+# computed in float32 and rounded to nearest even after every operation (as Warp does)
+bfloat16 = Scalar("bfloat16", "f", 16)
+BoolValue._kl_type = bool_  # the kernel type of a kl.bool_(...) argument
+FLOATS = (float16, bfloat16, float32, float64)
 INTS = (int8, uint8, int16, uint16, int32, uint32, int64, uint64)
 SCALARS = FLOATS + INTS + (bool_,)
 # Warp's names for the same tuples
@@ -201,6 +310,9 @@ class Vector(Type):
 
     def __call__(self, *args):
         return _construct(self, args)
+
+    def __instancecheck__(self, x) -> bool:
+        return _is_value_of(self, x)
 
     def __repr__(self):
         suffix = {float32: "", float64: "d"}.get(self.dtype)
@@ -253,6 +365,9 @@ class Matrix(Type):
 
     def __call__(self, *args):
         return _construct(self, args)
+
+    def __instancecheck__(self, x) -> bool:
+        return _is_value_of(self, x)
 
     def __repr__(self):
         suffix = {float32: "", float64: "d"}.get(self.dtype)
@@ -357,7 +472,8 @@ class Tile(Type):
 
     @property
     def length(self) -> int:
-        return self.size * (self.dtype.length if self.dtype.is_vector else 1)
+        return self.size * (self.dtype.length if self.dtype.is_vector or self.dtype.is_matrix
+                            else 1)
 
     @property
     def nbytes(self) -> int:
@@ -472,6 +588,17 @@ for _k, _name in enumerate("xyzw"):
     setattr(Value, _name, _component(_k))
 
 
+def _is_value_of(t, x) -> bool:
+    """``isinstance(x, kl.vec3)``: x is a vector/matrix value (what ``kl.vec3(...)`` gives)
+    of t's shape and scalar type. (A quaternion or transform is its own type.)"""
+    if not isinstance(x, Value) or x.shape != t.shape:
+        return False
+    try:
+        return x.dtype == t.dtype.np
+    except TypeError:
+        return False
+
+
 def _construct(t, args):
     """Python-side value of a vector/matrix type: a Value of its shape and dtype."""
     if len(args) == 0:
@@ -547,7 +674,21 @@ spatial_matrixh, spatial_matrixd = Matrix(6, 6, float16), Matrix(6, 6, float64)
 
 
 _PY_TYPES = {float: float32, int: int32, bool: bool_}
-_NP_TYPES = {s.np: s for s in SCALARS}
+
+
+def _np_types() -> dict:
+    """NumPy dtype -> scalar type, for the scalars NumPy has here (bfloat16 needs
+    ml_dtypes)."""
+    out = {}
+    for s in SCALARS:
+        try:
+            out[s.np] = s
+        except TypeError:
+            pass
+    return out
+
+
+_NP_TYPES = _np_types()
 
 
 def to_type(t) -> Type:
@@ -590,9 +731,10 @@ def type_of_numpy(a: np.ndarray, dtype: Type | None = None) -> tuple[Type, tuple
 
 # ---- Warp's type helpers (wp.types.*) ------------------------------------------------------
 
-np_dtype_to_warp_type = {s.np.type: s for s in SCALARS}
-np_dtype_to_warp_type.update({s.np: s for s in SCALARS})
-warp_type_to_np_dtype = {s: s.np.type for s in SCALARS}
+# (as Warp's: the scalars with a native NumPy type, so not bfloat16)
+np_dtype_to_warp_type = {d.type: s for d, s in _NP_TYPES.items() if s is not bfloat16}
+np_dtype_to_warp_type.update({d: s for d, s in _NP_TYPES.items() if s is not bfloat16})
+warp_type_to_np_dtype = {s: d.type for d, s in _NP_TYPES.items() if s is not bfloat16}
 
 
 def dtype_from_numpy(numpy_dtype) -> Scalar:
@@ -686,7 +828,8 @@ def describe_type(t: Type) -> str:
         else:
             what = f"{t.name}: the {t.bits}-bit {_KIND_WORDS[t.kind]} scalar type"
         if t.name == "bfloat16":
-            what += " (named for Warp code that mentions it; no arithmetic yet)"
+            what = ("bfloat16: the 16-bit brain floating-point scalar type (8 exponent bits, "
+                    "7 mantissa bits; computed in float32, rounded to nearest even)")
         return (f"{what}. An annotation and a cast in kernels; in Python, {t.name}(x) gives "
                 f"a NumPy scalar. Warp: wp.{t.name}.")
     if isinstance(t, Quaternion):

@@ -220,6 +220,7 @@ struct kl_dim3 { unsigned x, y, z; };
 static kl_dim3 blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0};
 static kl_dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
 inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
+inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
 inline double __longlong_as_double(long long i) { double f; memcpy(&f, &i, 8); return f; }
 // PTX's cvt.f32.f16, cvt.rn.f16.f32 and cvt.rn.f16.f64 (the header's half conversions): the
 // compiler's IEEE half, whose conversions round to nearest even, once

@@ -1,4 +1,4 @@
-"""The short path of small CPU launches (runtime/launch.py _Quick): after a kernel's first
+"""The short path of small CPU launches (runtime/launch_short.py): after a kernel's first
 launch, launches below the parallel threshold skip the general path. They must give the same
 results, the same errors (bounds checks, read-only arrays, bad arguments), the same version
 counts and in-place bookkeeping, and notice settings changed since. Every expected value is
@@ -9,6 +9,7 @@ import pytest
 import kernlab as kl
 from kernlab.errors import GradientError, KernelFPError, LaunchError
 from kernlab.runtime import launch as launch_mod
+from kernlab.runtime import launch_short
 
 
 @kl.kernel
@@ -252,3 +253,136 @@ def test_numpy_scalars_take_the_short_path_with_the_general_paths_values(monkeyp
     short_path_only(monkeypatch)
     kl.launch(counts, 3, inputs=[c, np.uint8(3)])
     np.testing.assert_array_equal(c.numpy(), 5 * np.arange(3, dtype=np.int32))
+
+
+@kl.kernel
+def doubled64(x: kl.array(dtype=kl.float64), y: kl.array(dtype=kl.float64), a: kl.float64):
+    i = kl.tid()
+    y[i] = a * x[i]
+
+
+@kl.kernel
+def int_copy(x: kl.array(dtype=kl.int32), y: kl.array(dtype=kl.int32)):
+    i = kl.tid()
+    y[i] = x[i]
+
+
+@pytest.fixture(params=["ctypes", "ctypes, no native call", "native held", "native released"])
+def call_kind(request, monkeypatch):
+    """Each way the short path calls the entry: through ctypes (before the native call is
+    made, or where it could not be made), the native call keeping the GIL, the native call
+    releasing it."""
+    if request.param == "ctypes":
+        monkeypatch.setattr(launch_short, "NATIVE_AFTER", 10**9)
+    elif request.param == "ctypes, no native call":
+        monkeypatch.setattr(launch_short, "_native", {"state": "failed", "calls": 0})
+    else:
+        launch_short._make_native()
+        assert launch_short._native["state"] == "made"
+        monkeypatch.setattr(launch_short, "NATIVE_AFTER", 0)
+        if request.param == "native released":
+            monkeypatch.setattr(launch_short, "HOLD_GIL_BELOW", 0)
+    for k in (axpy, shifted, doubled64):  # plans made under another setting are remade
+        k._quick = None
+    return request.param
+
+
+def test_each_call_gives_numpys_values_and_the_general_paths_bounds_error(call_kind,
+                                                                         monkeypatch):
+    rng = np.random.default_rng(3)
+    xs, ys = rng.random(50, np.float32), rng.random(50, np.float32)
+    x, y = kl.array(xs), kl.array(ys)
+    kl.launch(axpy, 50, inputs=[x, y, 1.0])
+    assert axpy._quick
+    expected = np.float32(1.0) * xs + ys
+    with monkeypatch.context() as m:
+        short_path_only(m)
+        for a in (2.0, -0.5, 0.0, 3):  # the first calls count, then the native one is made
+            kl.launch(axpy, 50, inputs=[x, y, a])
+            expected = np.float32(a) * xs + expected
+        np.testing.assert_allclose(y.numpy(), expected, rtol=1e-6)
+        assert y._version == 5
+        calls = [type(plan[0]).__name__ for plan in axpy._quick.run.__globals__["LAST"]]
+        native = call_kind.startswith("native")
+        assert calls == ["builtin_function_or_method" if native else "function"
+                         if call_kind == "ctypes" else "partial"]
+    with monkeypatch.context() as m:
+        general_path_only(m)
+        shifted._quick = None
+        with pytest.raises(IndexError) as general:
+            kl.launch(shifted, 8, inputs=[kl.zeros(8), kl.zeros(8)])
+    xb, yb = kl.array(np.arange(8, dtype=np.float32)), kl.zeros(8)
+    kl.launch(shifted, 7, inputs=[xb, yb])
+    for _ in range(3):  # the plan of a failed launch is not kept with its status set
+        with pytest.raises(IndexError) as quick:
+            kl.launch(shifted, 8, inputs=[xb, yb])
+        kl.launch(shifted, 7, inputs=[xb, yb])
+    assert str(quick.value) == str(general.value)
+    np.testing.assert_array_equal(yb.numpy()[:7], np.arange(1, 8, dtype=np.float32))
+
+
+def test_alternating_and_many_argument_signatures_use_their_own_blocks(call_kind,
+                                                                       monkeypatch):
+    a = kl.array(np.arange(6, dtype=np.float64))
+    b = kl.zeros(6, dtype=kl.float64)
+    kl.launch(doubled64, 6, inputs=[a, b, 1.0])
+    short_path_only(monkeypatch)
+    want_a, want_b = np.arange(6, dtype=np.float64), np.zeros(6)
+    for step in range(6):  # ping-pong: two plans, each launch the other one
+        src, dst = (a, b) if step % 2 == 0 else (b, a)
+        kl.launch(doubled64, 6 - step % 2, inputs=[src, dst, 2.0])
+        if step % 2 == 0:
+            want_b = 2.0 * want_a
+        else:
+            want_a[:5] = 2.0 * want_b[:5]
+    np.testing.assert_array_equal(a.numpy(), want_a)
+    np.testing.assert_array_equal(b.numpy(), want_b)
+    for k in range(3 * launch_short.PLANS_KEPT):  # new arrays every launch: ids get reused
+        xs = np.full(4, float(k))
+        x, y = kl.array(xs), kl.zeros(4, dtype=kl.float64)
+        kl.launch(doubled64, 4, inputs=[x, y, 0.5])
+        np.testing.assert_array_equal(y.numpy(), 0.5 * xs)
+        del x, y
+
+
+def test_an_array_that_fits_another_kernel_gets_this_ones_error(monkeypatch):
+    x = kl.array(np.arange(4, dtype=np.float32))
+    kl.launch(axpy, 4, inputs=[x, kl.zeros(4), 1.0])
+    kl.launch(axpy, 4, inputs=[x, kl.zeros(4), 1.0])  # x keeps its key from the short path
+    ints = kl.zeros(4, dtype=kl.int32)
+    kl.launch(int_copy, 4, inputs=[ints, kl.zeros(4, dtype=kl.int32)])
+    with pytest.raises(LaunchError, match="parameter 'x'.*float32"):
+        kl.launch(int_copy, 4, inputs=[x, ints])
+    with pytest.raises(LaunchError, match="parameter 'x'.*dimension"):
+        kl.launch(axpy, 2, inputs=[kl.zeros((2, 2)), kl.zeros(4), 1.0])
+    # an int too large for a float64 is the general path's error, not struct's
+    d = kl.zeros(2, dtype=kl.float64)
+    kl.launch(doubled64, 2, inputs=[d, d, 1.0])
+    with pytest.raises(LaunchError, match="parameter 'a'.*out of range"):
+        kl.launch(doubled64, 2, inputs=[d, d, 10**400])
+
+
+def test_threads_launching_one_kernel_at_once_each_get_their_own_result(call_kind):
+    import threading
+    n, rounds = 64, 200
+    arrays = [(kl.array(np.full(n, float(t), np.float64)), kl.zeros(n, dtype=kl.float64))
+              for t in range(4)]
+    kl.launch(doubled64, n, inputs=[*arrays[0], 1.0])
+    errors = []
+
+    def work(t):
+        x, y = arrays[t]
+        try:
+            for r in range(rounds):
+                kl.launch(doubled64, n - t, inputs=[x, y, float(r)])
+                if not np.array_equal(y.numpy()[:n - t], np.full(n - t, float(r * t))):
+                    errors.append((t, r))
+                    return
+        except Exception as exc:  # reported below, with the thread
+            errors.append((t, exc))
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []

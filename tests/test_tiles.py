@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import kernlab as kl
-from kernlab.errors import KernelError, LaunchError
+from kernlab.errors import GradientError, KernelError, LaunchError
 
 TM, TN = 2, 16
 
@@ -326,3 +326,436 @@ def test_array_annotation_with_a_literal_ndim():
     assert (ann.ndim, ann.dtype) == (2, kl.float32)
     with pytest.raises(TypeError, match="Literal"):
         kl.array[float, Literal[5]]
+
+
+# ---- views, element-wise products, reductions, scans, tile_map, atomic-add replay ----------
+
+def _fd_grad(f, x, eps=1e-6):
+    """Central differences of the float64 NumPy function f (scalar) at x."""
+    x = x.astype(np.float64)
+    g = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        d = np.zeros_like(x)
+        d[idx] = eps
+        g[idx] = (f(x + d) - f(x - d)) / (2 * eps)
+    return g
+
+
+@kl.kernel
+def view_ops(a: kl.array2d(dtype=kl.float64), b: kl.array2d(dtype=kl.float64),
+             c: kl.array(dtype=kl.float64)):
+    i = kl.tid()
+    t = kl.tile_load(a[i], shape=4, offset=1)  # a row of a 2-D array; the last reads 0
+    kl.tile_store(b[i], t * t)
+    u = kl.tile_load(a[::2, 1:], shape=(2, 3))  # every other row, from column 1
+    kl.tile_atomic_add(c[1:], kl.tile_sum(u))
+
+
+def _view_ref(a):
+    b = np.zeros_like(a)
+    b[:, :3] = a[:, 1:4] ** 2
+    c = np.zeros(3)
+    c[1] = a.shape[0] * a[::2, 1:4].sum()
+    return b, c
+
+
+@pytest.mark.cpu_only("views, reductions, scans and tile_map have no CUDA lowering yet")
+def test_tiles_of_array_views(backend, rng):
+    a_np = rng.standard_normal((3, 4))
+    a = kl.array(a_np, dtype=kl.float64, requires_grad=True)
+    b = kl.zeros((3, 4), dtype=kl.float64, requires_grad=True)
+    c = kl.zeros(3, dtype=kl.float64, requires_grad=True)
+    tape = kl.Tape()
+    with tape:
+        kl.launch_tiled(view_ops, dim=3, inputs=[a, b, c], block_dim=4)
+    want_b, want_c = _view_ref(a_np)
+    np.testing.assert_allclose(b.numpy(), want_b, rtol=1e-12)
+    np.testing.assert_allclose(c.numpy(), want_c, rtol=1e-12)
+    wb, wc = rng.standard_normal((3, 4)), rng.standard_normal(3)
+    b.grad = kl.array(wb, dtype=kl.float64)
+    c.grad = kl.array(wc, dtype=kl.float64)
+    tape.backward()
+    want = _fd_grad(lambda x: (wb * _view_ref(x)[0]).sum() + (wc * _view_ref(x)[1]).sum(),
+                    a_np)
+    np.testing.assert_allclose(a.grad.numpy(), want, rtol=1e-6, atol=1e-8)
+
+
+@kl.func
+def soft(x: kl.float64, y: kl.float64):
+    return kl.sin(x) * y + x * x
+
+
+@kl.kernel
+def reduce_scan_map(a: kl.array2d(dtype=kl.float64), out: kl.array2d(dtype=kl.float64),
+                    red: kl.array2d(dtype=kl.float64), arg: kl.array2d(dtype=int)):
+    i = kl.tid()
+    t = kl.tile_load(a[i], shape=6)
+    q = kl.tile_load(a[i], shape=6, offset=6)
+    kl.tile_store(red[i], kl.tile_max(t), offset=0)
+    kl.tile_store(red[i], kl.tile_min(t), offset=1)
+    kl.tile_store(red[i], kl.tile_reduce(kl.mul, t), offset=2)
+    kl.tile_store(red[i], kl.tile_reduce(kl.add, q), offset=3)
+    kl.tile_store(arg[i], kl.tile_argmax(t), offset=0)
+    kl.tile_store(arg[i], kl.tile_argmin(t), offset=1)
+    u = kl.tile_scan_inclusive(t) + kl.tile_scan_exclusive(q) * 2.0
+    u = u + kl.tile_scan_max_inclusive(t) * 3.0 - kl.tile_scan_min_inclusive(q)
+    q4 = q + kl.tile_ones(shape=6, dtype=kl.float64) * 4.0
+    u = u + kl.tile_map(soft, t, q) + kl.tile_map(kl.cos, q) + t * q - t / q4
+    kl.tile_store(out[i], u + 1.5 / q4)
+
+
+def _rsm_ref(a):
+    t, q = a[:, :6], a[:, 6:]
+    red = np.stack([t.max(1), t.min(1), t.prod(1), q.sum(1)], 1)
+    excl = np.cumsum(q, 1) - q
+    out = np.cumsum(t, 1) + 2 * excl + 3 * np.maximum.accumulate(t, 1) \
+        - np.minimum.accumulate(q, 1) + np.sin(t) * q + t * t + np.cos(q) + t * q \
+        - t / (q + 4) + 1.5 / (q + 4)
+    return out, red
+
+
+@pytest.mark.cpu_only("views, reductions, scans and tile_map have no CUDA lowering yet")
+def test_reductions_scans_and_tile_map(backend, rng):
+    a_np = rng.standard_normal((2, 12))
+    a = kl.array(a_np, dtype=kl.float64, requires_grad=True)
+    out = kl.zeros((2, 6), dtype=kl.float64, requires_grad=True)
+    red = kl.zeros((2, 4), dtype=kl.float64, requires_grad=True)
+    arg = kl.zeros((2, 2), dtype=int)
+    tape = kl.Tape()
+    with tape:
+        kl.launch_tiled(reduce_scan_map, dim=2, inputs=[a, out, red, arg], block_dim=8)
+    want_out, want_red = _rsm_ref(a_np)
+    np.testing.assert_allclose(out.numpy(), want_out, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(red.numpy(), want_red, rtol=1e-12)
+    np.testing.assert_array_equal(arg.numpy(), np.stack([a_np[:, :6].argmax(1),
+                                                         a_np[:, :6].argmin(1)], 1))
+    wo, wr = rng.standard_normal((2, 6)), rng.standard_normal((2, 4))
+    out.grad = kl.array(wo, dtype=kl.float64)
+    red.grad = kl.array(wr, dtype=kl.float64)
+    tape.backward()
+    want = _fd_grad(lambda x: (wo * _rsm_ref(x)[0]).sum() + (wr * _rsm_ref(x)[1]).sum(), a_np)
+    np.testing.assert_allclose(a.grad.numpy(), want, rtol=1e-6, atol=1e-7)
+
+
+@kl.kernel
+def tile_loop_sum(a: kl.array2d(dtype=kl.float64), c: kl.array(dtype=kl.float64)):
+    i = kl.tid()
+    s = kl.tile_zeros(shape=1, dtype=kl.float64)
+    for j in range(3):  # a tile carried through a loop under a tape (the adjoint's stack)
+        t = kl.tile_load(a[i], shape=2, offset=j * 2)
+        s += kl.tile_sum(t * t * t)
+    kl.tile_store(c, s, offset=i)
+
+
+@pytest.mark.cpu_only("views, reductions, scans and tile_map have no CUDA lowering yet")
+def test_tile_carried_through_a_loop_gradient(backend, rng):
+    a_np = rng.standard_normal((2, 6))
+    a = kl.array(a_np, dtype=kl.float64, requires_grad=True)
+    c = kl.zeros(2, dtype=kl.float64, requires_grad=True)
+    tape = kl.Tape()
+    with tape:
+        kl.launch_tiled(tile_loop_sum, dim=2, inputs=[a, c], block_dim=4)
+    np.testing.assert_allclose(c.numpy(), (a_np ** 3).sum(1), rtol=1e-12)
+    c.grad = kl.array(np.array([1.0, -2.0]), dtype=kl.float64)
+    tape.backward()
+    np.testing.assert_allclose(a.grad.numpy(), 3 * a_np ** 2 * np.array([[1.0], [-2.0]]),
+                               rtol=1e-12)
+
+
+@kl.kernel
+def add_and_use_old(s: kl.array(dtype=kl.float64), x: kl.array(dtype=kl.float64),
+                    out: kl.array(dtype=kl.float64)):
+    i = kl.tid()
+    t = kl.tile_load(x, shape=4, offset=i * 4)
+    old = kl.tile_atomic_add(s, t * 2.0, offset=i * 4 + 1)  # the last block's tile hangs out
+    kl.tile_store(out, old * t, offset=i * 4)
+
+
+def test_tile_atomic_add_result_under_a_tape(backend, rng):
+    """The tile tile_atomic_add returns (the values before the add) depends on the order
+    blocks run in, as atomic_add's value does: under a tape it is refused with a clear
+    error, instead of the zeros its adjoint's replay used to read. Without a tape it is
+    the values before the add."""
+    s_np, x_np = rng.standard_normal(8), rng.standard_normal(8)
+    s = kl.array(s_np, dtype=kl.float64, requires_grad=True)
+    x = kl.array(x_np, dtype=kl.float64, requires_grad=True)
+    out = kl.zeros(8, dtype=kl.float64, requires_grad=True)
+    kl.launch_tiled(add_and_use_old, dim=2, inputs=[s, x, out], block_dim=4)
+    old = np.zeros(8)
+    old[:7] = s_np[1:8]  # blocks add into disjoint parts of s: no order dependence
+    np.testing.assert_allclose(out.numpy(), old * x_np, rtol=1e-12)
+    np.testing.assert_allclose(s.numpy()[1:], s_np[1:] + 2 * x_np[:7], rtol=1e-12)
+    tape = kl.Tape()
+    with pytest.raises(GradientError, match="tile returned by tile_atomic_add") as info:
+        with tape:
+            kl.launch_tiled(add_and_use_old, dim=2, inputs=[s, x, out], block_dim=4)
+        out.grad = kl.array(np.ones(8), dtype=kl.float64)
+        tape.backward()
+    assert "add_and_use_old" in str(info.value)
+
+
+@kl.kernel
+def shapes_and_casts(a: kl.array2d(dtype=kl.float64), b: kl.array(dtype=kl.float64),
+                     s0: kl.array(dtype=kl.float64), s1: kl.array(dtype=kl.float64),
+                     big: kl.array2d(dtype=kl.float64), flat: kl.array2d(dtype=kl.float64),
+                     ints: kl.array(dtype=kl.float32), folds: kl.array2d(dtype=kl.float64)):
+    t = kl.tile_load(a, shape=(3, 4))
+    r = kl.tile_load(b, shape=4)
+    grown = kl.tile_broadcast(r, shape=(3, 4)) * t  # the row repeated down the rows
+    kl.tile_store(big, grown)
+    kl.tile_store(s0, kl.tile_sum(grown, axis=0))
+    kl.tile_store(s1, kl.tile_sum(t * t, axis=1))
+    kl.tile_store(flat, kl.tile_reshape(t, shape=(-1, 1)) * 2.0)
+    kl.tile_store(ints, kl.tile_astype(kl.tile_arange(1, 10, 2, dtype=int), dtype=kl.float32))
+    kl.tile_store(folds[0], kl.tile_squeeze(kl.tile_reshape(
+        kl.tile_reduce(kl.max, t, axis=1), shape=(1, 3, 1))))
+    kl.tile_store(folds[1], kl.tile_reduce(kl.mul, t, axis=1))
+
+
+def _shapes_ref(a, b):
+    grown = b[None, :] * a
+    return grown, grown.sum(0), (a * a).sum(1), 2 * a.reshape(-1, 1)
+
+
+@pytest.mark.cpu_only("broadcast, reshape, axis reductions and arange have no CUDA lowering yet")
+def test_broadcast_axis_sums_reshape_arange_and_casts(backend, rng):
+    a_np, b_np = rng.standard_normal((3, 4)), rng.standard_normal(4)
+    a = kl.array(a_np, dtype=kl.float64, requires_grad=True)
+    b = kl.array(b_np, dtype=kl.float64, requires_grad=True)
+    outs = [kl.zeros(4, dtype=kl.float64, requires_grad=True),
+            kl.zeros(3, dtype=kl.float64, requires_grad=True),
+            kl.zeros((3, 4), dtype=kl.float64, requires_grad=True),
+            kl.zeros((12, 1), dtype=kl.float64, requires_grad=True)]
+    ints, folds = kl.zeros(5, dtype=kl.float32), kl.zeros((2, 3), dtype=kl.float64)
+    kl.launch_tiled(shapes_and_casts, dim=1, inputs=[a, b, outs[0], outs[1], outs[2], outs[3],
+                                                     ints, folds], block_dim=8)
+    grown, s0, s1, flat = _shapes_ref(a_np, b_np)
+    for got, want in zip(outs, (s0, s1, grown, flat)):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+    np.testing.assert_array_equal(ints.numpy(), np.arange(1, 10, 2, dtype=np.float32))
+    np.testing.assert_allclose(folds.numpy(), np.stack([a_np.max(1), a_np.prod(1)]),
+                               rtol=1e-12)
+
+
+@kl.kernel
+def shapes_grad(a: kl.array2d(dtype=kl.float64), b: kl.array(dtype=kl.float64),
+                s0: kl.array(dtype=kl.float64), s1: kl.array(dtype=kl.float64),
+                big: kl.array2d(dtype=kl.float64), flat: kl.array2d(dtype=kl.float64)):
+    t = kl.tile_load(a, shape=(3, 4))
+    grown = kl.tile_broadcast(kl.tile_load(b, shape=4), shape=(3, 4)) * t
+    kl.tile_store(big, grown)
+    kl.tile_store(s0, kl.tile_sum(grown, axis=0))
+    kl.tile_store(s1, kl.tile_sum(t * t, axis=1))
+    kl.tile_store(flat, kl.tile_reshape(t, shape=(-1, 1)) * 2.0)
+
+
+@pytest.mark.cpu_only("broadcast, reshape, axis reductions and arange have no CUDA lowering yet")
+def test_broadcast_axis_sum_and_reshape_gradients(backend, rng):
+    a_np, b_np = rng.standard_normal((3, 4)), rng.standard_normal(4)
+    a = kl.array(a_np, dtype=kl.float64, requires_grad=True)
+    b = kl.array(b_np, dtype=kl.float64, requires_grad=True)
+    shapes = [(4,), (3,), (3, 4), (12, 1)]
+    outs = [kl.zeros(s, dtype=kl.float64, requires_grad=True) for s in shapes]
+    tape = kl.Tape()
+    with tape:
+        kl.launch_tiled(shapes_grad, dim=1, inputs=[a, b, *outs], block_dim=8)
+    ws = [rng.standard_normal(s) for s in shapes]
+    for o, w in zip(outs, ws):
+        o.grad = kl.array(w, dtype=kl.float64)
+    tape.backward()
+
+    def loss(x, y):
+        grown, s0, s1, flat = _shapes_ref(x, y)
+        return sum((w * v).sum() for w, v in zip(ws, (s0, s1, grown, flat)))
+
+    np.testing.assert_allclose(a.grad.numpy(), _fd_grad(lambda x: loss(x, b_np), a_np),
+                               rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(b.grad.numpy(), _fd_grad(lambda y: loss(a_np, y), b_np),
+                               rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("t = kl.tile_arange(0, 10, 0, dtype=int)", "step cannot be zero"),
+    ("t = kl.tile_arange(5, 5, dtype=int)", "non-empty range"),
+    ("t = kl.tile_arange(0, n, dtype=int)", "compile time constants, but stop is not"),
+    ("t = kl.tile_arange(1, 2, 3, 4)", "at most 3 positional arguments, got 4"),
+    ("t = kl.tile_arange(0.0, 3.5, dtype=kl.int32)", "stop=3.5 has a fractional part"),
+    ("t = kl.tile_broadcast(kl.tile_zeros(shape=(2, 3)), shape=(3, 3))", "does not broadcast"),
+    ("t = kl.tile_reshape(kl.tile_zeros(shape=(2, 3)), shape=(4, 2))", "cannot take shape"),
+    ("t = kl.tile_squeeze(kl.tile_zeros(shape=(1, 2, 1)), axis=(3,))", "out of bounds"),
+    ("t = kl.tile_sum(kl.tile_zeros(shape=(2, 3)), axis=2)", "axis 2 is out of bounds"),
+    ("t = kl.tile_reduce(kl.sub, kl.tile_zeros(shape=(2, 3)))", "wp.add, wp.mul, wp.max"),
+    ("t = kl.tile_map(kl.sin, kl.tile_zeros(shape=(2, 3)), kl.tile_zeros(shape=(3, 2)))",
+     "shapes differ"),
+])
+def test_bad_tile_shape_calls(body, message, tmp_path):
+    ns = {"kl": kl}
+    src = f"def bad2(n: int):\n    {body}\n"
+    path = tmp_path / "bad_tiles2.py"
+    path.write_text(src)
+    exec(compile(src, str(path), "exec"), ns)
+    text = _compile_error(kl.kernel(ns["bad2"]), 3)
+    assert "'bad2'" in text and "line 2" in text and message in text, text
+
+
+@kl.kernel
+def max_along_rows(a: kl.array2d(dtype=kl.float64), out: kl.array(dtype=kl.float64)):
+    kl.tile_store(out, kl.tile_reduce(kl.max, kl.tile_load(a, shape=(2, 3)), axis=1))
+
+
+@pytest.mark.cpu_only("broadcast, reshape, axis reductions and arange have no CUDA lowering yet")
+def test_reduce_along_an_axis_refuses_a_gradient_it_has_not(backend):
+    a = kl.array(np.ones((2, 3)), dtype=kl.float64, requires_grad=True)
+    out = kl.zeros(2, dtype=kl.float64, requires_grad=True)
+    with pytest.raises(KernelError, match="no derivative"):
+        tape = kl.Tape()
+        with tape:
+            kl.launch_tiled(max_along_rows, dim=1, inputs=[a, out], block_dim=4)
+        out.grad = kl.array(np.ones(2), dtype=kl.float64)
+        tape.backward()
+
+
+def test_cuda_names_tile_ops_it_does_not_lower(backend):
+    if not backend.startswith("cuda"):
+        pytest.skip("about the CUDA backend")
+    a = kl.zeros((3, 4), dtype=kl.float64)
+    with pytest.raises(KernelError, match="not available on the CUDA backend"):
+        kl.launch_tiled(view_ops, dim=3, inputs=[a, kl.zeros_like(a), kl.zeros(3, dtype=kl.float64)],
+                        block_dim=4)
+
+
+@kl.kernel
+def mixed_elements(v: kl.array(dtype=kl.vec3d), s: kl.array(dtype=kl.float64),
+                   m: kl.array(dtype=kl.mat22d), out_v: kl.array(dtype=kl.vec3d),
+                   out_m: kl.array(dtype=kl.mat22d), out_s: kl.array(dtype=kl.float64)):
+    tv = kl.tile_load(v, shape=4)
+    ts = kl.tile_load(s, shape=4)
+    tm = kl.tile_load(m, shape=4)
+    w = kl.vec3d(1.0, -2.0, 0.5)
+    kl.tile_store(out_v, tv * ts + ts * w - w / (ts * ts + kl.tile_ones(shape=4,
+                                                                        dtype=kl.float64)))
+    kl.tile_store(out_m, tm / ts + kl.mat22d(1.0, 2.0, 3.0, 4.0) * ts)
+    kl.tile_store(out_s, kl.tile(kl.untile(kl.tile_sum(ts)) * 2.0), offset=0)
+
+
+def _mixed_ref(v, s, m):
+    w = np.array([1.0, -2.0, 0.5])
+    out_v = v * s[:, None] + s[:, None] * w - w / (s * s + 1)[:, None]
+    out_m = m / s[:, None, None] + np.array([[1.0, 2.0], [3.0, 4.0]]) * s[:, None, None]
+    return out_v, out_m, np.array([2 * s.sum()])
+
+
+@pytest.mark.cpu_only("mixed element types have no CUDA lowering yet")
+def test_tiles_of_vectors_and_matrices_with_scalar_tiles(backend, rng):
+    v_np, s_np = rng.standard_normal((4, 3)), rng.uniform(0.5, 2.0, 4)
+    m_np = rng.standard_normal((4, 2, 2))
+    v = kl.array(v_np, dtype=kl.vec3d, requires_grad=True)
+    s = kl.array(s_np, dtype=kl.float64, requires_grad=True)
+    m = kl.array(m_np, dtype=kl.mat22d, requires_grad=True)
+    out_v = kl.zeros(4, dtype=kl.vec3d, requires_grad=True)
+    out_m = kl.zeros(4, dtype=kl.mat22d, requires_grad=True)
+    out_s = kl.zeros(1, dtype=kl.float64, requires_grad=True)
+    tape = kl.Tape()
+    with tape:
+        kl.launch_tiled(mixed_elements, dim=1, inputs=[v, s, m, out_v, out_m, out_s],
+                        block_dim=4)
+    want = _mixed_ref(v_np, s_np, m_np)
+    for got, w in zip((out_v, out_m, out_s), want):
+        np.testing.assert_allclose(got.numpy(), w, rtol=1e-12)
+    ws = [rng.standard_normal(w.shape) for w in want]
+    for o, w in zip((out_v, out_m, out_s), ws):
+        o.grad = kl.array(w, dtype=o.dtype)
+    tape.backward()
+
+    def loss(a, b, c):
+        return sum((w * x).sum() for w, x in zip(ws, _mixed_ref(a, b, c)))
+
+    for arr, x, f in ((v, v_np, lambda y: loss(y, s_np, m_np)),
+                      (s, s_np, lambda y: loss(v_np, y, m_np)),
+                      (m, m_np, lambda y: loss(v_np, s_np, y))):
+        np.testing.assert_allclose(arr.grad.numpy(), _fd_grad(f, x), rtol=1e-6, atol=1e-8)
+
+
+@kl.kernel
+def vec_by_vec_tile(v: kl.array(dtype=kl.vec3)):
+    t = kl.tile_load(v, shape=4)
+    kl.tile_store(v, t * t)
+
+
+def test_vector_tile_times_vector_tile_is_refused():
+    with pytest.raises(KernelError, match="element type must be scalar"):
+        kl.launch_tiled(vec_by_vec_tile, dim=1, inputs=[kl.zeros(4, dtype=kl.vec3)],
+                        block_dim=4)
+
+
+@kl.kernel
+def put_elements(x: kl.array(dtype=kl.float64), y: kl.array(dtype=kl.float64),
+                 v: kl.array(dtype=kl.vec3d)):
+    i = kl.tid()
+    a = kl.tile_zeros(shape=4, dtype=kl.float64)
+    a[i] = x[i] * x[i]
+    b = kl.tile_zeros(shape=4, dtype=kl.vec3d)
+    b[i][1] = x[i]
+    kl.tile_atomic_add(y, a)
+    kl.tile_atomic_add(v, b)
+
+
+def test_assigning_tile_elements(backend, rng):
+    x_np = rng.standard_normal(4)
+    x = kl.array(x_np, dtype=kl.float64, requires_grad=True)
+    y = kl.zeros(4, dtype=kl.float64, requires_grad=True)
+    v = kl.zeros(4, dtype=kl.vec3d, requires_grad=True)
+    tape = kl.Tape()
+    with tape:
+        kl.launch(put_elements, dim=4, inputs=[x, y, v])  # one thread, one tile, per block
+    np.testing.assert_allclose(y.numpy(), x_np ** 2, rtol=1e-12)
+    want_v = np.zeros((4, 3))
+    want_v[:, 1] = x_np
+    np.testing.assert_allclose(v.numpy(), want_v, rtol=1e-12)
+    y.grad = kl.array(np.ones(4), dtype=kl.float64)
+    v.grad = kl.array(np.full((4, 3), 3.0), dtype=kl.vec3d)
+    tape.backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * x_np + 3.0, rtol=1e-12)
+
+
+@kl.kernel
+def matmuls(a: kl.array2d(dtype=kl.float64), b: kl.array2d(dtype=kl.float64),
+            c: kl.array2d(dtype=kl.float64), d: kl.array2d(dtype=kl.float64)):
+    ta = kl.tile_load(a, shape=(3, 4))
+    tb = kl.tile_load(b, shape=(4, 2))
+    kl.tile_store(c, kl.tile_matmul(ta, tb))
+    acc = kl.tile_load(d, shape=(3, 2))
+    kl.tile_matmul(ta * ta, tb, acc, alpha=2.0, beta=0.5)
+    kl.tile_store(d, acc)
+
+
+def _matmul_ref(a, b, d):
+    return a @ b, 2.0 * (a * a) @ b + 0.5 * d
+
+
+@pytest.mark.cpu_only("tile_matmul has no CUDA lowering yet")
+def test_tile_matmul(backend, rng):
+    a_np, b_np, d_np = (rng.standard_normal(s) for s in ((3, 4), (4, 2), (3, 2)))
+    a = kl.array(a_np, dtype=kl.float64, requires_grad=True)
+    b = kl.array(b_np, dtype=kl.float64, requires_grad=True)
+    c = kl.zeros((3, 2), dtype=kl.float64, requires_grad=True)
+    d = kl.array(d_np, dtype=kl.float64, requires_grad=True)
+    tape = kl.Tape()
+    with tape:
+        kl.launch_tiled(matmuls, dim=1, inputs=[a, b, c, d], block_dim=8)
+    want_c, want_d = _matmul_ref(a_np, b_np, d_np)
+    np.testing.assert_allclose(c.numpy(), want_c, rtol=1e-12)
+    np.testing.assert_allclose(d.numpy(), want_d, rtol=1e-12)
+    wc, wd = rng.standard_normal((3, 2)), rng.standard_normal((3, 2))
+    c.grad = kl.array(wc, dtype=kl.float64)
+    d.grad = kl.array(wd, dtype=kl.float64)
+    tape.backward()
+
+    def loss(x, y):
+        cc, dd = _matmul_ref(x, y, d_np)
+        return (wc * cc).sum() + (wd * dd).sum()
+
+    np.testing.assert_allclose(a.grad.numpy(), _fd_grad(lambda x: loss(x, b_np), a_np),
+                               rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(b.grad.numpy(), _fd_grad(lambda y: loss(a_np, y), b_np),
+                               rtol=1e-6, atol=1e-8)

@@ -12,20 +12,22 @@ from __future__ import annotations
 import fnmatch
 
 MISSING = [
-    (["block_dim", "untile", "tile_add_inplace", "tile_arange", "tile_argmax", "tile_argmin",
-      "tile_assign", "tile_astype", "tile_atomic_add_indexed", "tile_axpy",
+    (["block_dim", "tile_add_inplace",
+      "tile_assign", "tile_atomic_add_indexed", "tile_axpy",
       "tile_bit_and_inplace", "tile_bit_or_inplace", "tile_bit_xor_inplace",
-      "tile_broadcast", "tile_bvh_*", "tile_cholesky*", "tile_diag_add", "tile_dot",
+      "tile_bvh_*", "tile_cholesky*", "tile_diag_add", "tile_dot",
       "tile_empty", "tile_from_thread", "tile_load_indexed", "tile_lower_solve*",
-      "tile_map", "tile_matmul", "tile_max", "tile_mesh_*", "tile_min", "tile_query_valid",
-      "tile_randf", "tile_randi", "tile_reduce", "tile_reshape", "tile_scan_*",
-      "tile_scatter_*", "tile_slice_indexed", "tile_sort", "tile_squeeze", "tile_stack*",
+      "tile_mesh_*", "tile_query_valid",
+      "tile_randf", "tile_randi",
+      "tile_scatter_*", "tile_slice_indexed", "tile_sort", "tile_stack*",
       "tile_store_indexed", "tile_sub_inplace", "tile_upper_solve*", "tile_view"],
      "Tile programming",
-     "the tile operations beyond those kernlab has (launch_tiled, tile_load, tile_store, "
-     "tile_atomic_add, tile, tile_zeros/ones/full, tile_sum, tile_transpose, tile_fft/"
-     "tile_ifft, tile_extract and tile arithmetic exist): tile_matmul, tile_map, "
-     "tile_reduce, scans, sorts, solvers and the rest"),
+     "the tile operations beyond those kernlab has (launch_tiled, tile_load/store/atomic_add "
+     "on arrays and array views, tile, tile_zeros/ones/full/arange, tile_sum (whole or along "
+     "an axis), tile_max/min/argmax/argmin, tile_reduce, tile_scan_*, tile_map, "
+     "tile_broadcast, tile_reshape, tile_squeeze, tile_astype, tile_transpose, "
+     "tile_fft/tile_ifft, tile_matmul, tile_extract and element-wise tile arithmetic "
+     "exist): sorts, solvers and the rest"),
     (["MeshQueryAABBTiled", "mesh_get_bvh", "mesh_get_group_root",
       "mesh_query_aabb_tiled", "mesh_query_aabb_next_tiled", "mesh_query_point_sign_parity",
       "Bvh", "Bvh*", "bvh_*", "HashGridQuery", "Volume", "volume_*",

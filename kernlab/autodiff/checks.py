@@ -25,6 +25,12 @@ def check_differentiable(func: Function):
             raise GradientError(f"the value returned by atomic_{ins.attrs['kind']} cannot be "
                                 "differentiated (it depends on the order threads run in)",
                                 ins.loc, kernel=func.name)
+        if ins.op is Op.CALL and ins.attrs["builtin"].effects and ins.result is not None \
+                and ins.result in used and id(ins) not in replaced:  # tile_atomic_add
+            raise GradientError(f"the tile returned by {ins.attrs['builtin'].name} cannot be "
+                                "differentiated (the values before the add depend on the "
+                                "order blocks run in, and an adjoint cannot replay them)",
+                                ins.loc, kernel=func.name)
     stale, flagged = _stale_loads(func)
     if stale:
         _check_stale_uses(func, stale, flagged)

@@ -217,8 +217,8 @@ class _Reverse:
                 if ins.op in (Op.STORE, Op.ATOMIC, Op.PRINT) and not self.effects:
                     continue
                 if ins.op is Op.CALL and ins.attrs["builtin"].effects and not self.effects:
-                    if ins.result is not None:  # tile_atomic_add's old values: not replayed
-                        self.map[ins.result] = g.zeros(ins.result.type)
+                    if ins.result is not None:  # tile_atomic_add's old values: unused
+                        self.map[ins.result] = g.zeros(ins.result.type)  # (checks.py)
                     continue
                 if ins.op is Op.CUSTOM and ins.attrs.get("replay"):
                     self.forward(ins.regions[1], record)  # the replay, not the func

@@ -17,7 +17,7 @@ from .. import config
 from ..errors import not_finite_error, out_of_bounds_error
 from ..ir import printf as printf_format
 from ..ir.nodes import Block, Function, Op
-from ..types import Type
+from ..types import Type, numpy_kind
 
 
 def zero(t: Type):
@@ -158,7 +158,7 @@ class Interpreter:
 
     def _check_finite(self, ins, arr, idx):
         """verify_fp: record the first NaN or Inf a float store writes."""
-        if not self.verify_fp or self.failure is not None or arr.dtype.kind != "f":
+        if not self.verify_fp or self.failure is not None or numpy_kind(arr.dtype) != "f":
             return
         if not np.all(np.isfinite(arr[idx])):
             site = self.func.sites[ins.attrs["site"]]
@@ -215,4 +215,4 @@ def _show(value) -> str:
         return "[" + ", ".join(_show(v) for v in a.reshape(-1)) + "]"
     if a.dtype == np.bool_:
         return str(bool(a))
-    return "%g" % float(a) if a.dtype.kind == "f" else str(int(a))
+    return "%g" % float(a) if numpy_kind(a.dtype) == "f" else str(int(a))

@@ -43,7 +43,9 @@ def _mul_ret_mv(b):
     return Vector(m.rows, m.dtype) if m.cols == v.length else None
 
 
-def _np_mul(a, b):
+def _np_mul(a, b, types=None, ret=None):
+    if types is not None and (types[0].is_tile or types[1].is_tile):  # element-wise
+        return np.asarray(a * b, ret.scalar.np)
     if np.ndim(a) == 2 and np.ndim(b) >= 1:
         if a.dtype == np.float16:  # each product and each partial sum rounded to half, over
             cols = b if b.ndim == 2 else b[:, None]  # k in order, as compiled (and in Warp);
@@ -67,6 +69,24 @@ def _mul_grad(g, a, b, r, adj):
     return g.mul(adj, b), g.mul(adj, a)
 
 
+class _TileTileSig:
+    """(L, L) of one type with scalar elements: element-wise."""
+
+    params = ("L", "L")
+
+    def match(self, types):
+        if len(types) == 2 and types[0].is_tile and types[0] == types[1] \
+                and types[0].dtype.is_scalar:
+            return {"L": types[0]}
+        return None
+
+    def result(self, bind):
+        return bind["L"]
+
+    def __str__(self):
+        return "(L, L) -> L (element-wise, scalar elements)"
+
+
 class _MatMulSig:
     """mul(M, M) with matching inner dimensions; separate because it binds two matrices."""
 
@@ -88,9 +108,9 @@ class _MatMulSig:
 builtin("mul", [sig("N", "N", ret="T"), sig("N", "V", ret="V"), sig("V", "N", ret="V"),
                 sig("N", "M", ret="M"), sig("M", "N", ret="M"),
                 sig("M", "V", ret=_mul_ret_mv), _MatMulSig(),
-                sig("N", "L", ret="L"), sig("L", "N", ret="L")],
+                sig("N", "L", ret="L"), sig("L", "N", ret="L"), _TileTileSig()],
         _np_mul, llvm=lambda cx, a, b: cx.mul(a, b), cuda="({0} * {1})", grad=_mul_grad,
-        scales=(0, 1))
+        scales=(0, 1), extra={"typed": True})
 
 
 def _c_int_div(x, y) -> int:
@@ -119,6 +139,9 @@ def _np_div(a, b):
 
 
 def _div_grad(g, a, b, r, adj):
+    if b.type.is_tile:  # element-wise: d/da = adj / b, d/db = -adj r / b
+        da = g.div(adj, b) if a.type.is_tile else g.inner(adj, g.div(g.const(1, a.type), b))
+        return da, g.neg(g.div(g.mul(adj, r), b))
     if b.type.is_scalar:
         # -(adj . a) / b^2, in Warp's order of operations (float16 rounds as in Warp)
         return g.div(adj, b), g.neg(g.div(g.inner(adj, a), g.mul(b, b)))
@@ -127,7 +150,8 @@ def _div_grad(g, a, b, r, adj):
 
 
 builtin("div", [sig("N", "N", ret="T"), sig("V", "N", ret="V"), sig("M", "N", ret="M"),
-                sig("L", "N", ret="L"),
+                sig("L", "N", ret="L"), _TileTileSig(),
+                sig("N", "L", ret=lambda b: b["L"] if b["L"].dtype.is_scalar else None),
                 sig("N", "V", ret="V"), sig("N", "M", ret="M")],
         _np_div, llvm=lambda cx, a, b: cx.div(a, b), cuda="({0} / {1})",  # ints: kl_div
         grad=_div_grad, scales=(0,))
@@ -265,7 +289,7 @@ def _np_cast(x, target):
     x = np.asarray(x)
     if el == bool_:
         out = x != 0
-    elif el.is_int and np.issubdtype(x.dtype, np.floating):
+    elif el.is_int and (np.issubdtype(x.dtype, np.floating) or x.dtype.name == "bfloat16"):
         out = _saturate(x.astype(np.float64), el.np)  # NaN gives 0, like LLVM's fptosi.sat
     else:
         out = x
@@ -283,7 +307,9 @@ def _saturate(xf: np.ndarray, t: np.dtype) -> np.ndarray:
 
 
 def _cast_ret(b):
-    t, target = b.get("V") or b.get("M") or b["T"], b["target"]
+    t, target = b.get("V") or b.get("M") or b.get("L") or b["T"], b["target"]
+    if t.is_tile != target.is_tile:  # a tile casts to a tile (tile_astype), element-wise
+        return None
     if target.is_scalar and t.is_scalar:
         return target
     if not target.is_scalar and t.shape == target.shape:
@@ -291,7 +317,8 @@ def _cast_ret(b):
     return None
 
 
-builtin("cast", [sig("X", ret=_cast_ret), sig("V", ret=_cast_ret), sig("M", ret=_cast_ret)],
+builtin("cast", [sig("X", ret=_cast_ret), sig("V", ret=_cast_ret), sig("M", ret=_cast_ret),
+                 sig("L", ret=_cast_ret)],
         lambda x, target=None: _np_cast(x, target), targeted=True,
         llvm=lambda cx, x: cx.cast(x, cx.types[0], cx.ret), cuda="kl_cast<{T}>({0})",
         grad=lambda g, x, r, adj: (g.cast(adj, x.type) if x.type.is_float else None,),

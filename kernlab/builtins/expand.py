@@ -186,14 +186,19 @@ def _as(value, t: Type):
     return np.broadcast_to(np.asarray(value, t.scalar.np), t.shape).copy()
 
 
-def python_type_of(value, want_kinds=()) -> Type:
+def python_type_of(value, want_kinds=(), ints: bool = False) -> Type:
     """The kernlab type of a Python-side argument: its own (kernlab values carry one), or
-    from its NumPy shape and dtype; a 4- or 7-vector may stand for a quat or transform."""
+    from its NumPy shape and dtype; a 4- or 7-vector may stand for a quat or transform.
+    Numbers become float32 unless ``ints``: then integers keep an integer type as in a
+    kernel (a Python int is int32, a NumPy integer its own type)."""
     t = getattr(value, "kl_type", None)
     if t is not None:
         return t
     a = np.asarray(value)
-    if a.dtype.kind not in "f" or not isinstance(value, (np.ndarray, np.generic)):
+    if ints and a.dtype.kind in "iub":
+        if not isinstance(value, (np.ndarray, np.generic)):
+            a = a.astype(np.bool_ if a.dtype.kind == "b" else np.int32)
+    elif a.dtype.kind not in "f" or not isinstance(value, (np.ndarray, np.generic)):
         a = a.astype(np.float32)
     from ..types import to_type
     el = to_type(a.dtype)
@@ -209,6 +214,9 @@ def call_on_python_values(name: str, args, target=None):
     g = NumpyBuilder()
     try:
         types = [python_type_of(a) for a in args]
+        exact = [python_type_of(a, ints=True) for a in args]
+        if exact != types and find_expansion(name, exact) is not None:
+            types = exact  # kl.rand_init(42): the int32 overload, as in a kernel
     except (TypeError, ValueError, IndexError):
         if name in REGISTRY:
             return NotImplemented
@@ -223,7 +231,21 @@ def call_on_python_values(name: str, args, target=None):
                 if ex.matches([v.type for v in trial]):
                     vals = trial
                     break
+    ex = find_expansion(name, [v.type for v in vals])
     out = g.call(name, vals, target)
+    if ex is not None and ex.writes:
+        # an argument the call writes: a NumPy array (a transform ...) is written in
+        # place; a scalar (a random state) is passed by value and stays as it was, as in
+        # Warp's Python scope; the call's value is what remains (None if nothing does)
+        parts = out if isinstance(out, tuple) else (out,)
+        for k, v in zip(ex.writes, parts):
+            if isinstance(args[k], np.ndarray) and args[k].flags.writeable \
+                    and np.shape(args[k]) == np.shape(v.value):
+                args[k][...] = v.value
+        rest = parts[len(ex.writes):]
+        if not rest:
+            return None
+        out = rest[0] if len(rest) == 1 else rest
     return tuple(_to_python(o) for o in out) if isinstance(out, tuple) else _to_python(out)
 
 
@@ -243,6 +265,6 @@ def _as_kind(v: NpValue, kind: str) -> NpValue:
 
 
 def _to_python(v: NpValue):
-    if v.type.is_scalar:
-        return v.value
+    if v.type.is_scalar:  # a NumPy scalar, never a 0-d array (dot of two vectors ...)
+        return np.asarray(v.value)[()] if isinstance(v.value, np.ndarray) else v.value
     return v.type(v.value) if isinstance(v.type, (Quaternion, Transformation)) else v.value

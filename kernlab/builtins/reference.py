@@ -260,6 +260,61 @@ SPECIAL_FORMS = {
                                         "same)", "no"),
 }
 
+# kl.Volume (kernlab/volume.py, lowered by frontend/volume.py): index-space points; a call on
+# a volume of another value type gives zero, as in Warp
+VOLUME_FORMS = {
+    "volume_sample_f": SpecialForm(
+        "volume_sample_f(id, uvw, sampling_mode) -> float",
+        "a float volume at index-space uvw: Volume.CLOSEST (nearest voxel, halfway away from "
+        "zero) or Volume.LINEAR (trilinear)", "yes (uvw, LINEAR; not the voxel values)"),
+    "volume_sample_v": SpecialForm("volume_sample_v(id, uvw, sampling_mode) -> vec3",
+                                   "a vec3 volume at uvw, as volume_sample_f",
+                                   "yes (uvw, LINEAR)"),
+    "volume_sample_i": SpecialForm("volume_sample_i(id, uvw) -> int",
+                                   "an int32 volume at the voxel nearest uvw", "no"),
+    "volume_sample_grad_f": SpecialForm(
+        "volume_sample_grad_f(id, uvw, sampling_mode, grad) -> float",
+        "volume_sample_f, and sets the local grad (vec3) to its index-space gradient",
+        "yes (uvw, through the value and grad)"),
+    "volume_sample": SpecialForm(
+        "volume_sample(id, uvw, sampling_mode, dtype) -> dtype",
+        "the generic form: dtype float, vec3 or int", "yes (uvw, LINEAR)"),
+    "volume_sample_grad": SpecialForm(
+        "volume_sample_grad(id, uvw, sampling_mode, grad, dtype) -> dtype",
+        "the generic form of volume_sample_grad_f; grad is a vec3 (float) or a mat33 "
+        "Jacobian, one row per component (vec3)", "yes (uvw)"),
+    "volume_lookup_f": SpecialForm("volume_lookup_f(id, i, j, k) -> float",
+                                   "the value of voxel (i, j, k)", "no"),
+    "volume_lookup_v": SpecialForm("volume_lookup_v(id, i, j, k) -> vec3",
+                                   "the value of voxel (i, j, k)", "no"),
+    "volume_lookup_i": SpecialForm("volume_lookup_i(id, i, j, k) -> int",
+                                   "the value of voxel (i, j, k)", "no"),
+    "volume_lookup": SpecialForm("volume_lookup(id, i, j, k, dtype) -> dtype",
+                                 "the generic form of the lookups", "no"),
+    "volume_store_f": SpecialForm("volume_store_f(id, i, j, k, value)",
+                                  "writes voxel (i, j, k) if a leaf holds it (else nothing)",
+                                  "no (no value)"),
+    "volume_store_v": SpecialForm("volume_store_v(id, i, j, k, value)",
+                                  "as volume_store_f, for a vec3 volume", "no (no value)"),
+    "volume_store_i": SpecialForm("volume_store_i(id, i, j, k, value)",
+                                  "as volume_store_f, for an int32 volume", "no (no value)"),
+    "volume_store": SpecialForm("volume_store(id, i, j, k, value)",
+                                "the generic form: the value's type picks the volume's",
+                                "no (no value)"),
+    "volume_index_to_world": SpecialForm(
+        "volume_index_to_world(id, uvw) -> vec3 | vec3d",
+        "the volume's affine map (float32 for vec3, float64 for vec3d)", "yes (uvw)"),
+    "volume_world_to_index": SpecialForm("volume_world_to_index(id, xyz) -> vec3 | vec3d",
+                                         "the inverse map", "yes (xyz)"),
+    "volume_index_to_world_dir": SpecialForm(
+        "volume_index_to_world_dir(id, uvw) -> vec3 | vec3d",
+        "the map's linear part (a direction)", "yes (uvw)"),
+    "volume_world_to_index_dir": SpecialForm(
+        "volume_world_to_index_dir(id, xyz) -> vec3 | vec3d",
+        "the inverse map's linear part", "yes (xyz)"),
+}
+SPECIAL_FORMS.update(VOLUME_FORMS)
+
 # Tiles (builtins/tiles.py, frontend/tiles.py): every block of a tiled launch is one thread
 # owning its whole tile, as Warp runs blocks on the CPU. Warp's parameter names; shapes and
 # dtypes are compile-time constants. kernlab.lang makes the kl.tile_* names from this table.
@@ -286,8 +341,9 @@ TILE_FORMS = {
                              "no (a constant)"),
     "tile_full": SpecialForm("tile_full(shape, value, dtype=None) -> tile",
                              "a tile with every element value", "yes"),
-    "tile_sum": SpecialForm("tile_sum(t) -> tile", "the one-element tile of the sum of t's "
-                            "elements", "yes"),
+    "tile_sum": SpecialForm("tile_sum(t, axis=None) -> tile", "the one-element tile of the "
+                            "sum of t's elements; with axis, the sums along that axis (the "
+                            "tile without it)", "yes"),
     "tile_transpose": SpecialForm("tile_transpose(t) -> tile", "the transpose of a 2-D tile",
                                   "yes"),
     "tile_fft": SpecialForm("tile_fft(t)", "in place: the unnormalised DFT along the last "
@@ -299,6 +355,51 @@ TILE_FORMS = {
     "tile_ifft": SpecialForm("tile_ifft(t)", "in place: the unnormalised inverse DFT along "
                              "the last dimension (N times numpy.fft.ifft)",
                              "yes (the FFT of the gradient)"),
+    "tile_arange": SpecialForm("tile_arange([start,] stop[, step], dtype=float) -> tile",
+                               "the 1-D tile start, start + step, ... below stop, computed in "
+                               "dtype (compile-time constants)", "no (a constant)"),
+    "tile_broadcast": SpecialForm("tile_broadcast(t, shape) -> tile", "t repeated to shape by "
+                                  "NumPy's broadcasting rules", "yes (summed over the "
+                                  "repeated axes)"),
+    "tile_reshape": SpecialForm("tile_reshape(t, shape) -> tile", "t's elements in row-major "
+                                "order with another shape (one dimension may be -1)", "yes"),
+    "tile_squeeze": SpecialForm("tile_squeeze(t, axis=None) -> tile", "t without its "
+                                "dimensions of size 1 (or only those in axis)", "yes"),
+    "tile_astype": SpecialForm("tile_astype(t, dtype) -> tile", "t's elements cast to dtype",
+                               "yes (from float tiles)"),
+    "untile": SpecialForm("untile(t) -> value", "the thread's value from a one-element tile "
+                          "(a vector from the column tile(v) makes)", "yes"),
+    "tile_matmul": SpecialForm("tile_matmul(a, b, out=None, alpha=1.0, beta=1.0) -> tile",
+                               "the matrix product of 2-D tiles of floats; with out, "
+                               "out = alpha a @ b + beta out in place", "yes"),
+    "tile_max": SpecialForm("tile_max(t) -> tile", "the one-element tile of the largest "
+                            "element (NaN loses, as in max)", "yes (to the element picked)"),
+    "tile_min": SpecialForm("tile_min(t) -> tile", "the one-element tile of the smallest "
+                            "element (NaN loses, as in min)", "yes (to the element picked)"),
+    "tile_argmax": SpecialForm("tile_argmax(t) -> tile", "the one-element int32 tile of the "
+                               "flat index of the largest element, the first among equals",
+                               "no (an index)"),
+    "tile_argmin": SpecialForm("tile_argmin(t) -> tile", "the one-element int32 tile of the "
+                               "flat index of the smallest element, the first among equals",
+                               "no (an index)"),
+    "tile_reduce": SpecialForm("tile_reduce(op, t) -> tile", "the one-element tile of op "
+                               "(wp.add, wp.mul, wp.max or wp.min) folded over t's elements",
+                               "yes (exact: Warp 1.19 gives none)"),
+    "tile_map": SpecialForm("tile_map(op, a, ...) -> tile", "op (a builtin or a func) "
+                            "applied element by element to tiles of one shape; other "
+                            "arguments go to every call", "yes (the op's own)"),
+    "tile_scan_inclusive": SpecialForm("tile_scan_inclusive(t) -> tile", "running sums of "
+                                       "t's elements in row-major order",
+                                       "yes (the reverse running sums: Warp 1.19 gives none)"),
+    "tile_scan_exclusive": SpecialForm("tile_scan_exclusive(t) -> tile", "running sums "
+                                       "before each element (the first is 0)",
+                                       "yes (Warp 1.19 gives none)"),
+    "tile_scan_max_inclusive": SpecialForm("tile_scan_max_inclusive(t) -> tile",
+                                           "running maxima of t's elements",
+                                           "yes (to the element each maximum is)"),
+    "tile_scan_min_inclusive": SpecialForm("tile_scan_min_inclusive(t) -> tile",
+                                           "running minima of t's elements",
+                                           "yes (to the element each minimum is)"),
 }
 SPECIAL_FORMS.update(TILE_FORMS)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from ..types import (bool_, float16, float32, float64, int32, int64, type_repr, uint32,
+from ..types import (bfloat16, bool_, float16, float32, float64, int32, int64, type_repr, uint32,
                      uint64)
 from .core import _np_div
 from .registry import builtin, sig
@@ -291,10 +291,10 @@ builtin("invert", [sig("I", ret="T")], _np_int(lambda a, bits: ~a),
 
 _INT3264 = (int32, uint32, int64, uint64)
 ATOMIC_SCALARS = {
-    "add": _INT3264 + (float16, float32, float64),
-    "sub": _INT3264 + (float16, float32, float64),
-    "min": _INT3264 + (float32, float64),
-    "max": _INT3264 + (float32, float64),
+    "add": _INT3264 + (float16, bfloat16, float32, float64),
+    "sub": _INT3264 + (float16, bfloat16, float32, float64),
+    "min": _INT3264 + (bfloat16, float32, float64),
+    "max": _INT3264 + (bfloat16, float32, float64),
     "and": _INT3264, "or": _INT3264, "xor": _INT3264,
     "exch": _INT3264 + (float32, float64), "cas": _INT3264 + (float32, float64),
 }

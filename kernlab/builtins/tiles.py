@@ -20,6 +20,7 @@ incoming gradient (and the other way round); a transpose's is the transpose.
 from __future__ import annotations
 
 import numpy as np
+from llvmlite import ir
 
 from ..errors import GradientError
 from .registry import VOID, builtin, sig
@@ -35,7 +36,7 @@ def _c(t) -> str:
 
 
 def _parts(t) -> int:
-    return t.dtype.length if t.dtype.is_vector else 1
+    return t.dtype.length if t.dtype.is_vector or t.dtype.is_matrix else 1
 
 
 def _dims(t) -> str:
@@ -173,6 +174,131 @@ builtin("tile_atomic_add", [sig("A", "L", *_offsets(n), ret=_atomic_ret)
             "element by element atomically; returns the tile of the values before")
 
 
+# ---- the same through an array view (a[i], a[::2], a[i, 1:5]) ----------------------------
+# A view is the frontend's compile-time description of part of an array (frontend/views.py);
+# a tile op on one gets, after the array itself, five ints per axis of the array: where the
+# tile's first element sits, the step, the range [low, high) of tile coordinates inside the
+# view, and the tile's extent along that axis (1 where the view fixes the index). So the
+# view's bounds are Warp's bounds (what lies outside reads as zero and is not written), and
+# the gradient goes to the array's own adjoint through the same description.
+
+def _view_desc(n):
+    return ("i",) * (5 * n)
+
+
+def _view_cells(arr, desc, t):
+    """(flat tile element, array index) of each element of tile t inside the view."""
+    n = arr.ndim
+    first, step, low, high, ext = (list(map(int, desc[k * n:(k + 1) * n])) for k in range(5))
+    for e, c in enumerate(np.ndindex(*ext)):
+        if all(lo <= x < hi for x, lo, hi in zip(c, low, high)):
+            idx = tuple(f + x * s for f, x, s in zip(first, c, step))
+            if all(0 <= i < m for i, m in zip(idx, arr.shape)):
+                yield e, idx
+
+
+def _flat_elems(tile, t):
+    return tile.reshape((t.size,) + tuple(t.dtype.shape))
+
+
+def _np_view_load(arr, *desc, target):
+    out = _np_storage(target)
+    if arr is not None:
+        flat = _flat_elems(out, target)
+        for e, idx in _view_cells(arr, desc, target):
+            flat[e] = arr[idx]
+    return out
+
+
+def _np_view_write(add):
+    def run(arr, tile, *desc, types, ret):
+        t = types[1]
+        old = np.zeros_like(tile)
+        if arr is not None:
+            src, before = _flat_elems(tile, t), _flat_elems(old, t)
+            for e, idx in _view_cells(arr, desc, t):
+                before[e] = arr[idx]
+                arr[idx] = arr[idx] + src[e] if add else src[e]
+        return old if add else None
+    return run
+
+
+def _view_load_grad(g, arr, *rest, arrays):
+    *desc, ret, adj = rest
+    if adj is not None and arrays[0] is not None:
+        g.call("tile_atomic_add_view", [arrays[0], adj, *desc])
+    return (None,) * (1 + len(desc))
+
+
+def _view_store_grad(g, arr, tile, *rest, arrays):
+    *desc, ret, adj = rest
+    if arrays[0] is None:
+        return (None,) * (2 + len(desc))
+    adj_tile = g.call("tile_load_view", [arrays[0], *desc], target=tile.type)
+    g.call("tile_store_view", [arrays[0], g.zeros(tile.type), *desc])
+    return (None, adj_tile) + (None,) * len(desc)
+
+
+def _view_atomic_grad(g, arr, tile, *rest, arrays):
+    *desc, ret, adj = rest
+    if arrays[0] is None:
+        return (None,) * (2 + len(desc))
+    return (None, g.call("tile_load_view", [arrays[0], *desc], target=tile.type)) \
+        + (None,) * len(desc)
+
+
+def _view_store_ret(b):
+    a, t = b["A"], b["L"]
+    return VOID if a.dtype == t.dtype and a.ndim >= len(t.tile_shape) else None
+
+
+def _view_atomic_ret(b):
+    a, t = b["A"], b["L"]
+    return t if a.dtype == t.dtype and a.ndim >= len(t.tile_shape) else None
+
+
+def _view_load_ret(b):
+    t, a = b["target"], b["A"]
+    return t if t is not None and a.dtype == t.dtype and a.ndim >= len(t.tile_shape) else None
+
+
+def no_cuda(name):
+    """The CUDA spelling of a tile builtin the CUDA backend does not have yet: a clear
+    error naming it (the CPU backends run it)."""
+    def spell(types, ret, args):
+        from ..errors import KernelError
+        raise KernelError(f"{name} is not available on the CUDA backend yet (it runs on "
+                          "the CPU: device='cpu')", stage="rendering CUDA C")
+    return spell
+
+
+builtin("tile_load_view", [sig("A", *_view_desc(n), ret=_view_load_ret)
+                           for n in range(1, MAX_DIMS + 1)],
+        _np_view_load,
+        llvm=lambda cx, arr, *desc: cx.tile_load(arr, None, cx.ret, desc=desc),
+        cuda=no_cuda("tile_load of an array view"), grad=_view_load_grad,
+        array_grad=True, targeted=True,
+        doc="(internal) tile_load(view, shape, offset) of a view of an array")
+
+builtin("tile_store_view", [sig("A", "L", *_view_desc(n), ret=_view_store_ret)
+                            for n in range(1, MAX_DIMS + 1)],
+        _np_view_write(False),
+        llvm=lambda cx, arr, tile, *desc: cx.tile_store(arr, tile, cx.types[1], None,
+                                                        desc=desc),
+        cuda=no_cuda("tile_store into an array view"), grad=_view_store_grad,
+        array_grad=True, effects=True, extra={"typed": True},
+        doc="(internal) tile_store(view, t, offset) into a view of an array")
+
+builtin("tile_atomic_add_view", [sig("A", "L", *_view_desc(n), ret=_view_atomic_ret)
+                                 for n in range(1, MAX_DIMS + 1)],
+        _np_view_write(True),
+        llvm=lambda cx, arr, tile, *desc: cx.tile_store(arr, tile, cx.types[1], None,
+                                                        atomic=True, desc=desc),
+        cuda=no_cuda("tile_atomic_add into an array view"), grad=_view_atomic_grad,
+        array_grad=True, effects=True, extra={"typed": True},
+        doc="(internal) tile_atomic_add(view, t, offset) into a view of an array")
+
+
 # ---- construction and access ---------------------------------------------------------------
 
 def _full_ret(b):
@@ -189,7 +315,7 @@ class _AnyValue:
         self.ret = ret
 
     def match(self, types):
-        if len(types) == 1 and (types[0].is_scalar or types[0].is_vector) \
+        if len(types) == 1 and (types[0].is_scalar or types[0].is_vector or types[0].is_matrix) \
                 and types[0].scalar.kind != "b":
             return {"_x": types[0]}
         return None
@@ -202,13 +328,55 @@ class _AnyValue:
 
 
 def _np_from_value(x, target):
-    return np.asarray(x)[None]
+    return np.asarray(x).reshape(target.shape)
 
 
-builtin("tile", [_AnyValue(_full_ret)], _np_from_value,
+def _tile_ret(b):
+    """tile(x): one element x, or (a vector without preserve_type) its components as a
+    column of shape (n, 1)."""
+    t, x = b["target"], b["_x"]
+    if t is None or not t.is_tile:
+        return None
+    if t.dtype == x and tuple(t.tile_shape) == (1,):
+        return t
+    if x.is_vector and t.dtype == x.scalar and tuple(t.tile_shape) == (x.length, 1):
+        return t
+    return None
+
+
+def _untile_ret(b):
+    from ..types import Vector
+    t = b["L"]
+    if tuple(t.tile_shape) == (1,):
+        return t.dtype
+    if len(t.tile_shape) == 2 and t.tile_shape[1] == 1 and t.dtype.is_scalar:
+        return Vector(t.tile_shape[0], t.dtype)
+    return None
+
+
+def _untile_llvm(cx, t):
+    tt = cx.types[0]
+    if tuple(tt.tile_shape) == (1,):
+        return cx._get_element(t, tt, ir.Constant(ir.IntType(64), 0))
+    n = tt.tile_shape[0]
+    return cx.b.load(cx._chunk(t, tt, ir.Constant(ir.IntType(64), 0), n),
+                     align=tt.scalar.nbytes)
+
+
+builtin("tile_untile", [sig("L", ret=_untile_ret)],
+        lambda t, types, ret: np.asarray(t).reshape(ret.shape) if ret.shape else
+        np.asarray(t).reshape(-1)[0], extra={"typed": True},
+        llvm=_untile_llvm, linear_in="all",
+        cuda=lambda types, ret, a: f"{a[0]}.c[0]" if ret.is_scalar else a[0],  # same layout
+        grad=lambda g, t, r, adj: (g.call("tile", [adj], target=t.type),),
+        doc="untile(t): the thread's value back from a tile of one element (or a vector "
+            "from a column tile, as tile(v) makes)")
+
+
+builtin("tile", [_AnyValue(_tile_ret)], _np_from_value,
         llvm=lambda cx, x: cx.tile_from_value(x, cx.ret), targeted=True,
         cuda=lambda types, ret, a: f"kl_tile_from<{ret.length}, {_c(ret.scalar)}>({a[0]})",
-        grad=lambda g, x, r, adj: (g.call("tile_extract", [adj, g.const(0)]),),
+        grad=lambda g, x, r, adj: (g.call("tile_untile", [adj]),),  # the inverse
         linear_in="all",
         doc="tile(x): the one-element tile holding this thread's value x (each block is "
             "one thread)")
@@ -383,3 +551,405 @@ builtin("tile_ifft", [sig("L", ret=_fft_ret)], _np_fft(+1),
         grad=lambda g, t, r, adj: (g.call("tile_fft", [adj]),), linear_in="all",
         doc="tile_ifft(t): in place, the unnormalised inverse DFT along the last dimension "
             "(N * numpy.fft.ifft)")
+
+
+# ---- reductions, arg-reductions and scans (scalar elements, over the flattened tile) --------
+# max and min treat NaN as the scalar max/min do (the other operand wins, as Warp's fmax);
+# the first of equal elements wins. Warp 1.19 leaves the adjoints of these out (its native
+# adjoints are empty); kernlab gives the exact (sub)gradients: a max/min's adjoint goes to the
+# element it picked, a product's to each element as the product of the others, a scan's as
+# the reverse scan of the incoming adjoint.
+
+def _scalar_tile(b):
+    t = b["L"]
+    return t if t.dtype.is_scalar else None
+
+
+def _one_ret(b):
+    from ..types import Tile
+    t = b["L"]
+    return Tile(t.dtype, (1,)) if t.dtype.is_scalar else None
+
+
+def _int_one_ret(b):
+    from ..types import Tile, int32
+    return Tile(int32, (1,)) if b["L"].dtype.is_scalar else None
+
+
+def _np_op(op):
+    from .registry import REGISTRY
+    return REGISTRY[op].numpy
+
+
+def _np_fold(op):
+    def run(t, types, ret):
+        f = _np_op(op)
+        flat = t.reshape(-1)
+        acc = flat[0]
+        for x in flat[1:]:
+            acc = f(acc, x)
+        return np.asarray([acc], t.dtype)
+    return run
+
+
+def _first_best(flat, less):
+    best = 0
+    for i in range(1, len(flat)):
+        x, y = flat[i], flat[best]
+        if (x < y if less else x > y) or (y != y and x == x):
+            best = i
+    return best
+
+
+def _np_arg(less):
+    return lambda t: np.asarray([_first_best(t.reshape(-1), less)], np.int32)
+
+
+def _best_grad(less):
+    def grad(g, t, r, adj):
+        at = g.call("tile_extract", [g.call("tile_argmin" if less else "tile_argmax", [t]),
+                                     g.const(0)])
+        return (g.call("tile_onehot", [g.call("tile_extract", [adj, g.const(0)]), at],
+                       target=t.type),)
+    return grad
+
+
+def _prod_grad(g, t, r, adj):
+    before = g.call("tile_scan_mul_exclusive", [t])
+    after = g.call("tile_rscan_mul_exclusive", [t])
+    return (g.mul(g.mul(before, after), g.call("tile_extract", [adj, g.const(0)])),)
+
+
+for _name, _op, _grad in (("tile_max", "max", _best_grad(False)),
+                          ("tile_min", "min", _best_grad(True)),
+                          ("tile_prod", "mul", _prod_grad)):
+    builtin(_name, [sig("L", ret=_one_ret)], _np_fold(_op), extra={"typed": True},
+            llvm=lambda cx, t, _op=_op: cx.tile_fold(t, cx.types[0], _op, cx.ret),
+            cuda=no_cuda(_name), grad=_grad,
+            doc=f"{_name}(t): the one-element tile of the {_op} over t's elements")
+
+for _name, _less in (("tile_argmax", False), ("tile_argmin", True)):
+    builtin(_name, [sig("L", ret=_int_one_ret)], _np_arg(_less),
+            llvm=lambda cx, t, _less=_less: cx.tile_argbest(t, cx.types[0], _less, cx.ret),
+            cuda=no_cuda(_name), differentiable=False,
+            doc=f"{_name}(t): the one-element int32 tile of the flat index of the "
+                f"{'smallest' if _less else 'largest'} element (the first among equals)")
+
+
+def _np_onehot(x, at, target):
+    out = _np_storage(target)
+    _flat_elems(out, target)[int(at)] = x
+    return out
+
+
+def _onehot_ret(b):
+    t, x = b["target"], b["_x"]
+    return t if t is not None and t.is_tile and t.dtype == x else None
+
+
+class _ValueIndex:
+    params = ("X|V", "i")
+
+    def __init__(self, ret):
+        self.ret = ret
+
+    def match(self, types):
+        if len(types) == 2 and (types[0].is_scalar or types[0].is_vector or types[0].is_matrix) \
+                and types[1].is_scalar and types[1].is_int:
+            return {"_x": types[0]}
+        return None
+
+    def result(self, bind):
+        return self.ret(bind)
+
+    def __str__(self):
+        return "(element, int) -> tile"
+
+
+builtin("tile_onehot", [_ValueIndex(_onehot_ret)], _np_onehot,
+        llvm=lambda cx, x, at: cx.tile_onehot(x, at, cx.ret), targeted=True,
+        cuda=no_cuda("tile_onehot"),
+        grad=lambda g, x, at, r, adj: (g.call("tile_extract_flat", [adj, at]), None),
+        linear_in=(0,),
+        doc="(internal) the tile that is zero except x at flat element i: the adjoint of "
+            "a max or min")
+
+
+def _np_extract_flat(t, at, types, ret):
+    return _flat_elems(t, types[0])[int(at)]
+
+
+builtin("tile_extract_flat", [sig("L", "i", ret=lambda b: b["L"].dtype)], _np_extract_flat,
+        extra={"typed": True},
+        llvm=lambda cx, t, at: cx._get_element(
+            t, cx.types[0], cx.b.sext(at, ir.IntType(64)) if at.type.width < 64 else at),
+        cuda=no_cuda("tile_extract_flat"),
+        grad=lambda g, t, at, r, adj: (g.call("tile_onehot", [adj, at], target=t.type), None),
+        linear_in=(0,),
+        doc="(internal) element i of a tile in row-major order")
+
+
+def _np_scan(op, exclusive, reverse):
+    def run(t):
+        f = _np_op(op)
+        flat = t.reshape(-1)
+        order = range(len(flat) - 1, -1, -1) if reverse else range(len(flat))
+        out = np.zeros_like(flat)
+        acc = None
+        for e in order:
+            if exclusive:
+                out[e] = flat.dtype.type(1 if op == "mul" else 0) if acc is None else acc
+                acc = flat[e] if acc is None else f(acc, flat[e])
+            else:
+                acc = flat[e] if acc is None else f(acc, flat[e])
+                out[e] = acc
+        return out.reshape(t.shape)
+    return run
+
+
+def _np_scan_route(less):
+    def run(t, adj):
+        flat, a = t.reshape(-1), adj.reshape(-1)
+        out = np.zeros_like(a)
+        at = 0
+        for e in range(len(flat)):
+            x, y = flat[e], flat[at]
+            if e and ((x < y if less else x > y) or (y != y and x == x)):
+                at = e
+            out[at] += a[e]
+        return out.reshape(t.shape)
+    return run
+
+
+_SCANS = {  # name: (op, exclusive, reverse, gradient)
+    "tile_scan_inclusive": ("add", False, False,
+                            lambda g, t, r, adj: (g.call("tile_rscan_inclusive", [adj]),)),
+    "tile_scan_exclusive": ("add", True, False,
+                            lambda g, t, r, adj: (g.call("tile_rscan_exclusive", [adj]),)),
+    "tile_rscan_inclusive": ("add", False, True,
+                             lambda g, t, r, adj: (g.call("tile_scan_inclusive", [adj]),)),
+    "tile_rscan_exclusive": ("add", True, True,
+                             lambda g, t, r, adj: (g.call("tile_scan_exclusive", [adj]),)),
+    "tile_scan_max_inclusive": ("max", False, False, lambda g, t, r, adj: (
+        g.call("tile_scan_route_max", [t, adj]),)),
+    "tile_scan_min_inclusive": ("min", False, False, lambda g, t, r, adj: (
+        g.call("tile_scan_route_min", [t, adj]),)),
+    "tile_scan_mul_exclusive": ("mul", True, False, None),
+    "tile_rscan_mul_exclusive": ("mul", True, True, None),
+}
+for _name, (_op, _excl, _rev, _grad) in _SCANS.items():
+    builtin(_name, [sig("L", ret=_scalar_tile)], _np_scan(_op, _excl, _rev),
+            llvm=lambda cx, t, _op=_op, _excl=_excl, _rev=_rev: cx.tile_scan(
+                t, cx.types[0], _op, _excl, _rev),
+            cuda=no_cuda(_name), grad=_grad, differentiable=_grad is not None,
+            linear_in="all" if _op == "add" else (),
+            doc=f"{_name}(t): the {'exclusive' if _excl else 'inclusive'} "
+                f"{'suffix' if _rev else 'prefix'} {_op} scan of t's elements in row-major "
+                "order" + (" (internal: an adjoint)" if _rev or _op == "mul" else ""))
+
+for _name, _less in (("tile_scan_route_max", False), ("tile_scan_route_min", True)):
+    builtin(_name, [sig("L", "L", ret=_scalar_tile)], _np_scan_route(_less),
+            llvm=lambda cx, t, adj, _less=_less: cx.tile_scan_route(t, adj, cx.types[0],
+                                                                    _less),
+            cuda=no_cuda(_name), differentiable=False,
+            doc="(internal) the adjoint of an inclusive max/min scan")
+
+
+# ---- tile_map's result: a tile made of its elements ---------------------------------------
+
+class _PackSig:
+    """(x0, x1, ...) of one scalar or vector type -> the tile given as target."""
+
+    params = ("X|V", "...")
+
+    def match(self, types):
+        if types and all(t == types[0] for t in types) \
+                and (types[0].is_scalar or types[0].is_vector or types[0].is_matrix) and types[0].scalar.kind != "b":
+            return {"_x": types[0], "_n": len(types)}
+        return None
+
+    def result(self, bind):
+        t = bind["target"]
+        return t if t is not None and t.is_tile and t.dtype == bind["_x"] \
+            and t.size == bind["_n"] else None
+
+    def __str__(self):
+        return "(element, ...) -> tile"
+
+
+def _np_pack(*xs, target):
+    out = _np_storage(target)
+    flat = _flat_elems(out, target)
+    for e, x in enumerate(xs):
+        flat[e] = x
+    return out
+
+
+def _pack_llvm(cx, *xs):
+    t = cx.ret
+    out = cx.tile_buffer(t)
+    for e, x in enumerate(xs):
+        cx._put_element(out, t, ir.Constant(ir.IntType(64), e), x)
+    return out
+
+
+builtin("tile_pack", [_PackSig()], _np_pack, llvm=_pack_llvm, targeted=True,
+        cuda=no_cuda("tile_map"),
+        grad=lambda g, *rest: tuple(g.call("tile_extract_flat", [rest[-1], g.const(e)])
+                                    for e in range(len(rest) - 2)),
+        linear_in="all",
+        doc="(internal) the tile of these elements in row-major order: tile_map's result")
+
+
+# ---- broadcasting ---------------------------------------------------------------------------
+# tile_broadcast(t, shape): NumPy's rules (t's dimensions line up from the right; a 1 repeats).
+# Its adjoint sums the incoming gradient over the repeated axes (tile_unbroadcast).
+
+def broadcast_ok(src, dst) -> bool:
+    if len(src) > len(dst):
+        return False
+    return all(s in (1, d) for s, d in zip(reversed(src), reversed(dst)))
+
+
+def _bcast_ret(b):
+    t, src = b["target"], b["L"]
+    return t if t is not None and t.dtype == src.dtype \
+        and broadcast_ok(src.tile_shape, t.tile_shape) else None
+
+
+def _unbcast_ret(b):
+    t, src = b["target"], b["L"]
+    return t if t is not None and t.dtype == src.dtype \
+        and broadcast_ok(t.tile_shape, src.tile_shape) else None
+
+
+def _np_broadcast(t, target, types, ret):
+    return np.broadcast_to(t, target.shape).copy()
+
+
+def _np_unbroadcast(t, target, types, ret):
+    src, dst = types[0].tile_shape, target.tile_shape
+    lead = len(src) - len(dst)
+    out = t.sum(axis=tuple(range(lead))) if lead else t
+    axes = tuple(d for d, n in enumerate(dst) if n == 1 and out.shape[d] != 1)
+    return (out.sum(axis=axes, keepdims=True) if axes else out).astype(t.dtype)
+
+
+builtin("tile_broadcast", [sig("L", ret=_bcast_ret)], _np_broadcast, targeted=True,
+        extra={"typed": True},
+        llvm=lambda cx, t: cx.tile_broadcast(t, cx.types[0], cx.ret, add=False),
+        cuda=no_cuda("tile_broadcast"),
+        grad=lambda g, t, r, adj: (g.call("tile_unbroadcast", [adj], target=t.type),),
+        linear_in="all",
+        doc="tile_broadcast(t, shape): t repeated to shape by NumPy's broadcasting rules")
+
+builtin("tile_unbroadcast", [sig("L", ret=_unbcast_ret)], _np_unbroadcast, targeted=True,
+        extra={"typed": True},
+        llvm=lambda cx, t: cx.tile_broadcast(t, cx.ret, cx.types[0], add=True),
+        cuda=no_cuda("tile_broadcast"),
+        grad=lambda g, t, r, adj: (g.call("tile_broadcast", [adj], target=t.type),),
+        linear_in="all",
+        doc="(internal) the adjoint of tile_broadcast: sums over the repeated axes")
+
+
+# ---- reshaping: the same scalars in the same order, another shape ---------------------------
+
+def _reshape_ret(b):
+    t, src = b["target"], b["L"]
+    return t if t is not None and t.is_tile and t.dtype == src.dtype and t.size == src.size \
+        else None
+
+
+builtin("tile_reshape", [sig("L", ret=_reshape_ret)],
+        lambda t, target: np.array(t).reshape(target.shape), targeted=True,
+        llvm=lambda cx, t: t,  # a tile's buffer is row-major: only its type changes
+        cuda="{0}", linear_in="all",
+        grad=lambda g, t, r, adj: (g.call("tile_reshape", [adj], target=t.type),),
+        doc="tile_reshape(t, shape): t's elements in row-major order with another shape "
+            "(one dimension may be -1); tile_squeeze drops dimensions of size 1")
+
+
+# ---- tile_reduce(op, t, axis) for mul, max and min -----------------------------------------
+# (add along an axis is tile_unbroadcast.) The result keeps the axis with size 1; the frontend
+# drops it with tile_reshape.
+
+def _np_fold_axis(op):
+    def run(t, target, types, ret):
+        f = _np_op(op)
+        axes = [d for d, (n, m) in enumerate(zip(types[0].tile_shape, target.tile_shape))
+                if m == 1 and n != 1]
+        if not axes:
+            return np.array(t).reshape(target.shape)
+        moved = np.moveaxis(t, axes[0], 0)
+        acc = moved[0]
+        for x in moved[1:]:
+            acc = f(acc, x)
+        return np.expand_dims(acc, axes[0]).astype(t.dtype)
+    return run
+
+
+def _no_axis_grad(op):
+    def grad(g, t, r, adj):
+        raise GradientError(f"tile_reduce({op}, t, axis=...) has no derivative in kernlab yet "
+                            "(the whole-tile tile_reduce and tile_sum(t, axis) have one); "
+                            "reduce with a loop over tile_extract to differentiate it", g.loc)
+    return grad
+
+
+def _fold_axis_ret(b):
+    t, src = b["target"], b["L"]
+    return t if t is not None and t.dtype == src.dtype and src.dtype.is_scalar \
+        and len(t.tile_shape) == len(src.tile_shape) \
+        and sum(m == 1 and n != 1 for n, m in zip(src.tile_shape, t.tile_shape)) <= 1 \
+        and all(m in (1, n) for n, m in zip(src.tile_shape, t.tile_shape)) else None
+
+
+for _op in ("mul", "max", "min"):
+    builtin(f"tile_reduce_axis_{_op}", [sig("L", ret=_fold_axis_ret)], _np_fold_axis(_op),
+            targeted=True, extra={"typed": True},
+            llvm=lambda cx, t, _op=_op: cx.tile_fold_axis(t, cx.types[0], cx.ret, _op),
+            cuda=no_cuda("tile_reduce along an axis"), grad=_no_axis_grad(_op),
+            doc=f"(internal) tile_reduce({_op}, t, axis): the {_op} along one axis, kept "
+                "with size 1")
+
+
+# ---- matrix products ------------------------------------------------------------------------
+
+class _MatmulSig:
+    """(a, b): 2-D tiles of one float type with a's columns as many as b's rows."""
+
+    params = ("FL", "FL")
+
+    def match(self, types):
+        if len(types) != 2 or not all(t.is_tile and t.dtype.is_scalar and t.is_float
+                                      for t in types):
+            return None
+        a, b = types
+        if a.dtype != b.dtype or len(a.tile_shape) != 2 or len(b.tile_shape) != 2 \
+                or a.tile_shape[1] != b.tile_shape[0]:
+            return None
+        from ..types import Tile
+        return {"R": Tile(a.dtype, (a.tile_shape[0], b.tile_shape[1]))}
+
+    def result(self, bind):
+        return bind["R"]
+
+    def __str__(self):
+        return "(tile[M, K], tile[K, N]) -> tile[M, N]"
+
+
+def _np_matmul(a, b):
+    out = np.zeros((a.shape[0], b.shape[1]), a.dtype)
+    for k in range(a.shape[1]):  # the sum over k in order, in the tiles' precision
+        out = (out + a[:, k:k + 1] * b[k:k + 1, :]).astype(a.dtype)
+    return out
+
+
+builtin("tile_matmul", [_MatmulSig()], _np_matmul,
+        llvm=lambda cx, a, b: cx.tile_matmul(a, cx.types[0], b, cx.types[1], cx.ret),
+        cuda=no_cuda("tile_matmul"),
+        grad=lambda g, a, b, r, adj: (
+            g.call("tile_matmul", [adj, g.call("tile_transpose", [b])]),
+            g.call("tile_matmul", [g.call("tile_transpose", [a]), adj])),
+        doc="tile_matmul(a, b): the matrix product of 2-D tiles of floats; "
+            "tile_matmul(a, b, out, alpha=1.0, beta=1.0) sets out = alpha a @ b + beta out")

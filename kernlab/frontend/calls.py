@@ -24,6 +24,7 @@ from . import structs
 from .hashgrid import NOT_HASHGRID
 from .tiles import NOT_TILE
 from .mesh import NOT_MESH
+from .volume import NOT_VOLUME
 from .exprs import PY_BUILTINS, Lit, PyObj, _hashable, _Tid
 from .grads import GradOf
 from .source import parse_function
@@ -64,6 +65,9 @@ class CallMixin:
         mesh = self.mesh_call(obj, node)  # frontend/mesh.py
         if mesh is not NOT_MESH:
             return mesh
+        volume = self.volume_call(obj, node)  # frontend/volume.py
+        if volume is not NOT_VOLUME:
+            return volume
         args = self.call_args(node.args)
         kwargs = {}
         for kw in node.keywords:

@@ -290,10 +290,21 @@ class ControlMixin:
                                   f"adjoint per returned value ({len(outs)})",
                                   grad_src.loc(grad_src.tree))
         adj_rets = [self.b.new_var(v.type, f"adj_ret{k}") for k, v in enumerate(outs)]
-        adj_args = {p.arg: self.b.new_var(v.type, f"adj_{p.arg}")
-                    for p, v in zip(gparams, vals) if not v.type.is_array}
-        adj_arrays = [(p.arg, Value(v.type, f"adj_{p.arg}"), v)
-                      for p, v in zip(gparams, vals) if v.type.is_array]
+        # a struct parameter's adjoint is one per leaf field: kl.adjoint[x.vec] (the CUSTOM
+        # operands are the leaves' values, so their adjoints flow back to where they came from)
+        ins_args, keys = [], []
+        for p, v in zip(gparams, vals):
+            if structs.is_structish(v) and not isinstance(v, structs.StructArray):
+                for path, leaf in self.struct_leaves(v, p.arg):
+                    ins_args.append(leaf)
+                    keys.append(path)
+            else:
+                ins_args.append(v)
+                keys.append(p.arg)
+        adj_args = {k: self.b.new_var(v.type, f"adj_{k}")
+                    for k, v in zip(keys, ins_args) if not v.type.is_array}
+        adj_arrays = [(k, Value(v.type, f"adj_{k}"), v)
+                      for k, v in zip(keys, ins_args) if v.type.is_array]
         adjoints = dict(adj_args)
         adjoints.update({name: ph for name, ph, _ in adj_arrays})
         with self.b.at(backward):
@@ -302,7 +313,7 @@ class ControlMixin:
             self.inline_body(grad, grad_src,
                              [*vals, *(self.b.load(a) for a in adj_rets)], adjoints)
         self.b.emit(Op.CUSTOM, ins_args, regions=[forward, backward], func=func, outs=outs,
-                    adj_rets=adj_rets, adj_args=[adj_args.get(p.arg) for p in gparams[:len(vals)]],
+                    adj_rets=adj_rets, adj_args=[adj_args.get(k) for k in keys],
                     adj_arrays=[(ph, v) for _, ph, v in adj_arrays],
                     out=outs[0] if len(outs) == 1 else None)
         if not outs:
@@ -310,11 +321,34 @@ class ControlMixin:
         loads = [self.b.load(v) for v in outs]
         return loads[0] if len(loads) == 1 else tuple(loads)
 
+    def struct_leaves(self, sv, path: str) -> list:
+        """(dotted path, Value) of each scalar, vector, matrix or array field of a struct
+        value or array element, nested structs' fields included (read here, once)."""
+        out = []
+        for fname, ft in sv.type.fields.items():
+            if ft is None:
+                continue
+            if structs.is_struct_type(ft):
+                out += self.struct_leaves(structs.get_field(self, sv, fname), f"{path}.{fname}")
+            elif not (ft.is_array and isinstance(sv, structs.StructElem)):
+                out.append((f"{path}.{fname}", structs.get_field(self, sv, fname)))
+        return out
+
+    @staticmethod
+    def adjoint_key(node) -> str | None:
+        """The parameter ``kl.adjoint[...]`` names: ``x``, or a struct field path ``x.v``."""
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Attribute):
+            base = ControlMixin.adjoint_key(node.value)
+            return None if base is None else f"{base}.{node.attr}"
+        return None
+
     def adjoint_value(self, node):
         """``kl.adjoint[x]`` read as a value in a custom gradient: an array parameter's
         adjoint array (so ``kl.adjoint[xs][i] += v`` works), or a scalar's accumulator."""
         adjoints = getattr(self.scope, "adjoints", None)
-        name = node.slice.id if isinstance(node.slice, ast.Name) else None
+        name = self.adjoint_key(node.slice)
         if adjoints is None or name not in adjoints:
             raise KernelTypeError("kl.adjoint[x] needs x to be a parameter of the function "
                                   "this custom gradient is for", self.b.loc)
@@ -330,7 +364,7 @@ class ControlMixin:
         if not (isinstance(base, PyObj) and base.obj is lang.adjoint):
             return None
         adjoints = getattr(self.scope, "adjoints", None)
-        name = target.slice.id if isinstance(target.slice, ast.Name) else None
+        name = self.adjoint_key(target.slice)
         if adjoints is None or name not in adjoints or isinstance(adjoints[name], Value):
             raise KernelTypeError("kl.adjoint[x] needs x to be a scalar or vector parameter "
                                   "of the function this custom gradient is for (for an "

@@ -10,6 +10,7 @@ import ast
 import builtins
 import math
 import operator
+import types as _pytypes
 from dataclasses import dataclass
 
 import numpy as np
@@ -178,11 +179,19 @@ class ExprMixin:
             if isinstance(x, Value) and x.type.is_array:
                 raise KernelTypeError(f"{name}() cannot take a whole array; index it first",
                                       self.b.loc)
-        return self.b.call(name, self.values(xs), target)
+        vals = self.values(xs)
+        if target is None and any(v.type.is_tile for v in vals):  # frontend/tiles.py
+            mixed = self.tile_mixed(name, vals)
+            if mixed is not None:
+                return mixed
+        return self.b.call(name, vals, target)
 
     def int_index(self, x) -> Value:
         v = self.value(x, int32)
         if not (v.type.is_scalar and v.type.is_int):
+            if getattr(self, "slot_write", False):  # Warp's words for a[i].x = v
+                raise KernelTypeError("Array slot write indices must be integers or slices, "
+                                      f"not {v.type}", self.b.loc)
             raise KernelTypeError(f"an index must be an integer, not {v.type}", self.b.loc)
         return v
 
@@ -212,6 +221,8 @@ class ExprMixin:
         if found is not None:
             return found
         obj = resolve_global(self.pyfunc, node.id, self.extra_globals)
+        if is_missing(obj):
+            obj = _bare_builtin(node.id)
         if is_missing(obj):
             hint = hint_for_name(node.id, self.pyfunc, self.scope.names, self.extra_globals)
             raise KernelNameError(f"name '{node.id}' is not defined{hint}", self.b.loc)
@@ -641,3 +652,20 @@ def _literal_cast(value, target: Type):
     if target.kind == "i" and wrapped >= 2**(bits - 1):
         wrapped -= 2**bits
     return target.np.type(wrapped)
+
+
+_KERNEL_ONLY_MODULES = ("kernlab.mesh", "kernlab.hashgrid", "kernlab.volume")
+
+
+def _bare_builtin(name: str):
+    """A builtin called without its module (``expect_eq(a, b)``, ``dot(u, v)``), as Warp
+    resolves a bare name it does not find: kernlab's kernel functions only, never a type,
+    class or constant. The missing marker when ``name`` is none of them."""
+    from .source import _MISSING
+    import kernlab
+    obj = getattr(kernlab, name, None) if not name.startswith("_") else None
+    if type(obj).__module__ == "kernlab.lang" and callable(obj):
+        return obj
+    if isinstance(obj, _pytypes.FunctionType) and obj.__module__ in _KERNEL_ONLY_MODULES:
+        return obj
+    return _MISSING

@@ -25,6 +25,7 @@ from .spatial import SpatialMixin
 from .hashgrid import HashGridMixin, HashGridQuery
 from .tiles import TileMixin
 from .mesh import MeshMixin, MeshQueryAABB
+from .volume import VolumeMixin
 from .source import ParsedSource, annotation_type, parse_function
 from . import structs
 
@@ -51,8 +52,8 @@ def source_to_ir(pyfunc, name: str | None = None, extra_globals: dict | None = N
                    param_types).build_kernel(name)
 
 
-class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, TileMixin,
-              ViewMixin, ControlMixin, ExprMixin):
+class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, VolumeMixin,
+              TileMixin, ViewMixin, ControlMixin, ExprMixin):
     def __init__(self, pyfunc, extra_globals=None, funcs_in_progress=(), param_types=None):
         self.kernel_src = parse_function(pyfunc)
         self.extra_globals = extra_globals
@@ -345,8 +346,13 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Tile
     def assign_subscript(self, target, value):
         idx_nodes = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
         start = len(self.b.block.instrs)
-        base = self.expr(target.value) if not isinstance(target.value, ast.Name) \
-            else self._name_for_store(target.value)
+        slot = isinstance(target.value, ast.Subscript)  # a[i].x = v, a[i][k] = v
+        self.slot_write, outer = slot, getattr(self, "slot_write", False)
+        try:
+            base = self.expr(target.value) if not isinstance(target.value, ast.Name) \
+                else self._name_for_store(target.value)
+        finally:
+            self.slot_write = outer
         if isinstance(base, Var) and (base.type.is_vector or base.type.is_matrix):
             self.b.store(base, self.insert_into(self.b.load(base), idx_nodes, value))
             return
@@ -354,7 +360,7 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Tile
                 and (base.type.is_vector or base.type.is_matrix):  # a[i][k] = s
             new = self.insert_into(base, idx_nodes, value)
             read_end = len(self.b.block.instrs)
-            self.assign_subscript(target.value, new)
+            self.assign(target.value, new)  # (kl.adjoint[v][k] = s: the adjoint's local)
             self.mark_rmw(start, read_end)
             return
         if isinstance(target.value, ast.Attribute) and self.struct_rooted(target.value) \
@@ -374,6 +380,20 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Tile
             elem = structs.index(self, base, [self.int_index(i) for i in raw])
             return structs.store_struct(self, elem, value)
         indices = [self.int_index(i) for i in raw]
+        if isinstance(base, Var) and base.type.is_tile:  # t[i, j] = x on a tile local
+            t = base.type
+            if len(indices) != len(t.tile_shape):
+                raise KernelTypeError(f"a tile of shape {t.tile_shape} takes "
+                                      f"{len(t.tile_shape)} index(es), got {len(indices)}",
+                                      self.b.loc)
+            v = self.value(value, t.scalar)
+            if v.type != t.dtype:
+                if not (v.type.is_scalar and t.dtype.is_scalar):
+                    raise KernelTypeError(f"cannot put a {v.type} into a tile of {t.dtype}",
+                                          self.b.loc)
+                v = self.b.cast(v, t.dtype)
+            self.b.store(base, self.b.call("tile_put", [self.b.load(base), v, *indices]))
+            return
         if isinstance(base, Value) and base.type.is_array:
             if len(indices) != base.type.ndim:
                 raise KernelTypeError("Incorrect number of indices specified for array "

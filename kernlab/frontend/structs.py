@@ -40,6 +40,16 @@ class StructArray:
         return self.type.dtype
 
 
+class ReshapedStructArray(StructArray):
+    """``array(ptr=a.ptr, shape=s, dtype=S)`` of an array of structs a in a kernel: a's
+    elements in row-major order seen with shape s; an index becomes an index of a (and so
+    a bounds-checked access of each field's array), as for other arrays (views.Reshaped)."""
+
+    def __init__(self, arr: StructArray, shape: list):
+        super().__init__(arr.type, arr.name, arr.fields)
+        self.orig, self.shape = arr, shape
+
+
 class StructElem:
     def __init__(self, arr: StructArray, indices: list):
         self.arr, self.indices = arr, indices
@@ -227,6 +237,8 @@ def _lookup(lo, base, fname):
 
 def get_field(lo, base, fname: str):
     """``base.fname``: a Value, an array Value, or a nested struct."""
+    if isinstance(base, ReshapedStructArray) and fname == "shape":
+        return tuple(base.shape)
     if isinstance(base, StructArray):
         if fname == "shape":
             from .exprs import ShapeOf
@@ -296,6 +308,13 @@ def set_field(lo, base, fname: str, value) -> None:
 
 
 def index(lo, arr: StructArray, indices: list) -> StructElem:
+    if isinstance(arr, ReshapedStructArray):
+        from .views import Reshaped
+        leaf = _first_leaf(arr.orig)
+        if leaf is None:
+            raise KernelTypeError(f"array '{arr.name}' of an empty struct has no elements",
+                                  lo.b.loc)
+        return StructElem(arr.orig, lo.unflatten(Reshaped(leaf, arr.shape), indices))
     if len(indices) != arr.type.ndim:
         raise KernelTypeError(f"Incorrect number of indices specified for array indexing: "
                               f"array '{arr.name}' has {arr.type.ndim} dimension(s) but "

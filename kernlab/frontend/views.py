@@ -93,7 +93,9 @@ class ViewMixin:
         return self.component_slice(base, idx, has_slice)
 
     def attribute(self, base, node):
-        if isinstance(base, Value) and base.type.is_array and node.attr == "ptr":
+        from . import structs
+        if isinstance(base, Value) and base.type.is_array and node.attr == "ptr" \
+                or isinstance(base, structs.StructArray) and node.attr == "ptr":
             return PtrOf(base)
         if isinstance(base, ArrayRef) and node.attr == "shape":
             return tuple(self.axis_length(a) for a in base.kept)
@@ -244,11 +246,15 @@ class ViewMixin:
                                   "parameter a, shape=(...) and dtype=", self.b.loc)
         base = ptr.array
         from ..generics import as_type
+        from . import structs
         if dtype is not None and as_type(self.const_arg("dtype", dtype)) != base.type.dtype:
-            raise KernelTypeError(f"array(ptr=...) must keep the dtype of "
-                                  f"'{base.name}' ({base.type.dtype})", self.b.loc)
+            shown = getattr(base.type.dtype, "key", None) or base.type.dtype
+            raise KernelTypeError(f"array(ptr=...) must keep the dtype of '{base.name}' "
+                                  f"({shown})", self.b.loc)
         dims = list(shape) if isinstance(shape, tuple) else [shape]
         dims = [d if isinstance(d, Lit) else self.int_index(d) for d in dims]
+        if isinstance(base, structs.StructArray):  # its fields seen with the new shape
+            return structs.ReshapedStructArray(base, dims)
         return Reshaped(base, dims)
 
     def unflatten(self, ref: Reshaped, raw) -> list:

@@ -183,8 +183,8 @@ class array:
         return out
 
     deleter = None  # Warp's: called with (ptr, capacity) when the array is garbage
-    # (data address, shape..., byte strides...) as a launch packs them, kept once a launch
-    # asked (runtime/launch.py _Quick): an array's storage never changes after it is made
+    # (dtype, ndim, device, data address, shape..., byte strides...), kept once a small
+    # launch asked (runtime/launch_short.py describe): none of them changes after it is made
     _described = None
 
     def __del__(self):

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ArrayError
-from ..types import (ANY, Type, bool_, float32, int32, int64, matrix, strides_from_shape,
+from ..types import (ANY, BoolValue, Type, bool_, float32, int32, int64, matrix, strides_from_shape,
                      to_type, vector)
 from . import storage
 
@@ -83,7 +83,7 @@ def numpy_dtype(values: np.ndarray) -> Type:
 def value_dtype(value) -> Type:
     """The element type kl.full infers from its fill value: a number gives a scalar type, a
     sequence of n numbers a vector of length n, an r x c nested sequence a matrix."""
-    if isinstance(value, (bool, np.bool_)):
+    if isinstance(value, (bool, np.bool_, BoolValue)):
         return bool_
     if hasattr(value, "_type") and getattr(value._type, "is_struct", False):
         return value._type  # an instance of a @kl.struct

@@ -1,28 +1,32 @@
 """kl.launch and kl.Launch: argument validation, backend dispatch, tape recording.
 
-Every argument is checked against the kernel's parameter before anything runs; a
-mismatch is a LaunchError naming the kernel and the parameter, never a crash or a silent
-conversion that loses data.
+Every argument is checked against the kernel's parameter before anything runs
+(launch_args.py); a mismatch is a LaunchError naming the kernel and the parameter, never a
+crash or a silent conversion that loses data. A small forward launch on the CPU takes the
+short path of launch_short.py from the kernel's second launch on; whatever that path does
+not accept comes here.
 """
 from __future__ import annotations
 
-import ctypes
 import math
 import weakref
 import numpy as np
 
 from .. import config
-from ..errors import LaunchError, LaunchValueError
+from ..errors import LaunchError
 from ..ir.nodes import Op
 from ..kernel import Kernel, _user_facing
 from . import capture as _capture
 from . import tape as _tape
 from .array import array
-from .device import _CPU, _default, get_device
+from .device import _CPU, get_device
+from .launch_args import _adjoint_args, _launch_device, _plan, convert_arg
+from .launch_short import ShortPath as _Quick
 
 
 MAX_THREADS = 2**31 - 1  # thread ids are int32
-_ZERO = ctypes.c_int64(0)
+_CAPTURES = _capture._OPEN  # the graph capture in progress, if any
+_TAPE = _tape._ACTIVE_TAPE.get  # the tape recording, if any
 
 
 def _dims(dim) -> tuple:
@@ -37,129 +41,6 @@ def _dims(dim) -> tuple:
         raise LaunchError(f"a launch of {math.prod(dims)} threads is too large (thread ids are "
                           f"int32: at most {MAX_THREADS})")
     return dims
-
-
-_F32_MAX = float(np.finfo(np.float32).max)
-
-
-def convert_arg(kernel_name: str, param, value, device, allow_none=False):
-    """The value as the backend wants it for this parameter, or a LaunchError."""
-    t, name = param.type, param.name
-
-    def fail(what):
-        return LaunchError(f"kernel '{kernel_name}': parameter '{name}' ({t}) {what}")
-
-    if t.is_array:
-        if value is None:  # a null array, as in Warp: `if a:` is False, and any access to
-            return None    # it is out of bounds (its shape is all zeros)
-        if isinstance(value, np.ndarray) and device.is_cpu \
-                and value.dtype == t.dtype.scalar.np:  # Warp passes NumPy memory as it is
-            value = array(value, dtype=t.dtype, copy=False)
-        if not isinstance(value, array) or getattr(value, "is_annotation", False):
-            hint = " — wrap it with kl.from_numpy(...)" if isinstance(value, np.ndarray) else ""
-            raise fail(f"needs a kernlab array, got {type(value).__name__}{hint}")
-        if value.dtype != t.dtype:
-            raise fail(f"got an array of {value.dtype}")
-        if value.ndim != t.ndim:
-            raise fail(f"got an array with {value.ndim} dimension(s)")
-        if value.device != device:
-            raise fail(f"got an array on {value.device}, but the launch is on {device}")
-        return value
-    if isinstance(value, array):
-        raise fail("got an array; this parameter takes a value")
-    if t.is_scalar:
-        if value is None and allow_none:
-            return t.np.type(0)
-        if isinstance(value, np.ndarray) and value.ndim == 0:
-            value = value[()]
-        return _scalar(t, value, fail)
-    # vectors and matrices
-    if value is None and allow_none:
-        return np.zeros(t.shape, t.scalar.np)
-    if isinstance(value, (int, float)) and value == 0 and allow_none:
-        return np.zeros(t.shape, t.scalar.np)
-    tname = getattr(t, "__name__", str(t))
-    if value is None:
-        raise LaunchValueError(f"kernel '{kernel_name}': parameter '{name}' ({t}) got None: "
-                               f"Failed to convert argument for param {name} to {tname}")
-    if isinstance(value, (bool, int, float, np.generic)) or \
-            (isinstance(value, np.ndarray) and value.ndim == 0):
-        raise LaunchError(f"kernel '{kernel_name}': parameter '{name}' ({t}): argument "
-                          f"'{name}' expects {tname} but got a single value ({value!r}); pass "
-                          f"all {math.prod(t.shape)} components")
-    try:
-        arr = np.asarray(value)
-    except (TypeError, ValueError):
-        raise fail(f"got {type(value).__name__}") from None
-    if arr.dtype.kind not in "biuf":  # strings, complex numbers, objects
-        raise fail(f"got {type(value).__name__}")
-    if arr.size != math.prod(t.shape):
-        raise fail(f"got a value with {arr.size} component(s)")
-    return _exact(t.scalar, arr.reshape(t.shape), fail)
-
-
-def _scalar(s, value, fail):
-    """A Python or NumPy bool, int or float as scalar type s, or a LaunchError when that
-    would lose more than rounding: a fraction or an out-of-range number for an integer, a
-    finite number that overflows a float, anything but 0/1 for a bool."""
-    if isinstance(value, (bool, np.bool_)):
-        value = bool(value)
-    elif isinstance(value, (int, np.integer)):
-        value = int(value)
-    elif isinstance(value, (float, np.floating)):
-        value = float(value)
-    else:
-        raise fail(f"got {type(value).__name__}")
-    if s.kind == "f":
-        try:
-            value = float(value)
-        except OverflowError:
-            raise fail(f"got a number out of range for {s}") from None
-        if s.bits == 32 and _F32_MAX < abs(value) < math.inf:
-            _exact(s, np.asarray(value), fail)  # raises unless it rounds down to the max
-        return s.np.type(value)
-    if isinstance(value, float):
-        if not value.is_integer():
-            raise fail(f"got {value!r}, which is not an integer")
-        value = int(value)
-    if s.kind == "b":
-        if value not in (0, 1):
-            raise fail(f"got {value!r}; a bool takes True or False")
-        return np.bool_(value)
-    info = np.iinfo(s.np)
-    if not info.min <= value <= info.max:
-        raise fail(f"got {value!r}, out of range for {s}")
-    return s.np.type(value)
-
-
-def _exact(s, values: np.ndarray, fail) -> np.ndarray:
-    """values (bool, int or float) as scalar type s, or a LaunchError when that would lose
-    more than rounding: a fraction or an out-of-range number for an integer, a finite number
-    that overflows a float, anything but 0/1 for a bool."""
-    if s.kind == "f":
-        wide = values.astype(np.float64)
-        if s.bits == 32 and wide.size and np.max(np.abs(wide)) > _F32_MAX:
-            with np.errstate(over="ignore"):
-                out = wide.astype(s.np)
-            if np.any(np.isinf(out) & np.isfinite(wide)):
-                raise fail(f"got {_show(values)}, out of range for {s}")
-        return wide.astype(s.np)
-    if values.dtype.kind == "f":
-        if not np.all(np.isfinite(values)) or np.any(values != np.trunc(values)):
-            raise fail(f"got {_show(values)}, which is not an integer")
-    if s.kind == "b":
-        if np.any((values != 0) & (values != 1)):
-            raise fail(f"got {_show(values)}; a bool takes True or False")
-        return values.astype(s.np)
-    info = np.iinfo(s.np)
-    as_int = [int(v) for v in values.reshape(-1).tolist()]
-    if any(not info.min <= v <= info.max for v in as_int):
-        raise fail(f"got {_show(values)}, out of range for {s}")
-    return values.astype(s.np)
-
-
-def _show(values: np.ndarray) -> str:
-    return repr(values[()].item()) if values.ndim == 0 else repr(values.tolist())
 
 
 class Launch:
@@ -296,8 +177,9 @@ def launch_tiled(kernel, dim=None, inputs=(), outputs=(), block_dim=None, **kwar
     if len(dims) > 3:
         raise LaunchError(f"kl.launch_tiled({getattr(kernel, 'key', kernel)}): a tiled "
                           f"launch has at most 3 block dimensions, got {len(dims)}")
-    if isinstance(kernel, Kernel) and not (kernel.param_types is None and kernel.is_generic) \
-            and kernel.ir.ndim <= len(dims):
+    if isinstance(kernel, Kernel) and kernel.param_types is None and kernel.is_generic:
+        kernel = kernel.for_arguments(list(inputs) + list(outputs))  # Any: its overload
+    if isinstance(kernel, Kernel) and kernel.ir.ndim <= len(dims):
         full = dims  # the kernel does not read the lane index: leave the 1 out
     else:
         full = dims + (1,)
@@ -324,12 +206,23 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
     ``max_blocks`` and ``block_dim`` are accepted for Warp code; kernlab picks its own.
     A wrong argument is a LaunchError naming the kernel and the parameter.
     """
-    quick = getattr(kernel, "_quick", None)
-    if quick and type(dim) is int and device is None and not (
-            adjoint or record_cmd or tangent or _capture._OPEN) \
-            and (not record_tape or _tape._ACTIVE_TAPE.get() is None) \
-            and quick.run(dim, [*(inputs or ()), *outputs] if outputs else inputs):
-        return None
+    if type(dim) is int and device is None and not (
+            adjoint or record_cmd or tangent or _CAPTURES):  # the short path (launch_short)
+        try:
+            quick = kernel._quick
+        except AttributeError:  # not a kernel: the general path says so
+            quick = None
+        if quick and (not record_tape or _TAPE() is None) \
+                and quick.run(dim, [*(inputs or ()), *outputs] if outputs else inputs):
+            return None
+    return _launch(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, adjoint,
+                   record_tape, record_cmd, max_blocks, block_dim, tangent, tan_inputs,
+                   tan_outputs)
+
+
+def _launch(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, adjoint,
+            record_tape, record_cmd, max_blocks, block_dim, tangent, tan_inputs, tan_outputs):
+    """kl.launch's general path: every check, conversion and error message."""
     if not isinstance(kernel, Kernel):
         raise LaunchError(f"kl.launch needs a @kl.kernel, got {kernel!r}")
     if dim is None:
@@ -391,176 +284,6 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
     return None
 
 
-class _Quick:
-    """The short path of a small forward launch on the CPU (issue 20): below
-    ``jit.PARALLEL_THRESHOLD`` threads a launch runs in one call on the calling thread, so
-    what it costs is Python's. Made once per kernel after its first launch, it is a
-    function written for the kernel's parameters: per parameter the few identity tests that
-    accept the common arguments (a kernlab array of the parameter's dtype and ndim on the
-    CPU, a Python float or int in range), then the argument block (the bytes of recent
-    blocks are kept by the values packed) and a call of the entry without ctypes' argument
-    conversion. Whatever it does not accept (a NumPy array, a value to convert, a null
-    array, a read-only array, settings changed since) it declines, and kl.launch takes its
-    general path, which checks, converts and reports errors as it always did. A tape or a
-    capture open also takes the general path. Bounds checks, the version counts of written
-    arrays and the in-place bookkeeping are the same on both paths."""
-
-    __slots__ = ("kernel", "runner", "state", "changes", "block", "pack", "blocks", "run",
-                 "run_converted")
-
-    @classmethod
-    def make(cls, kernel):
-        """The short path of ``kernel``; None under another backend (asked again at the
-        next launch); False where it has none (a kernel with vector, bool or struct
-        parameters, hash grids or meshes, loops or atomics that need the general launch)."""
-        if config.cpu_backend != "llvm":
-            return None
-        from ..autodiff.inplace import plan as inplace_plan
-        from ..backends.llvm import jit
-        func = kernel.ir
-        if getattr(func, "handle_hidden", None) \
-                or getattr(func, "struct_signature", None) is not None:
-            return False
-        kinds = []
-        for p in func.params:
-            t = p.type
-            if t.is_array:
-                kinds.append((0, t.dtype, t.ndim))
-            elif t.is_scalar and t.scalar.kind == "f":
-                limit = _F32_MAX if t.bits == 32 else math.inf
-                kinds.append((1, -limit, limit))
-            elif t.is_scalar and t.scalar.kind in "iu":
-                info = np.iinfo(t.np)
-                kinds.append((2, int(info.min), int(info.max)))
-            else:
-                return False
-        runner = kernel.compiled("llvm")
-        fn = runner.inline_entry() if hasattr(runner, "inline_entry") else None
-        if fn is None:
-            return False
-        q = cls()
-        q.kernel, q.runner = kernel, runner
-        q.state, q.changes = _Quick.settings(kernel), config.changes
-        q.block, q.pack = runner._block, runner.layout.packer.pack_into
-        # the packed argument blocks of recent launches, by the values packed (arrays'
-        # addresses, shapes and strides, scalars, thread count): the same values make the
-        # same bytes, so a hit skips packing; with the thread count as ctypes.c_int64.
-        # SPARE (in the generated code) holds ready blocks between launches: a launch takes
-        # one out (dict.pop: no two launches share one) and puts it back after a clean run.
-        q.blocks = {}
-        names = {"array": array, "CPU": _CPU, "DEFAULT": _default, "describe": jit._describe,
-                 "generic": np.generic, "Q": q, "config": config, "KOPTIONS": kernel.options,
-                 "BLOCKS": q.blocks, "SPARE": {}, "FROM": runner._block.from_buffer_copy,
-                 "FN": fn,
-                 "ZERO": _ZERO, "RUNNER": runner, "KEY": kernel.key, "SENTINEL": _Quick,
-                 "BC": q.state[3], "ZEROS": ("+0", "-0"), "copysign": math.copysign,
-                 "INTS": _INTS, "NUMBERS": _INTS | _FLOATS}
-        for k, (kind, a, b) in enumerate(kinds):
-            names[f"T{k}"], names[f"L{k}"], names[f"H{k}"] = a, a, b
-        for which in ("run", "run_converted"):
-            text = _quick_source(kinds, written_params(func), inplace_plan(func).snapshot,
-                                 jit.PARALLEL_THRESHOLD, runner.layout.status_offset,
-                                 which == "run_converted")
-            exec(compile(text, f"<kernlab short launch of {kernel.key}>", "exec"), names)
-            setattr(q, which, names.pop("run"))
-        return q
-
-    @staticmethod
-    def settings(kernel):
-        return (config.cpu_backend, config.bounds_check, config.verify_fp,
-                kernel.options.get("bounds_check", _Quick))
-
-    def still(self) -> bool:
-        """After a setting was assigned: whether those the compiled code depends on are
-        as they were (else this path is dropped and made again by the next launch)."""
-        if _Quick.settings(self.kernel) != self.state:
-            self.kernel._quick = None
-            return False
-        self.changes = config.changes
-        return True
-
-    def packed(self, key, values):
-        """The argument block of these values (arrays' address, shape and strides, scalars,
-        then the thread count) as bytes, with the thread count as a ctypes.c_int64; kept
-        under ``key``, the same values with zeros marked by their sign."""
-        if len(self.blocks) >= 64:
-            self.blocks.clear()
-        buf = self.block()
-        self.pack(buf, 0, *values, 1, 1, 1)
-        hit = self.blocks[key] = (bytes(buf), ctypes.c_int64(values[-1]))
-        return hit
-
-
-_INTS = frozenset([int, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
-                   np.uint64])
-_FLOATS = frozenset([float, np.float16, np.float32, np.float64])
-
-
-def _quick_source(kinds, written, snapshot, most, status, converted) -> str:
-    """The Python source of a _Quick's ``run(total, args)`` for parameters ``kinds`` ((0,
-    dtype, ndim) an array, (1, low, high) a float, (2, low, high) an int): True when it ran
-    the launch (or raised the kernel's own error), False to take the general path.
-    ``converted``: the arguments are a kl.Launch's, converted when set (NumPy scalars)."""
-    n = len(kinds)
-    args = "".join(f"a{k}, " for k in range(n))
-    out = ["def run(total, args):",
-           f"    if not 0 < total < {most} or len(args) != {n}:",
-           "        return False",
-           f"    {args}= args" if n else "    pass"]
-    values, keys = [], []
-    for k, (kind, _, ndim) in enumerate(kinds):
-        if kind == 0:
-            out += [f"    if type(a{k}) is not array or a{k}.dtype is not T{k} "
-                    f"or a{k}.ndim != {ndim} or a{k}.device is not CPU:",
-                    "        return False",
-                    f"    d{k} = a{k}._described",
-                    f"    if d{k} is None:",
-                    f"        if a{k}._data is None:",
-                    "            return False",
-                    f"        d{k} = a{k}._described = describe(a{k}._data, {ndim})"]
-            values.append(f"*d{k}")
-            keys.append(f"*d{k}")
-            continue
-        if converted:  # a NumPy scalar of the parameter's type, in range already
-            out += [f"    if not isinstance(a{k}, generic):", "        return False",
-                    f"    a{k} = a{k}.item()"]
-        else:  # Python and NumPy numbers; a float parameter takes an int, as on the
-            # general path (which converts them the same way: struct packs their value)
-            accept = "INTS" if kind == 2 else "NUMBERS"
-            out += [f"    if not (type(a{k}) in {accept} and L{k} <= a{k} <= H{k}):",
-                    "        return False"]
-        values.append(f"a{k}")
-        # 0.0 == -0.0 (one key for two blocks): zeros are keyed by their sign
-        keys.append(f"a{k}" if kind == 2 else f"(a{k} if a{k} != 0 else "
-                    f"ZEROS[copysign(1.0, a{k}) < 0])")
-    if not any(kind == 0 for kind, _, _ in kinds):  # the launch is on the default device
-        out += ["    if DEFAULT[-1] is not CPU:", "        return False"]
-    out += ["    if config.changes != Q.changes and not Q.still():", "        return False",
-            "    if KOPTIONS.get('bounds_check', SENTINEL) is not BC:",
-            "        Q.kernel._quick = None", "        return False"]
-    for k in written:  # the general path refuses it, with its message
-        out += [f"    if not a{k}._data.flags.writeable:", "        return False"]
-    out += [f"    key = ({''.join(v + ', ' for v in keys)}total)",
-            "    spare = SPARE.pop(key, None)  # a block of these values no launch is using",
-            "    if spare is None:",
-            "        hit = BLOCKS.get(key)",
-            "        if hit is None:",
-            f"            hit = Q.packed(key, ({''.join(v + ', ' for v in values)}total))",
-            "        spare = (FROM(hit[0]), hit[1])",
-            "    buf = spare[0]",
-            "    try:",
-            "        FN(buf, ZERO, spare[1])",
-            f"        if buf[{status}] != b'\\0':  # an index out of bounds, or the general entry",
-            "            RUNNER.settle(buf, [0, total], list(args))",
-            "        elif len(SPARE) < 16:  # untouched: the kernel writes only the status",
-            "            SPARE[key] = spare",
-            "    finally:  # as in _run, also after an error"]
-    out += [f"        a{k}._vbox[0] += 1" for k in written]
-    out += [f"        a{k}._overwritten_by = (KEY, a{k}._vbox[0])" for k in snapshot]
-    out += ["        pass", "    return True"]
-    return "\n".join(out) + "\n"
-
-
 def _tangent_launch(kernel, dims, args, dev, tan_inputs, tan_outputs, n_in, unsupported,
                     jvp, record_tape):
     """A tangent launch (runtime/tangent.py): the tangents only, or with jvp the kernel's
@@ -582,83 +305,6 @@ def _tangent_launch(kernel, dims, args, dev, tan_inputs, tan_outputs, n_in, unsu
         tape.record_launch(Launch(kernel, dev, params=args, dim=dims), n_inputs=n_in)
 
 
-def _plan(kernel: Kernel) -> list:
-    """One checker per parameter, made once per kernel: ``check(value, device)`` gives the
-    value as the backend wants it. The common case (an array of the right type and device,
-    a Python number for a scalar) is one test; anything else goes through convert_arg, which
-    converts what it may and names the parameter in the error otherwise."""
-    plan = kernel._launch_plan
-    if plan is None:
-        plan = kernel._launch_plan = [_checker(kernel.key, p) for p in kernel.params]
-    return plan
-
-
-def _checker(kernel_name, param):
-    t = param.type
-
-    def slow(value, device):
-        return convert_arg(kernel_name, param, value, device)
-    if t.is_array:
-        dtype, ndim = t.dtype, t.ndim
-
-        def check_array(value, device):
-            if type(value) is array and value.dtype is dtype and value.ndim == ndim \
-                    and value.device is device and value._data is not None:
-                return value
-            return slow(value, device)
-        return check_array
-    if t.is_scalar and t.scalar.kind == "f":
-        make, limit = t.np.type, (_F32_MAX if t.bits == 32 else math.inf)
-
-        def check_float(value, device):
-            if type(value) is float and -limit <= value <= limit:
-                return make(value)
-            return slow(value, device)
-        return check_float
-    if t.is_scalar and t.scalar.kind in "iu":
-        make, info = t.np.type, np.iinfo(t.np)
-        low, high = int(info.min), int(info.max)
-
-        def check_int(value, device):
-            if type(value) is int and low <= value <= high:
-                return make(value)
-            return slow(value, device)
-        return check_int
-    return slow
-
-
-def _launch_device(device, args):
-    """The named device, else that of the first array argument, else the default one."""
-    if device is not None:
-        try:
-            return get_device(device)
-        except (TypeError, ValueError) as exc:
-            raise LaunchError(f"kl.launch(device={device!r}): {exc}") from None
-    for a in args:
-        if isinstance(a, array) and not a.is_annotation:
-            return a.device
-    return get_device(None)
-
-
-def _adjoint_args(kernel, params, args, adj_inputs, adj_outputs, n_in):
-    adj = list(adj_inputs or [None] * n_in) + list(adj_outputs or [None] * (len(params) - n_in))
-    if len(adj) != len(params):
-        raise LaunchError(f"kernel '{kernel.key}': adj_inputs and adj_outputs must together "
-                          f"have {len(params)} entries (one per parameter), got {len(adj)}")
-    for p, a, g in zip(params, args, adj):
-        if p.type.is_array and isinstance(g, array) and g.shape != a.shape:
-            raise LaunchError(f"kernel '{kernel.key}': the adjoint of '{p.name}' has shape "
-                              f"{g.shape}, but '{p.name}' has shape {a.shape}")
-        if p.type.is_array and g is not None and not isinstance(g, array):
-            if not (np.isscalar(g) and g == 0):
-                raise LaunchError(f"kernel '{kernel.key}': the adjoint of array '{p.name}' "
-                                  "must be an array or None")
-    # an array's adjoint given as None (or 0) is its own gradient, as in Warp
-    return [(a.grad if isinstance(a, array) else None)
-            if (p.type.is_array and not isinstance(g, array)) else g
-            for p, a, g in zip(params, args, adj)]
-
-
 def _run(kernel: Kernel, dims, args, device, adjoint, retain=None):
     """Run the kernel (its adjoint with adjoint=True; ``retain``: the parameters whose
     gradients its stores leave in place, by default those _kept_gradients gives)."""
@@ -670,6 +316,14 @@ def _run(kernel: Kernel, dims, args, device, adjoint, retain=None):
     elif retain is None:
         retain = _kept_gradients(kernel.ir, args)
     func = kernel.adjoint_variant(retain) if adjoint else kernel.ir
+    # kl.tid() gives the leading launch indices (Warp 1.19: ``i = kl.tid()`` in a 2-D launch
+    # is the row): a kernel that reads n of them runs over the launch's first n dims, once
+    # per combination of the others (as many threads as Warp runs, each with its indices);
+    # one that reads more than the launch has sees 0 for the missing ones
+    n = max(kernel.ir.ndim, 1)
+    repeats = math.prod(dims[n:]) if len(dims) > n else 1
+    dims = tuple(dims[:n]) + (1,) * (n - len(dims))
+    # (each repeat is a launch of its own, in turn: within one, every index is one thread's)
     shared = adjoint and bool(func.owned) and _gradients_overlap(func, args)
     if shared:  # the per-thread ownership proof does not hold for these arrays
         func = kernel.adjoint_variant(retain, shared=True)
@@ -679,10 +333,11 @@ def _run(kernel: Kernel, dims, args, device, adjoint, retain=None):
     if device.is_cpu:
         _refuse_readonly(kernel, func, args, written)
     try:
-        if device.is_cpu:
-            runner.launch(dims, args)
-        else:  # the device, not the arrays, says where (a kernel may take no arrays)
-            runner.launch(dims, args, ordinal=device.ordinal)
+        for _ in range(repeats):
+            if device.is_cpu:
+                runner.launch(dims, args)
+            else:  # the device, not the arrays, says where (a kernel may take no arrays)
+                runner.launch(dims, args, ordinal=device.ordinal)
     finally:  # also after an IndexError or a KeyboardInterrupt: some threads have written
         for k in written:
             if args[k] is not None:

@@ -20,7 +20,7 @@ import weakref
 
 import numpy as np
 
-from ..types import ArrayType, Type, to_type
+from ..types import ArrayType, Type, numpy_kind, to_type
 
 _ARRAY_RECORD = np.dtype({"names": ["data", "grad", "shape", "strides", "ndim"],
                           "formats": ["u8", "u8", ("i4", 4), ("i4", 4), "i4"]}, align=True)
@@ -310,7 +310,7 @@ def convert_field(st: StructType, name: str, t, value):
         raise TypeError(f"Struct field '{name}' expects {_vm_name(t)} but got a single value "
                         f"({type(value).__name__}); give all {math.prod(t.shape)} components")
     values = np.asarray(value)
-    if values.dtype.kind not in "biuf" or values.size != math.prod(t.shape):
+    if numpy_kind(values.dtype) not in "biuf" or values.size != math.prod(t.shape):
         raise TypeError(f"Struct field '{name}' expects {_vm_name(t)}, got "
                         f"{type(value).__name__} of {values.size} value(s)")
     return t(values.astype(t.scalar.np).reshape(t.shape))  # as vec3(...) makes it

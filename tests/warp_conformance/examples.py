@@ -163,6 +163,10 @@ EXAMPLES: dict[str, Example] = {
     "core/example_sample_mesh": Example(
         make=lambda m: m.Example(stage_path=None), state=["points", "cdf"], steps=3,
         note="wp.Mesh, wp.mesh_eval_position; triangles drawn by area with wp.lower_bound"),
+    "core/example_nvdb": Example(
+        make=lambda m: m.Example(stage_path=None), state=["positions", "velocities"], steps=3,
+        note="10000 particles against rocks.nvdb (wp.Volume.load_from_nvdb, a ZIP-compressed "
+             "float grid): volume_world_to_index, volume_sample_grad_f"),
     "core/example_spin_lock": Example(
         make=_spin_lock, advance=lambda ns: None, state=["counter", "atomic_counter", "lock"],
         steps=1, note="on the CPU (the file's own main asks for cuda)"),
@@ -205,7 +209,6 @@ EXCLUDED: dict[str, str] = {
     "core/example_mesh": "reads a USD asset (pxr) into wp.Mesh",
     "core/example_mesh_intersect": "reads USD assets (pxr) into wp.Mesh",
     "core/example_raycast": "reads a USD asset (pxr) into wp.Mesh",
-    "core/example_nvdb": "NanoVDB volumes (wp.Volume) and a USD renderer",
     "core/example_render_opengl": "an OpenGL window (warp.render.OpenGLRenderer): rendering only",
     "optim/example_diffray": "reads a USD asset (pxr) into wp.Mesh",
     "core/example_work_queue": "no reference: the example writes past its queue buffer "

@@ -86,6 +86,17 @@ class _WarpAsKernlab(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         pass
 
 
+def bind_warp_to_kernlab() -> None:
+    """From now on, in this process, ``import warp`` gives kernlab and ``warp.tests.*`` the
+    installed Warp test files (with our stand-in for their unittest_utils)."""
+    if any(isinstance(f, _WarpAsKernlab) for f in sys.meta_path):
+        return
+    tests_dir = warp_tests_dir()  # before "warp" names kernlab
+    import kernlab
+    sys.modules["warp"] = kernlab
+    sys.meta_path.insert(0, _WarpAsKernlab(tests_dir))
+
+
 class WarpInternalError(Exception):
     """A test reached a part of Warp that kernlab does not offer (its internals, warp.fem)."""
 
@@ -159,9 +170,7 @@ def run_file(name: str, use_warp: bool, per_test_s: float, skip: int = 0) -> dic
     parent knows which test a crash (a signal) killed."""
     tests_dir = warp_tests_dir()
     if not use_warp:
-        import kernlab
-        sys.modules["warp"] = kernlab
-        sys.meta_path.insert(0, _WarpAsKernlab(tests_dir))
+        bind_warp_to_kernlab()
     else:
         os.environ.setdefault("WARP_CACHE_PATH", str(Path.home() / ".cache" / "warp-conf"))
     modname = "warp.tests." + name.replace("/", ".")

@@ -133,6 +133,27 @@ def assert_np_equal(result, expect, tol=0.0):
         np.testing.assert_array_equal(result, expect)
 
 
+def run_python_subprocess(source, *args, timeout=60, hide_gpu=False, env_updates=None):
+    """Run Python ``source`` in a child interpreter where ``import warp`` gives kernlab (as
+    in this process), with ``args`` as ``sys.argv[1:]``; the completed process, its output
+    captured as text. Core dumps are off in the child: a test may make it abort on purpose."""
+    import subprocess
+    env = dict(os.environ)
+    env.update(env_updates or {})
+    if hide_gpu:
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    here = os.path.dirname(os.path.abspath(__file__))
+    prologue = ("import sys\n"
+                "try:\n    import resource\n"
+                "    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))\n"
+                "except (ImportError, ValueError, OSError):\n    pass\n"
+                f"sys.path.insert(0, {here!r})\n"
+                "import run as _run\n"
+                "_run.bind_warp_to_kernlab()\n")
+    return subprocess.run([sys.executable, "-c", prologue + source, *args], env=env,
+                          capture_output=True, text=True, timeout=timeout, check=False)
+
+
 def sanitize_identifier(s):
     s = str(s)
     return s if s.isidentifier() else re.sub(r"\W|^(?=\d)", "_", s)

@@ -73,6 +73,52 @@ __device__ inline bool operator<=(float16 a, float16 b) { return float32(a) <= f
 __device__ inline bool operator>(float16 a, float16 b) { return float32(a) > float32(b); }
 __device__ inline bool operator>=(float16 a, float16 b) { return float32(a) >= float32(b); }
 
+// ---- bfloat16: the upper 16 bits of a float32, float32 arithmetic ------------------------
+// Every rule of kernlab's bfloat16 lives here, as float16's above: each operation converts
+// its operands to float32 (exactly: a shift), computes there and rounds the result to the
+// nearest bfloat16, ties to even (a NaN stays a quiet NaN), as Warp does. Other types
+// convert through float32. The conversions are integer operations: no CUDA header or PTX
+// instruction (cvt.bf16 needs sm_80) is needed.
+__device__ inline float kl_bf16_widen(unsigned short b) {
+    return __int_as_float((int)((unsigned int)b << 16));
+}
+__device__ inline unsigned short kl_bf16_narrow(float f) {
+    unsigned int u = (unsigned int)__float_as_int(f);
+    if (f != f) return (unsigned short)((u | 0x00400000u) >> 16);
+    return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+struct bfloat16 {
+    uint16 bits;
+
+    bfloat16() = default;   // trivial, so vec<N, bfloat16> stays a plain value
+    __device__ bfloat16(float32 x) : bits(kl_bf16_narrow(x)) {}
+#define KL_BF16_FROM(U) __device__ bfloat16(U x) : bits(kl_bf16_narrow(float32(x))) {}
+    KL_BF16_FROM(float64) KL_BF16_FROM(float16)
+    KL_BF16_FROM(bool) KL_BF16_FROM(int8) KL_BF16_FROM(uint8) KL_BF16_FROM(int16)
+    KL_BF16_FROM(uint16) KL_BF16_FROM(int32) KL_BF16_FROM(uint32) KL_BF16_FROM(int64)
+    KL_BF16_FROM(uint64)
+#undef KL_BF16_FROM
+    __device__ operator float32() const { return kl_bf16_widen(bits); }
+    __device__ static bfloat16 from_bits(uint16 b) { bfloat16 h; h.bits = b; return h; }
+
+    __device__ bfloat16& operator+=(bfloat16 o) { return *this = float32(*this) + float32(o); }
+    __device__ bfloat16& operator-=(bfloat16 o) { return *this = float32(*this) - float32(o); }
+    __device__ bfloat16& operator*=(bfloat16 o) { return *this = float32(*this) * float32(o); }
+    __device__ bfloat16& operator/=(bfloat16 o) { return *this = float32(*this) / float32(o); }
+};
+__device__ inline bfloat16 operator+(bfloat16 a, bfloat16 b) { return float32(a) + float32(b); }
+__device__ inline bfloat16 operator-(bfloat16 a, bfloat16 b) { return float32(a) - float32(b); }
+__device__ inline bfloat16 operator*(bfloat16 a, bfloat16 b) { return float32(a) * float32(b); }
+__device__ inline bfloat16 operator/(bfloat16 a, bfloat16 b) { return float32(a) / float32(b); }
+__device__ inline bfloat16 operator-(bfloat16 a) { return bfloat16::from_bits(a.bits ^ 0x8000u); }
+__device__ inline bool operator==(bfloat16 a, bfloat16 b) { return float32(a) == float32(b); }
+__device__ inline bool operator!=(bfloat16 a, bfloat16 b) { return float32(a) != float32(b); }
+__device__ inline bool operator<(bfloat16 a, bfloat16 b) { return float32(a) < float32(b); }
+__device__ inline bool operator<=(bfloat16 a, bfloat16 b) { return float32(a) <= float32(b); }
+__device__ inline bool operator>(bfloat16 a, bfloat16 b) { return float32(a) > float32(b); }
+__device__ inline bool operator>=(bfloat16 a, bfloat16 b) { return float32(a) >= float32(b); }
+
 template <bool B, typename T = void> struct enable_if_t_ {};
 template <typename T> struct enable_if_t_<true, T> { typedef T type; };
 template <bool B> using when = typename enable_if_t_<B, int>::type;
@@ -84,8 +130,10 @@ template <> __device__ inline double kl_inf<double>() {
     return __longlong_as_double(0x7ff0000000000000LL);
 }
 template <> __device__ inline float16 kl_inf<float16>() { return float16::from_bits(0x7c00); }
+template <> __device__ inline bfloat16 kl_inf<bfloat16>() { return bfloat16::from_bits(0x7f80); }
 template <typename T> __device__ inline T kl_nan();
 template <> __device__ inline float16 kl_nan<float16>() { return float16::from_bits(0x7e00); }
+template <> __device__ inline bfloat16 kl_nan<bfloat16>() { return bfloat16::from_bits(0x7fc0); }
 template <> __device__ inline float kl_nan<float>() { return __int_as_float(0x7fc00000); }
 template <> __device__ inline double kl_nan<double>() {
     return __longlong_as_double(0x7ff8000000000000LL);
@@ -95,6 +143,7 @@ template <> __device__ inline double kl_nan<double>() {
 // (half: the float function of the exact float value, rounded to half)
 #define KL_FLOAT_UNARY(name, f32)                                           \
     __device__ inline float16 name(float16 x) { return ::f32(float32(x)); } \
+    __device__ inline bfloat16 name(bfloat16 x) { return ::f32(float32(x)); } \
     __device__ inline float32 name(float32 x) { return ::f32(x); }         \
     __device__ inline float64 name(float64 x) { return ::name(x); }
 KL_FLOAT_UNARY(sin, sinf)
@@ -126,6 +175,15 @@ __device__ inline float16 copysign(float16 x, float16 y) {
 }
 __device__ inline bool isfinite(float16 x) { return (x.bits & 0x7c00u) != 0x7c00u; }
 __device__ inline float16 abs(float16 x) { return float16::from_bits(x.bits & 0x7fffu); }
+__device__ inline bfloat16 atan2(bfloat16 y, bfloat16 x) {
+    return ::atan2f(float32(y), float32(x));
+}
+__device__ inline bfloat16 pow(bfloat16 x, bfloat16 y) { return ::powf(float32(x), float32(y)); }
+__device__ inline bfloat16 copysign(bfloat16 x, bfloat16 y) {
+    return bfloat16::from_bits((x.bits & 0x7fffu) | (y.bits & 0x8000u));
+}
+__device__ inline bool isfinite(bfloat16 x) { return (x.bits & 0x7f80u) != 0x7f80u; }
+__device__ inline bfloat16 abs(bfloat16 x) { return bfloat16::from_bits(x.bits & 0x7fffu); }
 
 __device__ inline float32 atan2(float32 y, float32 x) { return ::atan2f(y, x); }
 __device__ inline float64 atan2(float64 y, float64 x) { return ::atan2(y, x); }
@@ -301,6 +359,9 @@ __device__ inline int64 kl_div(int64 a, int64 b) { return kl_int_div(a, b); }
 __device__ inline uint32 kl_div(uint32 a, uint32 b) { return b == 0 ? 0u : a / b; }
 
 __device__ inline float16 kl_mod(float16 a, float16 b) { return fmodf(float32(a), float32(b)); }
+__device__ inline bfloat16 kl_mod(bfloat16 a, bfloat16 b) {
+    return fmodf(float32(a), float32(b));
+}
 __device__ inline float32 kl_mod(float32 a, float32 b) { return fmodf(a, b); }
 __device__ inline float64 kl_mod(float64 a, float64 b) { return ::fmod(a, b); }
 template <typename T> __device__ inline T kl_int_mod(T a, T b) {
@@ -313,6 +374,7 @@ __device__ inline uint32 kl_mod(uint32 a, uint32 b) { return b == 0 ? 0u : a % b
 // // floors (Warp 1.19, like Python): floor(a / b) for floats; signed integers round the
 // truncated quotient down when it is inexact and the signs differ.
 __device__ inline float16 kl_floordiv(float16 a, float16 b) { return floor(a / b); }
+__device__ inline bfloat16 kl_floordiv(bfloat16 a, bfloat16 b) { return floor(a / b); }
 __device__ inline float32 kl_floordiv(float32 a, float32 b) { return floor(a / b); }
 __device__ inline float64 kl_floordiv(float64 a, float64 b) { return floor(a / b); }
 template <typename T> __device__ inline T kl_int_floordiv(T a, T b) {
@@ -374,6 +436,9 @@ KL_FLOAT_TO_INT(uint16, float64, uint16(0), uint16(65535))
 #undef KL_FLOAT_TO_INT
 template <typename To> struct kl_caster<To, float16> {
     __device__ static To run(float16 x) { return kl_caster<To, float32>::run(float32(x)); }
+};
+template <typename To> struct kl_caster<To, bfloat16> {
+    __device__ static To run(bfloat16 x) { return kl_caster<To, float32>::run(float32(x)); }
 };
 template <int N, typename U, typename V> struct kl_caster<vec<N, U>, vec<N, V>> {
     __device__ static vec<N, U> run(const vec<N, V>& x) {
@@ -752,6 +817,7 @@ template <typename To, typename From> __device__ inline To kl_reshape(From x) {
 // verify_fp: whether a stored value is finite in every component, and the flat (row-major)
 // element index of the store that is reported when it is not.
 __device__ inline bool kl_all_finite(float16 x) { return isfinite(x); }
+__device__ inline bool kl_all_finite(bfloat16 x) { return isfinite(x); }
 __device__ inline bool kl_all_finite(float32 x) { return isfinite(x); }
 __device__ inline bool kl_all_finite(float64 x) { return isfinite(x); }
 template <typename X> __device__ inline bool kl_all_finite(X x) {
@@ -838,6 +904,16 @@ struct kl_pick_sum {
 // rounded to half as every other float16 addition is.
 __device__ inline float16 kl_atomic_add(float16* p, float16 v) {
     return kl_atomic_cas_loop<float16, uint16>(p, v, kl_pick_sum());
+}
+// bfloat16: the same on its 16 bits (add, sub, min and max, as Warp allows)
+__device__ inline bfloat16 kl_atomic_add(bfloat16* p, bfloat16 v) {
+    return kl_atomic_cas_loop<bfloat16, uint16>(p, v, kl_pick_sum());
+}
+__device__ inline bfloat16 kl_atomic_min(bfloat16* p, bfloat16 v) {
+    return kl_atomic_cas_loop<bfloat16, uint16>(p, v, kl_pick_min());
+}
+__device__ inline bfloat16 kl_atomic_max(bfloat16* p, bfloat16 v) {
+    return kl_atomic_cas_loop<bfloat16, uint16>(p, v, kl_pick_max());
 }
 __device__ inline float32 kl_atomic_min(float32* p, float32 v) {
     return kl_atomic_cas_loop<float32, uint32>(p, v, kl_pick_min());

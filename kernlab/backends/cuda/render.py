@@ -36,7 +36,7 @@ decltype default delete do double else enum explicit export extern false float f
 goto if inline int long mutable namespace new noexcept not nullptr operator or private
 protected public register return short signed sizeof static struct switch template this
 throw true try typedef typename union unsigned using virtual void volatile while xor
-float16 float32 float64 int8 uint8 int16 uint16 int32 int64 uint32 uint64 vec mat array_t
+float16 bfloat16 float32 float64 int8 uint8 int16 uint16 int32 int64 uint32 uint64 vec mat array_t
 status dims flat stack kl printf malloc free memcpy min max abs clamp lerp smoothstep dot cross
 length length_sq normalize outer transpose determinant sin cos tan asin acos atan atan2 sinh
 cosh tanh exp log log2 log10 sqrt pow floor ceil round trunc erf erfc copysign isfinite when
@@ -533,6 +533,8 @@ def _override(ins: Instr) -> str | None:
             return "kl_cast<{T}>({0})"  # saturating, NaN/inf -> 0; C's cast is undefined
     if bi.name == "index" and len(types) == 3:
         return "{0}[{1}][{2}]"  # m[i, j]
+    if bi.name in ("mul", "div") and all(t.is_tile for t in types):  # element-wise
+        return f"kl_cw_{bi.name}({{0}}, {{1}})"
     return None
 
 

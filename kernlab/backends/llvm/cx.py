@@ -13,7 +13,7 @@ from llvmlite import ir
 
 from ...builtins.linalg import cofactor_expand, det_expand
 from .tiles import TileContext, storage_type
-from ...types import Matrix, Scalar, Tile, Type, Vector, float32, float64
+from ...types import Matrix, Scalar, Tile, Type, Vector, float32, float64, is_bfloat16
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
@@ -24,9 +24,12 @@ _CMP_OPS = {"==", "!=", "<", "<=", ">", ">="}
 
 
 def ll_type(t: Type) -> ir.Type:
-    """The register type of a kernlab value type."""
+    """The register type of a kernlab value type (bfloat16: a float holding a bfloat16
+    value; every builtin's result of that type is rounded, see BuiltinContext)."""
     if isinstance(t, Scalar):
         if t.kind == "f":
+            if t.name == "bfloat16":
+                return ir.FloatType()
             return _FLOAT_TYPES[t.bits]
         return I1 if t.kind == "b" else ir.IntType(t.bits)
     if isinstance(t, (Vector, Matrix)):
@@ -42,8 +45,37 @@ def slot_type(t: Type) -> ir.Type:
 
 
 def mem_type(s: Scalar) -> ir.Type:
-    """How a scalar is stored in memory (bool takes a byte)."""
+    """How a scalar is stored in memory (bool takes a byte, bfloat16 its 16 bits)."""
+    if s.name == "bfloat16":
+        return ir.IntType(16)
     return I8 if s.kind == "b" else ll_type(s)
+
+
+# bfloat16 is the upper half of a float32: widening is a shift, narrowing rounds to nearest
+# even (a NaN stays a quiet NaN), as Warp's float_to_bfloat16 does
+
+def bf16_widen(b: ir.IRBuilder, bits: ir.Value) -> ir.Value:
+    """16-bit patterns (scalar or vector of i16) -> the floats they are."""
+    i32 = _like(bits.type, I32)
+    wide = b.shl(b.zext(bits, i32), _const_like(i32, 16))
+    return b.bitcast(wide, _like(bits.type, ir.FloatType()))
+
+
+def bf16_narrow(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """Floats (scalar or vector) -> the 16-bit patterns of their nearest bfloat16."""
+    i32 = _like(x.type, I32)
+    u = b.bitcast(x, i32)
+    odd = b.and_(b.lshr(u, _const_like(i32, 16)), _const_like(i32, 1))
+    rounded = b.add(u, b.add(_const_like(i32, 0x7FFF), odd))
+    nan = b.fcmp_unordered("uno", x, x)
+    quiet = b.or_(u, _const_like(i32, 0x00400000))
+    u = b.select(nan, quiet, rounded)
+    return b.trunc(b.lshr(u, _const_like(i32, 16)), _like(x.type, ir.IntType(16)))
+
+
+def bf16_round(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """Floats rounded to the nearest bfloat16 (still floats)."""
+    return bf16_widen(b, bf16_narrow(b, x))
 
 
 def is_float(ty: ir.Type) -> bool:
@@ -104,7 +136,10 @@ class BuiltinContext(TileContext):
         if not builtin.name.startswith("tile") and (
                 (ret is not None and ret.is_tile) or any(t.is_tile for t in types)):
             return self.tile_lift(builtin, args, self.types, ret)  # element-wise (tiles.py)
-        return builtin.llvm(self, *args)
+        out = builtin.llvm(self, *args)
+        if is_bfloat16(ret) and not ret.is_tile and out is not None:
+            out = bf16_round(self.b, out)  # computed in float, rounded once (as Warp)
+        return out
 
     # ---- helpers --------------------------------------------------------------------------
 
@@ -274,6 +309,10 @@ class BuiltinContext(TileContext):
         if src == dst:
             return x
         b = self.b
+        if "bfloat16" in (src.name, dst.name):  # its register is a float: convert as float32,
+            wide = self.convert(x, float32 if src.name == "bfloat16" else src,  # then round
+                                float32 if dst.name == "bfloat16" else dst, to)
+            return bf16_round(b, wide) if dst.name == "bfloat16" else wide
         if (src.kind == "f" and src.bits == 16 or dst.kind == "f" and dst.bits == 16) \
                 and float32 not in (src, dst) and float64 not in (src, dst) \
                 and dst.kind != "b":

@@ -174,7 +174,8 @@ class _EntryBuilder:
                        for d in range(t.ndim)]
             return ArrayView(k, t, ptr, shape, strides)
         s = t.scalar
-        elems = [self._field(f"p{k}", mem_type(s), c) for c in range(getattr(t, "length", 1))]
+        ty = ll_type(s) if s.name == "bfloat16" else mem_type(s)  # passed as float32
+        elems = [self._field(f"p{k}", ty, c) for c in range(getattr(t, "length", 1))]
         if s.kind == "b":
             elems = [self.b.icmp_unsigned("!=", e, I8(0)) for e in elems]
         if t.is_scalar:

@@ -63,8 +63,8 @@ def _scalar_format(s) -> str:
     """The struct-module format of one scalar in the argument block ('e' is half)."""
     if s.kind == "b":
         return "B"
-    if s.kind == "f":
-        return {16: "e", 32: "f", 64: "d"}[s.bits]
+    if s.kind == "f":  # bfloat16 passes as the float32 it is exactly
+        return "f" if s.name == "bfloat16" else {16: "e", 32: "f", 64: "d"}[s.bits]
     code = {8: "b", 16: "h", 32: "i", 64: "q"}[s.bits]
     return code.upper() if s.kind == "u" else code
 
@@ -96,7 +96,8 @@ class ArgLayout:
                 formats.update({f"p{k}": _POINTER_FORMAT, f"p{k}_shape": "q",
                                 f"p{k}_strides": "q"})
             else:
-                ctype = ctypes.c_uint8 if t.scalar.kind == "b" else t.scalar._type_
+                ctype = ctypes.c_uint8 if t.scalar.kind == "b" else \
+                    ctypes.c_float if t.scalar.name == "bfloat16" else t.scalar._type_
                 fields.append((f"p{k}", ctype if t.is_scalar else ctype * t.length))
                 formats[f"p{k}"] = _scalar_format(t.scalar)
         fields.append(("dims", ctypes.c_int64 * 4))
@@ -871,7 +872,7 @@ def _param_plan(t):
         flat = np.asarray(v, np_dtype).reshape(-1)
         if flat.size != n:
             raise LaunchError(f"expected {n} components for a {t}, got {flat.size}")
-        out += flat.tolist()
+        out += flat.astype(np.float32).tolist() if s.name == "bfloat16" else flat.tolist()
     return pack_vector
 
 

@@ -32,7 +32,8 @@ from ...ir import printf as printf_format
 from ...ir.printer import file_label
 from ...ir.nodes import Block, Function, Instr, Op, Value
 from ...types import ArrayType, Scalar, Type
-from .cx import I8, I32, I64, PTR, constant, ll_type, mem_type
+from .cx import I8, I32, I64, PTR, bf16_narrow, bf16_round, bf16_widen, constant, ll_type, \
+    mem_type
 
 class LoweringError(KernelError):
     """An internal compiler error while turning IR into machine code (a kernlab bug)."""
@@ -288,6 +289,8 @@ class _BodyLowering:
         vals = [self.b.load(p, typ=mem_type(s)) for p in self._components(ptr, t)]
         if s.kind == "b":
             vals = [self.b.icmp_unsigned("!=", v, I8(0)) for v in vals]
+        elif s.name == "bfloat16":
+            vals = [bf16_widen(self.b, v) for v in vals]
         if t.is_scalar:
             return vals[0]
         out = ir.Constant(ll_type(t), ir.Undefined)
@@ -300,7 +303,8 @@ class _BodyLowering:
         parts = [value] if t.is_scalar else \
             [self.b.extract_element(value, I32(c)) for c in range(t.length)]
         for p, v in zip(self._components(ptr, t), parts):
-            self.b.store(self.b.zext(v, I8) if s.kind == "b" else v, p)
+            self.b.store(self.b.zext(v, I8) if s.kind == "b" else
+                         bf16_narrow(self.b, v) if s.name == "bfloat16" else v, p)
 
     def op_load(self, ins):
         t = ins.result.type
@@ -328,6 +332,8 @@ class _BodyLowering:
                 return constant(t, 0)
             if kind == "cas":
                 return self._cas(ptr, self.get(ins.args[-2]), value, s)
+            if s.name == "bfloat16":  # no atomic instruction: compare-and-swap its bits
+                return self._bf16_atomic(ptr, t, kind, value)
             op = _ATOMIC_OPS[s.kind if s.kind in "fu" else "i"][kind]
             if t.is_scalar:
                 old = self.b.atomic_rmw(op, ptr, value, "monotonic")
@@ -345,6 +351,44 @@ class _BodyLowering:
             return old
 
         return self._guarded(ins, access, constant(t, 0))
+
+    def _bf16_atomic(self, ptr, t: Type, kind: str, value):
+        """An atomic add/sub/min/max/exch on bfloat16 memory (each component of a vector
+        or matrix in turn): a compare-and-swap loop on its 16 bits; the new value is
+        computed in float and rounded, as Warp does. Returns the old value."""
+        b, i16 = self.b, ir.IntType(16)
+        parts = [value] if t.is_scalar else \
+            [b.extract_element(value, I32(c)) for c in range(t.length)]
+        olds = []
+        for p, v in zip(self._components(ptr, t), parts):
+            start = b.load(p, typ=i16)
+            head, body, done = (b.append_basic_block(f"bf16_atomic_{n}")
+                                for n in ("head", "body", "done"))
+            entry = b.block
+            b.branch(head)
+            b.position_at_end(head)
+            seen = b.phi(i16)
+            seen.add_incoming(start, entry)
+            old = bf16_widen(b, seen)
+            if kind in ("add", "sub"):
+                new = (b.fadd if kind == "add" else b.fsub)(old, v)
+            elif kind in _FP_ATOMIC:
+                new = self.cx.intr(f"llvm.{_FP_ATOMIC[kind]}", old, v)
+            else:  # exch
+                new = v
+            pair = b.cmpxchg(p, seen, bf16_narrow(b, new), "monotonic", "monotonic")
+            b.branch(body)
+            b.position_at_end(body)
+            seen.add_incoming(b.extract_value(pair, 0), body)
+            b.cbranch(b.extract_value(pair, 1), done, head)
+            b.position_at_end(done)
+            olds.append(old)
+        if t.is_scalar:
+            return olds[0]
+        out = ir.Constant(ll_type(t), ir.Undefined)
+        for c, o in enumerate(olds):
+            out = b.insert_element(out, o, I32(c))
+        return out
 
     def _cas(self, ptr, compare, value, s: Scalar):
         """cmpxchg (floats compare and swap their bits, as CUDA's atomicCAS does)."""
@@ -554,15 +598,24 @@ class _BodyLowering:
 
     def _stack_store(self, ptr, t, value):
         if t.is_tile:  # the tile's bytes
-            self.cx.tile_copy(self.b.bitcast(ptr, value.type), value, t)
+            self._tile_bytes(ptr, value, t)
             return
         if t.scalar.kind == "b":
             value = self.b.zext(value, _stack_type(t))
         self.b.store(value, ptr, align=1)
 
+    def _tile_bytes(self, dst, src, t):
+        """Copy a tile's bytes between its buffer and the (untyped) stack: llvm.memcpy."""
+        i8p = ir.IntType(8).as_pointer()
+        fn = self.e.module.declare_intrinsic("llvm.memcpy", [i8p, i8p, I64])
+        self.b.call(fn, [self.b.bitcast(dst, i8p), self.b.bitcast(src, i8p),
+                         I64(_stack_size(t)), ir.Constant(ir.IntType(1), 0)])
+
     def _stack_load(self, ptr, t):
         if t.is_tile:
-            return self.cx.tile_fresh_copy(self.b.bitcast(ptr, ll_type(t)), t)
+            out = self.cx.tile_buffer(t)
+            self._tile_bytes(out, ptr, t)
+            return out
         v = self.b.load(ptr, typ=_stack_type(t), align=1)
         return self.b.icmp_unsigned("!=", v, ir.Constant(v.type, None)) \
             if t.scalar.kind == "b" else v
@@ -574,7 +627,8 @@ def _stack_type(t: Type):
 
 
 def _stack_size(t: Type) -> int:
-    return t.scalar.nbytes * getattr(t, "length", 1)
+    width = 4 if t.scalar.name == "bfloat16" else t.scalar.nbytes  # its register: a float
+    return width * getattr(t, "length", 1)
 
 
 def _size(ty: ir.Type) -> int:

@@ -31,7 +31,7 @@ def storage_type(t) -> ir.ArrayType:
 
 def _parts(t) -> int:
     """Components per tile element (2 for a tile of vec2)."""
-    return t.dtype.length if t.dtype.is_vector else 1
+    return t.dtype.length if t.dtype.is_vector or t.dtype.is_matrix else 1
 
 
 def pin_buffer(builder, buf):
@@ -222,18 +222,45 @@ class TileContext:
             at = b.add(at, b.mul(src, view.strides[d]))
         return ok, at
 
+    def _view_element(self, view, e, t, desc):
+        """(in_bounds, byte offset) of tile element e through an array view: ``desc`` holds,
+        per axis of the array, the index of the tile's first element, the step, the range
+        [low, high) of tile coordinates the view holds, and the tile's extent along it
+        (1 on an axis the view fixes). The array's own bounds are checked too."""
+        b = self.b
+        n = len(view.shape)
+        wide = [b.sext(x, _I64) if x.type.width < 64 else x for x in desc]
+        first, step, low, high, ext = (wide[k * n:(k + 1) * n] for k in range(5))
+        coords = []
+        for x in reversed(ext[1:]):
+            coords.append(b.urem(e, x))
+            e = b.udiv(e, x)
+        coords.append(e)
+        coords.reverse()
+        ok = b.icmp_unsigned("!=", view.ptr, ir.Constant(_PTR, None))
+        at = _I64(0)
+        for d, c in enumerate(coords):
+            src = b.add(first[d], b.mul(c, step[d]))
+            ok = b.and_(ok, b.and_(b.icmp_signed(">=", c, low[d]),
+                                   b.icmp_signed("<", c, high[d])))
+            ok = b.and_(ok, b.icmp_unsigned("<", src, view.shape[d]))
+            at = b.add(at, b.mul(src, view.strides[d]))
+        return ok, at
+
     def _component_ptr(self, view, at, t, c):
         return self.b.gep(view.ptr, [self.b.add(at, _I64(c * t.scalar.nbytes))],
                           source_etype=ir.IntType(8))
 
-    def tile_load(self, view, offs, t):
-        """Tile t read from the array at offs; elements outside the array read as zero."""
+    def tile_load(self, view, offs, t, desc=None):
+        """Tile t read from the array at offs (or through a view: desc, see _view_element);
+        elements outside the array read as zero."""
         b, k = self.b, _parts(t)
         sty, mty, _ = self._tile_types(t)
         buf = self.tile_buffer(t)
 
         def body(e):
-            ok, at = self._array_element(view, e, t, offs)
+            ok, at = self._array_element(view, e, t, offs) if desc is None else \
+                self._view_element(view, e, t, desc)
             with b.if_else(ok) as (inside, outside):
                 with inside:
                     for c in range(k):
@@ -248,7 +275,7 @@ class TileContext:
         self.tile_loop(_I64(0), _I64(t.size), body)
         return buf
 
-    def tile_store(self, view, v, t, offs, atomic=False):
+    def tile_store(self, view, v, t, offs, atomic=False, desc=None):
         """Write (or atomically add) tile v into the array at offs; elements outside the
         array are left out. Atomically: returns the tile of the values before the add."""
         b, k = self.b, _parts(t)
@@ -258,7 +285,8 @@ class TileContext:
         op = "fadd" if t.scalar.is_float else "add"
 
         def body(e):
-            ok, at = self._array_element(view, e, t, offs)
+            ok, at = self._array_element(view, e, t, offs) if desc is None else \
+                self._view_element(view, e, t, desc)
             with b.if_else(ok) as (inside, outside):
                 with inside:
                     for c in range(k):
@@ -473,3 +501,200 @@ class TileContext:
 
         self.tile_loop(_I64(0), _I64(t.size // n), batch)
         return buf
+
+    # ---- reductions, arg-reductions and scans over the flattened tile --------------------
+
+    def _scalar_op(self, op, x, y, t):
+        """x op y on two scalars of tile t's type, by the scalar builtin's own lowering (so
+        max/min treat NaN as the scalar max/min do)."""
+        from ...builtins.registry import REGISTRY
+        saved = self.types, self.ret
+        self.types, self.ret = [t.scalar, t.scalar], t.scalar
+        try:
+            return REGISTRY[op].llvm(self, x, y)
+        finally:
+            self.types, self.ret = saved
+
+    def tile_fold(self, v, t, op, out):
+        """The one-element tile of op folded over v's elements in order (add, mul, max,
+        min); scalar elements."""
+        b = self.b
+        first = b.load(self._slot(v, t, _I64(0)))
+        acc, = self.tile_loop(_I64(1), _I64(t.size), lambda e, a: [
+            self._scalar_op(op, a, b.load(self._slot(v, t, e)), t)], [first])
+        buf = self.tile_buffer(out)
+        b.store(acc, self._slot(buf, out, _I64(0)))
+        return buf
+
+    def _better(self, x, best, less):
+        """x beats best: smaller (larger), or best is NaN and x is not (the first of equal
+        elements keeps its place)."""
+        b = self.b
+        if isinstance(x.type, ir.IntType):
+            return b.icmp_signed("<" if less else ">", x, best)
+        nan_best = b.and_(b.fcmp_unordered("uno", best, best), b.fcmp_ordered("ord", x, x))
+        return b.or_(b.fcmp_ordered("<" if less else ">", x, best), nan_best)
+
+    def tile_argbest(self, v, t, less, out):
+        """The one-element int32 tile of the flat index of v's smallest (largest) element,
+        the first one among equals."""
+        b = self.b
+
+        def body(e, best, at):
+            x = b.load(self._slot(v, t, e))
+            win = self._better(x, best, less)
+            return [b.select(win, x, best), b.select(win, b.trunc(e, _I32), at)]
+
+        _, at = self.tile_loop(_I64(1), _I64(t.size), body,
+                               [b.load(self._slot(v, t, _I64(0))), _I32(0)])
+        buf = self.tile_buffer(out)
+        b.store(at, self._slot(buf, out, _I64(0)))
+        return buf
+
+    def tile_scan(self, v, t, op, exclusive, reverse):
+        """Prefix (reverse: suffix) scan of op over the flattened tile; exclusive starts
+        from op's identity (0 for add, 1 for mul)."""
+        b = self.b
+        sty, _, _ = self._tile_types(t)
+        out = self.tile_buffer(t)
+        n = t.size
+        ident = ir.Constant(sty, 1 if op == "mul" else 0) if not t.scalar.is_float \
+            else ir.Constant(sty, 1.0 if op == "mul" else 0.0)
+
+        def body(k, acc):
+            e = b.sub(_I64(n - 1), k) if reverse else k
+            x = b.load(self._slot(v, t, e))
+            b.store(acc, self._slot(out, t, e))
+            return [self._scalar_op(op, acc, x, t)]
+
+        if exclusive:
+            self.tile_loop(_I64(0), _I64(n), body, [ident])
+            return out
+
+        def incl(k, acc):
+            e = b.sub(_I64(n - 1), k) if reverse else k
+            x = b.load(self._slot(v, t, e))
+            new = self._scalar_op(op, acc, x, t)
+            b.store(new, self._slot(out, t, e))
+            return [new]
+
+        first = _I64(n - 1) if reverse else _I64(0)
+        x0 = b.load(self._slot(v, t, first))
+        b.store(x0, self._slot(out, t, first))
+        self.tile_loop(_I64(1), _I64(n), incl, [x0])
+        return out
+
+    def tile_scan_route(self, v, adj, t, less):
+        """The adjoint of an inclusive min (max) scan: adj[i] goes to the element the scan
+        held at i (the first smallest/largest of v[0..i])."""
+        b = self.b
+        out = self.tile_buffer(t)
+        self.tile_fill_zero(out, t)
+
+        def body(e, best, at):
+            x = b.load(self._slot(v, t, e))
+            win = b.or_(b.icmp_signed("==", e, _I64(0)), self._better(x, best, less))
+            best, at = b.select(win, x, best), b.select(win, e, at)
+            slot = self._slot(out, t, at)
+            add = b.fadd if t.scalar.is_float else b.add
+            b.store(add(b.load(slot), b.load(self._slot(adj, t, e))), slot)
+            return [best, at]
+
+        self.tile_loop(_I64(0), _I64(t.size), body,
+                       [b.load(self._slot(v, t, _I64(0))), _I64(0)])
+        return out
+
+    def tile_onehot(self, x, at, t):
+        """The tile of type t that is zero except x at flat element ``at``."""
+        out = self.tile_buffer(t)
+        self.tile_fill_zero(out, t)
+        at = self.b.sext(at, _I64) if at.type.width < 64 else at
+        self._put_element(out, t, at, x)
+        return out
+
+    def tile_broadcast(self, v, small, big, add):
+        """Broadcast tile v of type ``small`` to type ``big`` (add=False), or, with add=True,
+        sum v of type ``big`` into a tile of type ``small`` over the repeated axes."""
+        b, k = self.b, _parts(small)
+        dims = big.tile_shape
+        src = (1,) * (len(dims) - len(small.tile_shape)) + tuple(small.tile_shape)
+        strides, acc = [], 1
+        for n in reversed(src):
+            strides.append(acc)
+            acc *= n
+        strides = strides[::-1]
+        out = self.tile_buffer(small if add else big)
+        if add:
+            self.tile_fill_zero(out, small)
+
+        def body(e):
+            at = _I64(0)
+            for c, n, s in zip(self._coords(e, dims), src, strides):
+                if n != 1:
+                    at = b.add(at, b.mul(c, _I64(s)))
+            for c in range(k):
+                big_slot = self._slot(out if not add else v, big,
+                                      b.add(b.mul(e, _I64(k)), _I64(c)))
+                small_slot = self._slot(v if not add else out, small,
+                                        b.add(b.mul(at, _I64(k)), _I64(c)))
+                if add:
+                    x = b.load(big_slot)
+                    y = b.load(small_slot)
+                    b.store(b.fadd(y, x) if small.scalar.is_float else b.add(y, x), small_slot)
+                else:
+                    b.store(b.load(small_slot), big_slot)
+
+        self.tile_loop(_I64(0), _I64(big.size), body)
+        return out
+
+    def tile_fold_axis(self, v, src, out_t, op):
+        """op folded along the axis where out_t (keepdims) has 1 and src does not; the
+        elements of each output in order along that axis."""
+        b = self.b
+        dims = src.tile_shape
+        strides, acc = [], 1
+        for n in reversed(out_t.tile_shape):
+            strides.append(acc)
+            acc *= n
+        strides = strides[::-1]
+        axes = [d for d, (n, m) in enumerate(zip(dims, out_t.tile_shape)) if m == 1 and n != 1]
+        out = self.tile_buffer(out_t)
+
+        def body(e):
+            coords = self._coords(e, dims)
+            at = _I64(0)
+            for d, (c, s) in enumerate(zip(coords, strides)):
+                if d not in axes:
+                    at = b.add(at, b.mul(c, _I64(s)))
+            x = b.load(self._slot(v, src, e))
+            slot = self._slot(out, out_t, at)
+            first = b.icmp_signed("==", coords[axes[0]], _I64(0)) if axes else ir.Constant(_I1, 1)
+            with b.if_else(first) as (yes, no):
+                with yes:
+                    b.store(x, slot)
+                with no:
+                    b.store(self._scalar_op(op, b.load(slot), x, src), slot)
+
+        self.tile_loop(_I64(0), _I64(src.size), body)
+        return out
+
+    def tile_matmul(self, a, ta, b, tb, out_t):
+        """a @ b for 2-D tiles of floats: each output the sum over k in order."""
+        bld = self.b
+        m, kk = ta.tile_shape
+        n = tb.tile_shape[1]
+        sty, _, _ = self._tile_types(out_t)
+        out = self.tile_buffer(out_t)
+
+        def row(i):
+            def col(j):
+                def term(k, acc):
+                    x = bld.load(self._slot(a, ta, bld.add(bld.mul(i, _I64(kk)), k)))
+                    y = bld.load(self._slot(b, tb, bld.add(bld.mul(k, _I64(n)), j)))
+                    return [bld.fadd(acc, bld.fmul(x, y))]
+                acc, = self.tile_loop(_I64(0), _I64(kk), term, [ir.Constant(sty, 0.0)])
+                bld.store(acc, self._slot(out, out_t, bld.add(bld.mul(i, _I64(n)), j)))
+            self.tile_loop(_I64(0), _I64(n), col)
+
+        self.tile_loop(_I64(0), _I64(m), row)
+        return out
