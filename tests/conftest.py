@@ -128,8 +128,11 @@ def backend(request, monkeypatch, tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path_factory, monkeypatch):
-    """Each test session compiles into its own cache directory."""
-    root = tmp_path_factory.getbasetemp() / "kernlab-cache"
+    """Each test run compiles into its own cache directory, shared by its pytest-xdist
+    workers (the cache is safe for several processes), so a kernel that tests in two
+    workers' files compile, or NVRTC's PTX of it, is compiled once."""
+    import fake_cuda
+    root = fake_cuda.run_folder(tmp_path_factory) / "kernlab-cache"
     monkeypatch.setattr(kl.config, "cache_dir", str(root))
 
 

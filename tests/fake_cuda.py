@@ -248,14 +248,18 @@ PRELUDE = "kl_prelude.h"  # the shim, then the header: every kernel's source sta
 _prepared: dict = {}  # folder -> its prelude, once per process
 
 
-def emulation_folder(tmp_path_factory) -> pathlib.Path:
-    """The folder the test session compiles emulated kernels into. The libraries are named by
-    a hash of their source, so the workers of one pytest-xdist run share one folder (each
-    kernel is compiled once per run, not once per worker)."""
+def run_folder(tmp_path_factory) -> pathlib.Path:
+    """The temporary folder of the whole test run: the session's, or under pytest-xdist the
+    one that holds every worker's (for what the workers share: compiled code named by a hash
+    of its source, written whole)."""
     base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent  # the run's folder; each worker's basetemp is inside it
-    folder = base / "cuda-emulated"
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def emulation_folder(tmp_path_factory) -> pathlib.Path:
+    """The folder the test run compiles emulated kernels into, shared by its workers (each
+    kernel is compiled once per run, not once per worker)."""
+    folder = run_folder(tmp_path_factory) / "cuda-emulated"
     folder.mkdir(exist_ok=True)
     return folder
 
