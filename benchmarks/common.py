@@ -64,6 +64,16 @@ def fmt_time(seconds) -> str:
     return f"{seconds * 1e6:.1f} µs"
 
 
+def settle_compiles() -> None:
+    """After the warm-up rounds: wait until kernlab's optimised code is in use. A small
+    loop-free kernel first runs quick code while its O2 code compiles on a helper thread
+    (backends/llvm/tiers.py); the timed rounds measure the steady state, as for every
+    peer (whose compiles the warm-up also finished)."""
+    tiers = sys.modules.get("kernlab.backends.llvm.tiers")
+    if tiers is not None:
+        tiers.wait()
+
+
 def race(candidates: dict, repeats: int, warmup: int = 1, clock=None) -> dict:
     """Best-of-``repeats`` seconds for each callable, timed in turns (A B C, A B C, ...) after
     ``warmup`` untimed rounds, so a burst of load from elsewhere on the machine hits every
@@ -72,6 +82,7 @@ def race(candidates: dict, repeats: int, warmup: int = 1, clock=None) -> dict:
     for _ in range(warmup):
         for fn in candidates.values():
             fn()
+    settle_compiles()
     best = dict.fromkeys(candidates, float("inf"))
     for _ in range(repeats):
         for name, fn in candidates.items():
@@ -86,6 +97,7 @@ def race_samples(candidates: dict, repeats: int, warmup: int = 1) -> dict:
     for _ in range(warmup):
         for fn in candidates.values():
             fn()
+    settle_compiles()
     out = {name: [] for name in candidates}
     for _ in range(repeats):
         for name, fn in candidates.items():

@@ -65,13 +65,19 @@ def cache_root() -> Path:
     if not config.cache_dir:
         raise OSError("the disk cache is disabled (kernlab.config.cache_dir is empty)")
     root = Path(config.cache_dir).expanduser()
+    if str(root) in _checked:  # made and checked by this process already: a compile asks
+        return root            # a few times (each mkdir and stat took ~1 ms, loaded)
     root.mkdir(mode=0o700, parents=True, exist_ok=True)
     info = root.stat()
     if hasattr(os, "getuid") and info.st_uid != os.getuid():
         raise OSError(f"cache folder {root} belongs to another user; not using it")
     if info.st_mode & 0o777 != 0o700:
         root.chmod(0o700)
+    _checked.add(str(root))
     return root
+
+
+_checked: set = set()  # cache folders cache_root() made and checked in this process
 
 
 def _read_regular(path: Path, limit: int) -> bytes:
@@ -208,7 +214,14 @@ def store(key: str, payload: bytes) -> None:
     temp_name = None
     try:
         path = _entry_path(key)
-        fd, temp_name = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=SUFFIX, dir=path.parent)
+        try:
+            fd, temp_name = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=SUFFIX,
+                                             dir=path.parent)
+        except FileNotFoundError:  # the folder was removed since: make it again
+            _checked.discard(str(path.parent))
+            path = _entry_path(key)
+            fd, temp_name = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=SUFFIX,
+                                             dir=path.parent)
         with os.fdopen(fd, "wb") as f:  # mkstemp creates the file with mode 0600
             f.write(_encode(key, bytes(payload)))
         os.replace(temp_name, path)

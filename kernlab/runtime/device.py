@@ -5,6 +5,8 @@ read naturally; ``"cuda"`` names the default CUDA device, cuda:0.
 """
 from __future__ import annotations
 
+import sys
+
 
 class Device:
     """A place where arrays live and kernels run. Use get_device() rather than Device()."""
@@ -191,8 +193,15 @@ class ScopedStream:
 
 def synchronize() -> None:
     """Wait for all outstanding work on every device. CPU launches finish before they
-    return; on GPUs kernlab has used, this synchronises their contexts."""
-    _driver().synchronize_all()
+    return; on GPUs kernlab has used, this synchronises their contexts. A process that
+    never loaded the CUDA driver module has no GPU work (and need not import the CUDA
+    backend here: 10-30 ms, most of it in a first launch's kl.synchronize())."""
+    driver = sys.modules.get(_DRIVER_MODULE)
+    if driver is not None:
+        driver.synchronize_all()
+
+
+_DRIVER_MODULE = __name__.rsplit(".", 2)[0] + ".backends.cuda.driver"
 
 
 def synchronize_device(device: Device | str | None = None) -> None:

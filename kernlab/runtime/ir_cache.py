@@ -36,7 +36,7 @@ import numpy as np
 from .. import config
 from . import cache
 
-FORMAT = "kernlab-ir-1"  # bump when what is pickled changes shape
+FORMAT = "kernlab-ir-2"  # bump when what is pickled changes shape
 _MAX_ARRAY_BYTES = 1 << 16  # constants larger than this are not hashed: no caching
 _LIBRARY_MODULES = {"math": None, "numpy": np.__version__}  # attribute reads are library
                                                            # constants
@@ -220,35 +220,52 @@ class _Pickler(pickle.Pickler):
         self.type, self.array_type = Type, ArrayType
         self.named = _named_types()[1]
         # the types most objects of an IR have: nothing to decide for them
-        self.plain = {int, float, bool, str, tuple, list, dict, frozenset, type(None)}
-
-    def persistent_id(self, obj):
-        t = type(obj)
-        if t in self.plain:
-            return None
-        if t is self.builtin:
-            if self.registry.get(obj.name) is not obj:
-                raise Uncacheable
-            return ("builtin", obj.name)
-        if isinstance(obj, self.type) and t is not self.array_type:
-            name = self.named.get(id(obj))
-            if name is None:
-                raise Uncacheable  # a struct, a custom vector: kept by identity elsewhere
-            return ("type", name)
-        if t is pytypes.ModuleType or (
-                (t is pytypes.FunctionType or isinstance(obj, type))
-                and not _allowed_module(getattr(obj, "__module__", None) or "")):
-            raise Uncacheable  # a user's function or class: by reference, could change
-        return None
+        self.plain: set = set()  # types with nothing to decide (see reducer_override)
 
     def reducer_override(self, obj):
-        if type(obj) is self.function:  # without the per-process caches (sizes, entries)
+        """Every object pickle does not save as an atom (numbers, strings) or from its memo
+        passes here once: kernlab's builtins and named types go by name; a module, or a
+        function or class from outside kernlab, makes the IR uncacheable. (This hook rather
+        than persistent_id, which pickle calls for every object, atoms and repeats too:
+        a 4,000-line adjoint made millions of calls.)"""
+        t = type(obj)
+        if t in self.plain:
+            return NotImplemented
+        if t is self.function:  # without the per-process caches (sizes, entries)
             # (but with the in-place plan and the canonical text). The copy is one step
             # under the GIL: another thread launching the kernel adds its caches meanwhile.
             state = {k: v for k, v in vars(obj).copy().items()
                      if not k.startswith("_") or k in _KEPT}
             return _rebuild_function, (state,)
+        if t is self.builtin:
+            if self.registry.get(obj.name) is not obj:
+                raise Uncacheable
+            return _builtin_named, (obj.name,)
+        if isinstance(obj, self.type) and t is not self.array_type:
+            name = self.named.get(id(obj))
+            if name is None:
+                raise Uncacheable  # a struct, a custom vector: kept by identity elsewhere
+            return _type_named, (name,)
+        if t is pytypes.ModuleType:
+            raise Uncacheable
+        if t is pytypes.FunctionType or isinstance(obj, type):
+            if not _allowed_module(getattr(obj, "__module__", None) or ""):
+                raise Uncacheable  # a user's function or class: by reference, could change
+            return NotImplemented  # by reference (and memoised: asked once)
+        if not issubclass(t, self.type):
+            # nothing above depends on more than the type for these (Values, Vars, Instrs,
+            # Blocks, Ops, dicts, lists, tuples): the next one skips the tests
+            self.plain.add(t)
         return NotImplemented
+
+
+def _builtin_named(name: str):
+    from ..builtins.registry import REGISTRY
+    return REGISTRY[name]
+
+
+def _type_named(name: str):
+    return _named_types()[0][name]
 
 
 _KEPT = ("_inplace_plan", "_canonical")  # per-Function caches a warm start wants

@@ -343,16 +343,28 @@ def build_module(func: Function, bounds_check: bool, symbol: str, verify_fp: boo
     """Lower, verify and optimise (O2, host CPU) one entry of a kernel variant: an
     llvmlite.binding ModuleRef. (O3 adds nothing these kernels use, and its loop
     unswitching multiplies the code of adjoints with optional arrays.)"""
+    text, layout = lowered_text(func, bounds_check, symbol, verify_fp, part)
+    return optimised_module(func, text), layout
+
+
+def lowered_text(func: Function, bounds_check: bool, symbol: str, verify_fp: bool = False,
+                 part: str = "general") -> tuple:
+    """(the LLVM IR text of one entry as lowered, its ArgLayout): what both the quick and
+    the optimised compile of the entry start from (tiers.py)."""
     tm = _host()[0]
     layout = ArgLayout(func)
     module = lower_to_llvm(func, bounds_check, layout.offsets, symbol, verify_fp,
                            *_split_part(part))
     module.triple = tm.triple
     module.data_layout = str(tm.target_data)
-    text = str(module)
+    return str(module), layout
+
+
+def parse_checked(func: Function, text: str):
+    """The lowered text parsed (in a context of its own: LLVM's global context keeps every
+    type, constant and metadata node ever parsed into it, which would grow with each kernel
+    compiled) and verified; a LoweringError when LLVM rejects it."""
     try:
-        # a context of its own: LLVM's global context keeps every type, constant and
-        # metadata node ever parsed into it, which would grow with each kernel compiled
         ref = llvm.parse_assembly(text, context=llvm.create_context())
         ref.verify()
         ref.name = func.name
@@ -360,6 +372,16 @@ def build_module(func: Function, bounds_check: bool, symbol: str, verify_fp: boo
         raise LoweringError("internal error: LLVM rejected the code generated for this kernel",
                             loc=func.loc, kernel=func.name, details=str(exc),
                             stage=f"compiling kernel '{func.name}' for the CPU (LLVM)") from None
+    return ref
+
+
+def optimised_module(func: Function, text: str, tm=None, unlocked: bool = False):
+    """The lowered text parsed, verified and optimised at O2 for the host CPU (``tm``: the
+    target machine to tune for, by default the host's; a thread compiling beside others
+    brings its own, as LLVM's target machines are not thread-safe, and runs the pipeline
+    ``unlocked``)."""
+    tm = tm or _host()[0]
+    ref = parse_checked(func, text)
     pto = llvm.create_pipeline_tuning_options(speed_level=2)
     # LLVM's vectorisers take time superlinear in the size of the loop body: a kernel of
     # thousands of statements (an adjoint doubles them) would take minutes to compile, for
@@ -370,10 +392,37 @@ def build_module(func: Function, bounds_check: bool, symbol: str, verify_fp: boo
     pb = llvm.create_pass_builder(tm, pto)
     mpm = pb.getModulePassManager()
     try:
-        mpm.run(ref, pb)
+        if unlocked:
+            _unlocked("LLVMPY_RunNewModulePassManager")(mpm, ref, pb)
+        else:
+            mpm.run(ref, pb)
     finally:
         _free_pass_manager(mpm)
-    return ref, layout
+    return ref
+
+
+def _unlocked(name: str):
+    """llvmlite's C function ``name`` without the global lock llvmlite takes around every
+    call into LLVM. Only for a thread working on a module of its own context with a target
+    machine and pass builder of its own (tiers.py), which LLVM allows to run beside other
+    threads: under the lock, a 40 ms optimisation on the helper thread would hold up every
+    quick compile and object load of the calling thread. (``_cfn`` is llvmlite 0.50's: a
+    llvmlite without it gets the locked call, slower beside other threads but right.)"""
+    wrapper = getattr(llvm.ffi.lib, name)
+    return getattr(wrapper, "_cfn", wrapper)
+
+
+def _emit_unlocked(tm, module) -> bytes:
+    """tm.emit_object(module) without llvmlite's global lock (see _unlocked)."""
+    with llvm.ffi.OutputString() as err:
+        buf = _unlocked("LLVMPY_TargetMachineEmitToMemory")(tm, module, 1, err)
+        if not buf:
+            raise RuntimeError(str(err))
+    try:
+        return ctypes.string_at(llvm.ffi.lib.LLVMPY_GetBufferStart(buf),
+                                llvm.ffi.lib.LLVMPY_GetBufferSize(buf))
+    finally:
+        llvm.ffi.lib.LLVMPY_DisposeMemoryBuffer(buf)
 
 
 def _free_pass_manager(mpm) -> None:
@@ -503,16 +552,36 @@ def _load_or_compile(func, bounds_check, key, verify_fp=False, part="general") -
         stats["load_s"] += time.perf_counter() - t0
         _say(f"loaded kernel '{func.name}' ({part} entry) from the cache ({_ms(t0)})")
         return _entry(func, symbol, address, ArgLayout(func), arena)
-    module, layout = build_module(func, bounds_check, symbol, verify_fp, part)
-    obj = _emit_object(func, module)
+    text, layout = lowered_text(func, bounds_check, symbol, verify_fp, part)
+    if _tiers.wanted(func):  # quick code now, the optimised code from a helper thread
+        entry = _tiers.compile_quick(func, text, symbol, layout, key)
+        how = "quick code; optimising on a helper thread"
+    else:
+        entry = optimised_entry(func, text, symbol, layout, key)
+        how = "optimised"
+    stats["compiled"] += 1
+    stats["compile_s"] += time.perf_counter() - t0
+    _say(f"compiled kernel '{func.name}' ({part} entry, {how}, {_ms(t0)})")
+    return entry
+
+
+def optimised_object(func, text: str, tm=None) -> bytes:
+    """The object code of the lowered entry ``text``, optimised (see optimised_entry)."""
+    if tm is None:
+        return _emit_object(func, optimised_module(func, text))
+    return _emit_unlocked(tm, optimised_module(func, text, tm, unlocked=True))
+
+
+def optimised_entry(func, text: str, symbol: str, layout, key: str, tm=None) -> CompiledEntry:
+    """Optimise and compile the lowered entry ``text``, load it and keep its object in the
+    disk cache (``tm``: the target machine of a helper thread, which then optimises and
+    emits code without llvmlite's global lock: see _unlocked)."""
+    obj = optimised_object(func, text, tm)
     address, arena = _add_object(obj, symbol)
     if not address:
         raise LoweringError("internal error: the compiled kernel has no entry point",
                             loc=func.loc, kernel=func.name, details=f"symbol {symbol}")
     cache.store(key, obj)
-    stats["compiled"] += 1
-    stats["compile_s"] += time.perf_counter() - t0
-    _say(f"compiled kernel '{func.name}' ({part} entry, {_ms(t0)})")
     return _entry(func, symbol, address, layout, arena)
 
 
@@ -693,6 +762,8 @@ class Runner:
             if fn is None:  # the entry is held, as the general one: its code stays loaded
                 entry = self._fast_entries[which] = self._load_fast(*which)
                 fn = self._fast_fns[which] = entry.cfunc
+        if total >= least and _tiers.pending:  # a large launch runs optimised code only
+            _tiers.wait()
         self._run(fn, buf, bounds)
         if buf[layout.status_offset] != b"\0":  # the flag's low byte: some status is set
             self.settle(buf, bounds, args)
@@ -875,5 +946,7 @@ def _param_plan(t):
         out += flat.astype(np.float32).tolist() if s.name == "bfloat16" else flat.tolist()
     return pack_vector
 
+
+from . import tiers as _tiers  # noqa: E402 — it uses this module's functions
 
 __all__ = ["compile_kernel", "llvm_source", "Runner", "cache_key", "entry_keys", "stats"]
