@@ -70,10 +70,11 @@ def run(settings) -> list[Row]:
     def breakdown(result):
         if "frontend" not in result:
             return ""
-        text = (f"kl: front end {result['frontend'] * 1e3:.0f} ms + llvmlite import "
-                f"{result['backend_import'] * 1e3:.0f} ms + first fwd launch "
-                f"{result['forward'] * 1e3:.0f} ms + first adj launch "
-                f"{result['adjoint'] * 1e3:.0f} ms")
+        text = (f"kl: front end {result['frontend'] * 1e3:.1f} ms + first fwd launch "
+                f"{result['forward'] * 1e3:.1f} ms + first adj launch "
+                f"{result['adjoint'] * 1e3:.1f} ms, thread CPU time "
+                f"{result['first_cpu'] * 1e3:.1f} ms, llvmlite "
+                f"{'loaded' if result.get('llvmlite') else 'not loaded'}")
         if result.get("quick"):
             text += (f" (quick code; O2 code in use after {result['optimised'] * 1e3:.0f} ms, "
                      "compiled on a helper thread)")
@@ -88,10 +89,11 @@ def run(settings) -> list[Row]:
             breakdown(cold.get("kernlab", {})) + f"Numba: forward only; {runs}" + failed),
         Row("warm load, first fwd+adj launch", "1 kernel",
             {lib: r["first"] for lib, r in warm.items()},
-            breakdown(warm.get("kernlab", {})) + "2nd process, same cache folder"),
+            breakdown(warm.get("kernlab", {})) + "2nd process, same cache folder, "
+            "results checked against NumPy"),
         Row("warm load itself", "1 kernel",
             {lib: r["codegen"] for lib, r in warm.items() if "codegen" in r},
-            "kl: the first fwd and adj launches (the objects loaded from the cache), IR built "
-            "and llvmlite imported; Warp: wp.load_module"),
+            "kl: the first fwd and adj launches (the objects compiled, or loaded from the "
+            "cache by kernlab's own loader), IR built; Warp: wp.load_module"),
         Row("import", "", imports, "fresh process, best of 3; Warp: import warp + wp.init()"),
     ]

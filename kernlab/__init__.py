@@ -82,9 +82,15 @@ from .volume import (Volume, volume_index_to_world, volume_index_to_world_dir,  
 MeshQuery = MeshQueryAABB  # Warp's parent of the box and sphere query types
 
 from .runtime import cache as _cache  # noqa: E402,F401 — before the preload thread needs it
-from .backends import preload_cpu_backend as _preload  # noqa: E402
+# What every kernel's first launch needs, loaded with kernlab (3 ms) rather than inside it:
+# the cache of front-end results, the in-place bookkeeping of launches and the CPU backend's
+# loading side (no LLVM: backends/llvm/variants.py; llvmlite loads only to compile).
+from .runtime import ir_cache as _ir_cache  # noqa: E402,F401
+from .autodiff import inplace as _inplace  # noqa: E402,F401
+from .backends.llvm import variants as _variants  # noqa: E402,F401
 
-_preload()
+_ir_cache.package_fingerprint()  # the source kernlab runs is the source it imported: the
+_variants._fingerprint()         # cache keys name that (a file edited later is not running)
 
 from . import tracebacks as _tracebacks  # noqa: E402
 

@@ -170,6 +170,8 @@ class Kernel:
             from .autodiff import reverse_mode
             func = self._adjoint_retain[key] = _compiling(reverse_mode, self.ir, retain,
                                                           shared)
+            from .runtime import ir_cache
+            ir_cache.store(self)  # again, with this variant: a warm start finds it there
         return func
 
     def tangent_variant(self, adjoint: bool = False, retain: frozenset = frozenset(),

@@ -46,26 +46,32 @@ from .handles import register
 
 HEADER = 8
 FLOAT_BASE = 21  # values[0:21]: matrix, inverse, translation (float32)
-KIND_FLOAT, KIND_VEC3, KIND_INT = 1, 2, 3
+KIND_FLOAT, KIND_VEC3, KIND_INT, KIND_VEC4 = 1, 2, 3, 4
 CLOSEST, LINEAR = 0, 1
 _VOLUMES: "weakref.WeakValueDictionary[int, Volume]" = weakref.WeakValueDictionary()
 _IDS = itertools.count(0x4B56_0000_0001)  # opaque uint64 handles, never addresses
 
 # NanoVDB grid types kernlab reads: code -> (kind, components, NumPy scalar, name, byte
 # offsets: background in the root, root size, root tile value, table stride, upper table,
-# upper size, lower table, lower size, leaf table, leaf size)
+# upper size, lower table, lower size, leaf table, leaf size, root tile size)
 _GRID_TYPES = {
-    1: (KIND_FLOAT, 1, "<f4", "float", (28, 64, 20, 8, 8256, 270400, 1088, 33856, 96, 2144)),
-    4: (KIND_INT, 1, "<i4", "int32", (28, 64, 20, 8, 8256, 270400, 1088, 33856, 96, 2144)),
-    6: (KIND_VEC3, 3, "<f4", "Vec3f", (28, 96, 20, 16, 8256, 532544, 1088, 66624, 128, 6272)),
+    1: (KIND_FLOAT, 1, "<f4", "float", (28, 64, 20, 8, 8256, 270400, 1088, 33856, 96, 2144, 32)),
+    4: (KIND_INT, 1, "<i4", "int32", (28, 64, 20, 8, 8256, 270400, 1088, 33856, 96, 2144, 32)),
+    6: (KIND_VEC3, 3, "<f4", "Vec3f", (28, 96, 20, 16, 8256, 532544, 1088, 66624, 128, 6272,
+                                       32)),
+    17: (KIND_VEC4, 4, "<f4", "Vec4f", (28, 96, 20, 16, 8288, 532576, 1120, 66656, 128, 8320,
+                                        64)),
 }
 _TYPE_NAMES = {0: "Unknown", 1: "float", 2: "double", 3: "int16", 4: "int32", 5: "int64",
                6: "Vec3f", 7: "Vec3d", 8: "Mask", 9: "Half", 10: "uint32", 11: "bool",
                12: "RGBA8", 13: "Fp4", 14: "Fp8", 15: "Fp16", 16: "FpN", 17: "Vec4f",
                18: "Vec4d", 19: "Index", 20: "OnIndex", 21: "IndexMask", 22: "OnIndexMask",
                23: "PointIndex", 24: "Vec3u8", 25: "Vec3u16", 26: "UInt8"}
-_DTYPES = {KIND_FLOAT: kl.float32, KIND_VEC3: kl.vec3, KIND_INT: kl.int32}
-_KIND_NAMES = {KIND_FLOAT: "float", KIND_VEC3: "Vec3f", KIND_INT: "int32"}
+_DTYPES = {KIND_FLOAT: kl.float32, KIND_VEC3: kl.vec3, KIND_INT: kl.int32, KIND_VEC4: kl.vec4}
+_KIND_NAMES = {KIND_FLOAT: "float", KIND_VEC3: "Vec3f", KIND_INT: "int32", KIND_VEC4: "Vec4f"}
+_SUPPORTED = "float32, int32, vec3f or vec4f"
+_GRID_CODES = {KIND_FLOAT: 1, KIND_INT: 4, KIND_VEC3: 6, KIND_VEC4: 17}
+_COMPONENTS = {KIND_FLOAT: 1, KIND_INT: 1, KIND_VEC3: 3, KIND_VEC4: 4}
 _MAGICS = (0x304244566F6E614E, 0x314244566F6E614E, 0x324244566F6E614E)  # NanoVDB0/1/2
 _VERSION = (32 << 21) | (6 << 10)  # what kernlab writes: NanoVDB 32.6
 
@@ -76,8 +82,8 @@ class VolumeError(RuntimeError):
 
 class Volume:
     """A sparse volume on ``device``; see the module doc. Make one with
-    :meth:`load_from_nvdb`, :meth:`load_from_numpy`, :meth:`allocate` or
-    :meth:`allocate_by_tiles`."""
+    :meth:`load_from_nvdb`, :meth:`load_from_numpy`, :meth:`allocate`,
+    :meth:`allocate_by_tiles` or ``kl.Volume(grid_buffer)``."""
 
     CLOSEST = CLOSEST
     LINEAR = LINEAR
@@ -85,13 +91,26 @@ class Volume:
                                                    "grid_count", "type_str", "translation",
                                                    "transform_matrix"])
 
-    def __init__(self, *args, **kwargs):
-        raise TypeError("make a kl.Volume with kl.Volume.load_from_nvdb(file_or_bytes) or "
-                        "kl.Volume.load_from_numpy(array, ...)")
+    def __init__(self, data, copy: bool = True):
+        """A volume from a NanoVDB grid buffer: a uint8 array (``volume.array()`` of another
+        volume) or bytes. ``copy`` is accepted for Warp's signature: kernlab always decodes
+        the buffer into its own arrays."""
+        raw = data.numpy() if hasattr(data, "numpy") else data
+        if isinstance(raw, np.ndarray):
+            raw = np.ascontiguousarray(raw).tobytes()
+        if not isinstance(raw, (bytes, bytearray, memoryview)):
+            raise TypeError("kl.Volume(data) takes a NanoVDB grid buffer (a uint8 array or "
+                            f"bytes), got {type(data).__name__}")
+        device = getattr(data, "device", None)
+        self._setup(_decode_grid(_grid_bytes(bytes(raw))), device)
 
     @classmethod
     def _make(cls, decoded: dict, device) -> "Volume":
         self = object.__new__(cls)
+        self._setup(decoded, device)
+        return self
+
+    def _setup(self, decoded: dict, device) -> None:
         self.device = kl.get_device(device)
         self.dtype = _DTYPES[decoded["kind"]]
         self._kind = decoded["kind"]
@@ -106,7 +125,6 @@ class Volume:
         self._map64 = kl.array(decoded["map64"], dtype=kl.float64, device=self.device)
         self.id = next(_IDS)
         _VOLUMES[self.id] = self
-        return self
 
     # ---- loading -------------------------------------------------------------------------
 
@@ -131,10 +149,10 @@ class Volume:
         a = np.asarray(ndarray)
         size = _voxel_size3(voxel_size)
         kind, comps, bg = _value_kind(bg_value)
-        if kind == KIND_VEC3 and (a.ndim != 4 or a.shape[3] != 3):
-            raise ValueError("a vec3 volume needs an array of shape (nx, ny, nz, 3), got "
-                             f"{a.shape}")
-        if kind != KIND_VEC3 and a.ndim != 3:
+        if comps > 1 and (a.ndim != 4 or a.shape[3] != comps):
+            raise ValueError(f"a vec{comps} volume needs an array of shape (nx, ny, nz, "
+                             f"{comps}), got {a.shape}")
+        if comps == 1 and a.ndim != 3:
             raise ValueError(f"load_from_numpy needs a 3-d array, got shape {a.shape}")
         if min(a.shape[:3]) == 0:
             raise ValueError(f"load_from_numpy needs a non-empty array, got shape {a.shape}")
@@ -220,7 +238,8 @@ class Volume:
 
     def get_grid_info(self) -> "Volume.GridInfo":
         m = self._transform64
-        return Volume.GridInfo(self._name, self._grid_size, 0, 1, _KIND_NAMES[self._kind],
+        size = self._grid_size or len(self._encode())  # a volume built here: its encoding's
+        return Volume.GridInfo(self._name, size, 0, 1, _KIND_NAMES[self._kind],
                                kl.vec3(*[float(v) for v in m[18:21]]),
                                kl.mat33(*[float(v) for v in m[0:9]]))
 
@@ -241,7 +260,7 @@ class Volume:
         body = grid if codec == "none" else \
             struct.pack("<Q", len(zlib.compress(grid))) + zlib.compress(grid)
         meta = bytearray(176)
-        gtype = {KIND_FLOAT: 1, KIND_INT: 4, KIND_VEC3: 6}[self._kind]
+        gtype = _GRID_CODES[self._kind]
         struct.pack_into("<QQ", meta, 0, len(grid), len(body))
         struct.pack_into("<Q", meta, 24, self.get_voxel_count())
         struct.pack_into("<I", meta, 32, gtype)
@@ -294,13 +313,16 @@ def _voxel_size3(voxel_size) -> tuple:
 def _value_kind(bg_value):
     """(kind, components, background as a NumPy row) of a volume with ``bg_value``."""
     if bg_value is None:
-        raise NotImplementedError("kernlab volumes hold float32, vec3f or int32 values; index "
-                                  "volumes (bg_value=None) are not supported")
+        raise NotImplementedError(f"kernlab volumes hold {_SUPPORTED} values; index volumes "
+                                  "(bg_value=None) are not supported")
     if hasattr(bg_value, "__len__"):
-        if len(bg_value) != 3:
-            raise NotImplementedError("kernlab volumes hold float32, vec3f or int32 values; "
-                                      f"a {len(bg_value)}-component bg_value is not supported")
-        return KIND_VEC3, 3, np.asarray([float(v) for v in bg_value], np.float32)
+        wide = np.asarray(bg_value).dtype == np.float64 and not isinstance(bg_value, (list, tuple))
+        if len(bg_value) not in (3, 4) or wide:
+            raise NotImplementedError(f"kernlab volumes hold {_SUPPORTED} values; a "
+                                      f"{len(bg_value)}-component {np.asarray(bg_value).dtype} "
+                                      "bg_value is not supported")
+        kind = KIND_VEC3 if len(bg_value) == 3 else KIND_VEC4
+        return kind, len(bg_value), np.asarray([float(v) for v in bg_value], np.float32)
     if isinstance(bg_value, (int, np.integer)) and not isinstance(bg_value, bool):
         return KIND_INT, 1, np.asarray([bg_value], np.int32)
     return KIND_FLOAT, 1, np.asarray([float(bg_value)], np.float32)
@@ -379,11 +401,11 @@ def _decode_grid(grid: bytes) -> dict:
         raise VolumeError("corrupt NanoVDB grid: no grid signature")
     gtype = struct.unpack_from("<I", grid, 636)[0]
     if gtype not in _GRID_TYPES:
-        raise VolumeError(f"kernlab reads float, int32 and Vec3f NanoVDB grids; this grid "
-                          f"holds {_TYPE_NAMES.get(gtype, f'type {gtype}')} values")
+        raise VolumeError("kernlab reads float, int32, Vec3f and Vec4f NanoVDB grids; this "
+                          f"grid holds {_TYPE_NAMES.get(gtype, f'type {gtype}')} values")
     kind, comps, scalar, _, offs = _GRID_TYPES[gtype]
     (bg_off, root_size, tile_val, stride, up_table, up_size, lo_table, lo_size, leaf_table,
-     leaf_size) = offs
+     leaf_size, tile_size) = offs
     mat = np.frombuffer(grid, "<f8", 9, 296 + 88).reshape(3, 3)
     vec = np.frombuffer(grid, "<f8", 3, 296 + 232)
     voxel_size = np.frombuffer(grid, "<f8", 3, 608)
@@ -399,7 +421,7 @@ def _decode_grid(grid: bytes) -> dict:
 
     need(root, root_size, "root")
     n_tiles = struct.unpack_from("<I", grid, root + 24)[0]
-    need(root + root_size, n_tiles * 32, "root tiles")
+    need(root + root_size, n_tiles * tile_size, "root tiles")
     need(tree + off_upper, n_upper * up_size, "upper nodes")
     need(tree + off_lower, n_lower * lo_size, "lower nodes")
     need(tree + off_leaf, n_leaf * leaf_size, "leaves")
@@ -409,9 +431,10 @@ def _decode_grid(grid: bytes) -> dict:
         return np.ndarray((count, comps), scalar, grid, start, (step, 4)).copy()
 
     background = values_at(root + bg_off, 1, 4)[0]
-    tkeys = np.ndarray((n_tiles,), "<u8", grid, root + root_size, (32,)).astype(np.uint64)
-    tchild = np.ndarray((n_tiles,), "<i8", grid, root + root_size + 8, (32,)).astype(np.int64)
-    tvals = values_at(root + root_size + tile_val, n_tiles, 32)
+    tiles = root + root_size
+    tkeys = np.ndarray((n_tiles,), "<u8", grid, tiles, (tile_size,)).astype(np.uint64)
+    tchild = np.ndarray((n_tiles,), "<i8", grid, tiles + 8, (tile_size,)).astype(np.int64)
+    tvals = values_at(tiles + tile_val, n_tiles, tile_size)
     up_base = tree + off_upper
     t_upper = np.full(n_tiles, -1, np.int64)
     has = tchild != 0
@@ -546,10 +569,10 @@ def _encode(kind, tree, values, map64, voxel_size, name, origins, leaf_masks) ->
     leaves' active voxels (all active for a volume built here); tiles are written inactive
     and the nodes' statistics (min, max, average) and the inner nodes' boxes are left at
     zero (NanoVDB's readers use neither to find a value)."""
-    gtype = {KIND_FLOAT: 1, KIND_INT: 4, KIND_VEC3: 6}[kind]
+    gtype = _GRID_CODES[kind]
     _, comps, scalar, _, offs = _GRID_TYPES[gtype]
     (bg_off, root_size, tile_val, stride, up_table, up_size, lo_table, lo_size, leaf_table,
-     leaf_size) = offs
+     leaf_size, tile_size) = offs
     n_root, uppers, lowers, leaf_slot, ints = (int(v) for v in tree[1:6])
     n_upper = (lowers - uppers) // 32768
     n_lower = (ints - lowers) // 4096
@@ -560,7 +583,7 @@ def _encode(kind, tree, values, map64, voxel_size, name, origins, leaf_masks) ->
         slots = values[FLOAT_BASE:].astype("<f4").reshape(-1, comps)
     slot_bytes = slots.view(np.uint8).reshape(len(slots), -1)
     root_off = 64
-    up_off = root_off + root_size + 32 * n_root
+    up_off = root_off + root_size + tile_size * n_root
     lo_off = up_off + up_size * n_upper
     leaf_off = lo_off + lo_size * n_lower
     size = 672 + leaf_off + leaf_size * n_leaf
@@ -599,7 +622,7 @@ def _encode(kind, tree, values, map64, voxel_size, name, origins, leaf_masks) ->
     for t in range(n_root):
         ki, kj, kk, up, slot = (int(v) for v in tree[HEADER + 5 * t: HEADER + 5 * t + 5])
         key = ((ki & 0xFFFFF) << 42) | ((kj & 0xFFFFF) << 21) | (kk & 0xFFFFF)
-        at = root + root_size + 32 * t
+        at = root + root_size + tile_size * t
         child = up_off + up_size * up - root_off if up >= 0 else 0
         struct.pack_into("<Qq", g, at, key, child)
         if up < 0:
@@ -673,6 +696,7 @@ del _name
 Ints = kl.array(dtype=kl.int32)
 Floats = kl.array(dtype=kl.float32)
 Doubles = kl.array(dtype=kl.float64)
+Mat43 = kl.types.matrix(shape=(4, 3), dtype=kl.float32)  # a vec4 volume's Jacobian
 
 
 @kl.func
@@ -722,6 +746,14 @@ def lookup_v(tree: Ints, values: Floats, i: int, j: int, k: int) -> kl.vec3:
 
 
 @kl.func
+def lookup_v4(tree: Ints, values: Floats, i: int, j: int, k: int) -> kl.vec4:
+    if tree[0] != KIND_VEC4:
+        return kl.vec4(0.0)
+    s = FLOAT_BASE + 4 * voxel_slot(tree, i, j, k)
+    return kl.vec4(values[s], values[s + 1], values[s + 2], values[s + 3])
+
+
+@kl.func
 def lookup_i(tree: Ints, i: int, j: int, k: int) -> int:
     if tree[0] != KIND_INT:
         return 0
@@ -754,6 +786,15 @@ def store_v(tree: Ints, values: Floats, i: int, j: int, k: int, v: kl.vec3):
             values[FLOAT_BASE + 3 * s] = v[0]
             values[FLOAT_BASE + 3 * s + 1] = v[1]
             values[FLOAT_BASE + 3 * s + 2] = v[2]
+
+
+@kl.func
+def store_v4(tree: Ints, values: Floats, i: int, j: int, k: int, v: kl.vec4):
+    if tree[0] == KIND_VEC4:
+        s = leaf_slot(tree, i, j, k)
+        if s >= 0:
+            for c in range(4):
+                values[FLOAT_BASE + 4 * s + c] = v[c]
 
 
 @kl.func
@@ -842,6 +883,41 @@ def sample_grad_v(tree: Ints, values: Floats, uvw: kl.vec3, mode: int):
 
 
 @kl.func
+def sample_grad_v4(tree: Ints, values: Floats, uvw: kl.vec3, mode: int):
+    """(value, Jacobian: one row per component) of the vec4 volume at ``uvw``."""
+    if tree[0] != KIND_VEC4:
+        return kl.vec4(0.0), Mat43()
+    if mode == CLOSEST:
+        i, j, k = nearest(uvw)
+        return lookup_v4(tree, values, i, j, k), Mat43()
+    if mode != LINEAR:
+        return kl.vec4(0.0), Mat43()
+    i, j, k, f = weights(uvw)
+    val = kl.vec4(0.0)
+    grad = Mat43()
+    for c in range(8):
+        di = c >> 2
+        dj = (c >> 1) & 1
+        dk = c & 1
+        v = lookup_v4(tree, values, i + di, j + dj, k + dk)
+        wx = kl.where(di == 1, f[0], 1.0 - f[0])
+        wy = kl.where(dj == 1, f[1], 1.0 - f[1])
+        wz = kl.where(dk == 1, f[2], 1.0 - f[2])
+        sx = float(2 * di - 1)
+        sy = float(2 * dj - 1)
+        sz = float(2 * dk - 1)
+        val += wx * wy * wz * v
+        grad += kl.outer(v, kl.vec3(sx * wy * wz, sy * wx * wz, sz * wx * wy))
+    return val, grad
+
+
+@kl.func
+def sample_v4(tree: Ints, values: Floats, uvw: kl.vec3, mode: int) -> kl.vec4:
+    val, grad = sample_grad_v4(tree, values, uvw, mode)
+    return val
+
+
+@kl.func
 def sample_f(tree: Ints, values: Floats, uvw: kl.vec3, mode: int) -> float:
     val, grad = sample_grad_f(tree, values, uvw, mode)
     return val
@@ -924,4 +1000,9 @@ def _lookup_f_grad(tree: Ints, values: Floats, i: int, j: int, k: int, adj_value
 
 @kl.func_grad(lookup_v)
 def _lookup_v_grad(tree: Ints, values: Floats, i: int, j: int, k: int, adj_value: kl.vec3):
+    pass
+
+
+@kl.func_grad(lookup_v4)
+def _lookup_v4_grad(tree: Ints, values: Floats, i: int, j: int, k: int, adj_value: kl.vec4):
     pass

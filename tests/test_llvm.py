@@ -11,7 +11,7 @@ import kernlab as kl
 from helpers import sum_2d_rows
 from kernlab import config
 from kernlab import types as T
-from kernlab.backends.llvm import LoweringError, compile_kernel, jit, llvm_source
+from kernlab.backends.llvm import LoweringError, compile_kernel, jit, llvm_source, runner
 from kernlab.errors import KernelError, SourceLoc
 from kernlab.ir.builder import Builder
 from kernlab.ir.nodes import Block, Function, Op, Param, Site, Value
@@ -608,8 +608,8 @@ def test_kernels_with_long_loops_split_smaller_launches_across_threads(monkeypat
     monkeypatch.setattr(config, "cpu_backend", "llvm")
     monkeypatch.setattr(config, "num_threads", 2)
     seen = []
-    real = jit._run_interruptibly
-    monkeypatch.setattr(jit, "_run_interruptibly",
+    real = runner._run_interruptibly
+    monkeypatch.setattr(runner, "_run_interruptibly",
                         lambda fn, buf, bounds: (seen.append(list(bounds)), real(fn, buf, bounds)))
     values = np.random.default_rng(5).random((1024, 7)).astype(np.float32)
     out = kl.zeros(1024)
@@ -662,8 +662,10 @@ LAZY_FAST_ENTRY_CHILD = textwrap.dedent('''
     import kernlab as kl
     from kernlab.backends.llvm import jit
 
-    jit.ARENA_SIZE = 1                          # one entry per engine: freed with it
-    jit._recent = collections.deque(maxlen=1)   # the memo keeps an entry no longer
+    from kernlab.backends.llvm import variants
+    jit.ARENA_SIZE = 1                          # (KERNLAB_OBJECT_LOADER=llvm) one entry per
+                                                # engine: freed with it; objload frees each
+    variants._recent = collections.deque(maxlen=1)  # the memo keeps an entry no longer
 
     @kl.kernel
     def square_plus(x: kl.array(dtype=kl.float64), z: kl.array(dtype=kl.float64),
@@ -690,14 +692,16 @@ LAZY_FAST_ENTRY_CHILD = textwrap.dedent('''
 ''')
 
 
-def test_a_lazily_loaded_fast_entry_stays_loaded(tmp_path):
+@pytest.mark.parametrize("loader", ["kernlab", "llvm"])
+def test_a_lazily_loaded_fast_entry_stays_loaded(tmp_path, loader):
     """A runner's fast entry loaded for a launch's absent gradient arrays is held by the
     runner: once the memo forgot it, its engine was freed and the next launch called freed
     code (garbage gradients or a segmentation fault). In a child process: a crash fails
     the test instead of the run."""
     script = tmp_path / "lazy_fast_entry.py"
     script.write_text(LAZY_FAST_ENTRY_CHILD)
-    env = dict(os.environ, KERNLAB_CACHE_DIR=str(tmp_path / "cache"))
+    env = dict(os.environ, KERNLAB_CACHE_DIR=str(tmp_path / "cache"),
+               KERNLAB_OBJECT_LOADER=loader)
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -12,7 +12,7 @@ import pytest
 
 import kernlab as kl
 from kernlab import config
-from kernlab.backends.llvm import compile_kernel, jit, tiers
+from kernlab.backends.llvm import compile_kernel, jit, tiers, variants
 from kernlab.runtime import cache
 from kernlab.runtime.array import array
 
@@ -39,7 +39,7 @@ def _kernels():
 
 @pytest.fixture
 def fresh(monkeypatch):
-    monkeypatch.setattr(jit, "_memo", {})
+    monkeypatch.setattr(variants, "_memo", {})  # (the memo lives in variants.py)
     monkeypatch.setattr(config, "cache_dir", "")
     monkeypatch.setattr(tiers, "ENABLED", True)
     yield
@@ -131,7 +131,7 @@ def test_gradients_are_the_same_on_both_tiers(fresh, monkeypatch):
     xs, ys = _inputs(256, seed=3)
     grads = []
     for tier in ("quick", "optimised"):
-        monkeypatch.setattr(jit, "_memo", {})
+        monkeypatch.setattr(variants, "_memo", {})  # (the memo lives in variants.py)
         if tier == "quick":
             monkeypatch.setattr(tiers, "_submit", lambda job: None)
         else:

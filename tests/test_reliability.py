@@ -635,8 +635,10 @@ def test_the_cache_folder_and_entries_are_private(tmp_path):
     first = _cache_run(folder)
     assert first["stats"]["compiled"] == 6
     assert folder.stat().st_mode & 0o777 == 0o700
-    entries = list(folder.glob("*.klc"))  # each kernel's object code and its IR (ir_cache)
-    assert len(entries) == 12 and all(e.stat().st_mode & 0o777 == 0o600 for e in entries)
+    # each kernel's object code, its IR (ir_cache) and its plan (backends/llvm/variants.py),
+    # and the host record (the same file for every kernel)
+    entries = list(folder.glob("*.klc"))
+    assert len(entries) == 19 and all(e.stat().st_mode & 0o777 == 0o600 for e in entries)
     second = _cache_run(folder)
     assert second["stats"]["loaded"] == 6 and second["stats"]["compiled"] == 0
     assert second["results"] == first["results"]
@@ -681,8 +683,9 @@ def test_processes_racing_to_fill_an_empty_cache_leave_it_sound(tmp_path):
     third = _cache_run(folder)
     assert third["stats"]["loaded"] == 6 and third["stats"]["compiled"] == 0
     np.testing.assert_allclose(third["results"], expected, rtol=1e-6)
+    # object code, IR and plan of 6 kernels, the host record; no temporaries left
     assert sorted(p.suffix for p in folder.iterdir() if p.name != cache.SECRET_NAME) \
-        == [".klc"] * 12  # object code and IR (ir_cache) of 6 kernels; no temporaries left
+        == [".klc"] * 19
 
 
 # ---- launch validation --------------------------------------------------------------------

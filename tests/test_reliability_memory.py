@@ -9,7 +9,7 @@ import weakref
 import pytest
 
 import kernlab as kl
-from kernlab.backends.llvm import jit
+from kernlab.backends.llvm import jit, objload, variants
 from test_reliability import child_env
 
 TEMPLATE = ("import kernlab as kl\n"
@@ -28,21 +28,30 @@ def define(tmp_path, k: int):
 
 
 @pytest.mark.cpu_only("LLVM machine code")
-def test_the_machine_code_of_dropped_kernels_is_freed(tmp_path, monkeypatch):
+@pytest.mark.parametrize("loader", ["kernlab", "llvm"])
+def test_the_machine_code_of_dropped_kernels_is_freed(tmp_path, monkeypatch, loader):
+    """Both loaders: kernlab's own (objload: each object its own mapping, unmapped with
+    the last entry using it) and LLVM's MCJIT (arenas of ARENA_SIZE objects, an engine
+    disposed with the last entry of a full arena)."""
     monkeypatch.setattr(kl.config, "cpu_backend", "llvm")
+    monkeypatch.setattr(variants, "OWN_LOADER", loader == "kernlab")
+    monkeypatch.setattr(variants, "_memo", weakref.WeakValueDictionary())  # loaded anew
     x = kl.zeros(4, dtype=float)
-    freed = jit.stats["arenas_freed"]
+    freed, unmapped = jit.stats["arenas_freed"], objload.stats["unmapped"]
     entries = []
-    for k in range(3 * jit.ARENA_SIZE + jit._recent.maxlen):
+    runs = 3 * jit.ARENA_SIZE + variants._recent.maxlen
+    for k in range(runs):
         kernel = define(tmp_path, k)
         kl.launch(kernel, 4, inputs=[x])
         entries.append(weakref.ref(kernel.compiled("llvm").entry))
         del kernel  # the cell is redefined: nothing holds the old kernel
     gc.collect()
-    recent = len(jit._recent)  # the latest few are kept a while (a runner made and dropped)
+    recent = len(variants._recent)  # the latest few are kept a while (a runner made and dropped)
     assert all(e() is None for e in entries[:-recent])
-    # every arena but the one still taking entries has been disposed
-    assert jit.stats["arenas_freed"] - freed >= 2
+    if loader == "llvm":  # every arena but the one still taking entries has been disposed
+        assert jit.stats["arenas_freed"] - freed >= 2
+    else:  # every object but the recent ones unmapped
+        assert objload.stats["unmapped"] - unmapped >= runs - recent
     # and the kernel of a cell still defined keeps running
     kernel = define(tmp_path, 1000)
     x = kl.ones(4, dtype=float)

@@ -318,7 +318,8 @@ def test_load_from_numpy_float_vec3_and_int(backend):
 
     p = np.concatenate([_points(np.random.default_rng(7), 20, -1.5, 15.0), [[1.5, 2.5, 0.5]]])
     n = len(p)
-    v, vg, jac = kl.zeros(n, dtype=kl.vec3), kl.zeros(n, dtype=kl.vec3), kl.zeros(n, dtype=kl.mat33)
+    v, vg = kl.zeros(n, dtype=kl.vec3), kl.zeros(n, dtype=kl.vec3)
+    jac = kl.zeros(n, dtype=kl.mat33)
     ints = kl.zeros(3 * n, dtype=int)
     kl.launch(read_vec_int, n, inputs=[vec_vol.id, int_vol.id,
                                        kl.array(p.astype(np.float32), dtype=kl.vec3),
@@ -346,6 +347,53 @@ def test_load_from_numpy_float_vec3_and_int(backend):
     np.testing.assert_allclose(np.asarray(info.translation), [1.0, 2.0, 3.0])
 
 
+Mat43 = kl.types.matrix(shape=(4, 3), dtype=kl.float32)
+
+
+@kl.kernel
+def read_vec4(vol: kl.uint64, pts: kl.array(dtype=kl.vec3), v: kl.array(dtype=kl.vec4),
+              jac: kl.array(dtype=Mat43), near: kl.array(dtype=kl.vec4)):
+    t = kl.tid()
+    m = Mat43()
+    v[t] = kl.volume_sample_grad(vol, pts[t], kl.Volume.LINEAR, m, dtype=kl.vec4)
+    jac[t] = m
+    q = pts[t]
+    kl.volume_store(vol, 100, 100, 100, kl.vec4(1.0))  # no leaf there: dropped
+    near[t] = kl.volume_lookup(vol, int(q[0]), int(q[1]), int(q[2]), dtype=kl.vec4)
+
+
+def test_vec4_volumes(backend, tmp_path):
+    shape = (9, 8, 10)
+    i, j, k = np.meshgrid(*[np.arange(n) for n in shape], indexing="ij")
+    f = field(i, j, k)
+    data = np.stack([f, i * 1.0, -f, j + k * 0.5], -1).astype(np.float32)
+    bg = (0.5, -1.0, 2.0, 4.0)
+    vol = kl.Volume.load_from_numpy(data, bg_value=bg)
+    assert vol.dtype == kl.vec4 and vol.get_grid_info().type_str == "Vec4f"
+    vol.save_to_nvdb(tmp_path / "v4.nvdb")  # the file reads back as the same volume
+    vol = kl.Volume.load_from_nvdb((tmp_path / "v4.nvdb").read_bytes())
+
+    def vec4_field(a, b, c):
+        ok = (a >= 0) & (b >= 0) & (c >= 0) & (a < shape[0]) & (b < shape[1]) & (c < shape[2])
+        ff = field(a, b, c)
+        vals = np.stack([ff, a * 1.0, -ff, b + c * 0.5], -1)
+        return np.where(ok[..., None], vals, np.broadcast_to(bg, vals.shape))
+
+    p = _points(np.random.default_rng(9), 12, -1.5, 12.0)
+    n = len(p)
+    v, jac, near = kl.zeros(n, dtype=kl.vec4), kl.zeros(n, dtype=Mat43), kl.zeros(n, dtype=kl.vec4)
+    kl.launch(read_vec4, n, inputs=[vol.id, kl.array(p.astype(np.float32), dtype=kl.vec3), v,
+                                    jac, near])
+    p32 = p.astype(np.float32).astype(np.float64)
+    np.testing.assert_allclose(v.numpy(), trilinear(vec4_field, p32), rtol=1e-5, atol=1e-4)
+    h = 1e-4
+    fd = np.stack([(trilinear(vec4_field, p32 + h * e) - trilinear(vec4_field, p32 - h * e))
+                   / (2 * h) for e in np.eye(3)], -1)
+    np.testing.assert_allclose(jac.numpy(), fd, rtol=1e-3, atol=1e-3)
+    t = np.trunc(p32).astype(np.int64)
+    np.testing.assert_allclose(near.numpy(), vec4_field(*t.T), rtol=1e-6)
+
+
 @kl.kernel
 def store_then_read(vol: kl.uint64, pts: kl.array(dtype=kl.vec3i), out: kl.array(dtype=float)):
     t = kl.tid()
@@ -371,6 +419,41 @@ def test_allocate_then_store_and_read(backend):
     expect = q[:, 0] + 100.0 * q[:, 1] + 10000.0 * q[:, 2]
     expect[3] = -123.0  # outside every leaf: the store is dropped, the background stays
     np.testing.assert_array_equal(out.numpy(), expect)
+
+
+def test_saved_files_hold_the_values_stored_since(tmp_path):
+    """save_to_nvdb writes the grid as it is now (a store included); the file is read back
+    against the layout's oracle, and by Warp itself where warp-lang is installed."""
+    vol = kl.Volume.load_from_nvdb(make_file(GRID))
+    q = np.array([[1, 2, 3]], np.int32)
+    kl.launch(store_then_read, 1, inputs=[vol.id, kl.array(q, dtype=kl.vec3i),
+                                          kl.zeros(1, dtype=float)])
+    assert vol.array().dtype == kl.uint8
+    for codec in ("none", "zip"):
+        vol.save_to_nvdb(tmp_path / f"v_{codec}.nvdb", codec=codec)
+    # read back, then through Warp's constructor from a grid buffer (volume.array())
+    again = kl.Volume(kl.Volume.load_from_nvdb((tmp_path / "v_zip.nvdb").read_bytes()).array())
+    p = np.array([[1.0, 2.0, 3.0], [1.25, 2.5, 3.75], [130.0, 1.0, 1.0], [5000.0, 5.0, 5.0]])
+    n = len(p)
+    arrays = [kl.zeros(n, dtype=float) for _ in range(3)] + [kl.zeros(n, dtype=kl.vec3)] + \
+        [kl.zeros(n, dtype=float) for _ in range(2)]
+    kl.launch(read_all, n, inputs=[again.id, kl.array(p.astype(np.float32), dtype=kl.vec3)]
+              + arrays)
+
+    def stored(i, j, k):
+        out = oracle(i, j, k)
+        return np.where((i == 1) & (j == 2) & (k == 3), 1.0 + 200.0 + 30000.0, out)
+    np.testing.assert_allclose(arrays[0].numpy(), trilinear(stored, p), rtol=1e-5, atol=1e-4)
+    with pytest.raises(RuntimeError, match="codec"):
+        vol.save_to_nvdb(tmp_path / "v.nvdb", codec="blosc")
+    if importlib.util.find_spec("warp") is None:
+        return
+    wp = pytest.importorskip("warp")
+    wp.config.quiet = True
+    wvol = wp.Volume.load_from_nvdb((tmp_path / "v_none.nvdb").read_bytes(), device="cpu")
+    np.testing.assert_array_equal(wvol.get_tiles().numpy(), [[0, 0, 0], [8, 0, 0]])
+    matrix = np.asarray(wvol.get_grid_info().transform_matrix).reshape(3, 3)
+    np.testing.assert_allclose(matrix, MAT, rtol=1e-6)
 
 
 # ---- errors ------------------------------------------------------------------------------
@@ -430,7 +513,8 @@ def test_kernel_errors_name_the_call():
     vol = kl.Volume.load_from_nvdb(GRID)
     out = kl.zeros(1, dtype=float)
     for k, words in ((bad_dtype, "dtype=float64 is not supported"),
-                     (bad_grad, "'grad' is vec3"), (computed_id, "uint64 parameter")):
+                     (bad_grad, "Incompatible gradient type, expected vec3f, got vec2f"),
+                     (computed_id, "uint64 parameter")):
         with pytest.raises(KernelTypeError, match=words) as info:
             kl.launch(k, 1, inputs=[vol.id, out])
         assert "volume_sample" in str(info.value)

@@ -30,12 +30,13 @@ MISSING = [
      "exist): sorts, solvers and the rest"),
     (["MeshQueryAABBTiled", "mesh_get_bvh", "mesh_get_group_root",
       "mesh_query_aabb_tiled", "mesh_query_aabb_next_tiled", "mesh_query_point_sign_parity",
-      "Bvh", "Bvh*", "bvh_*", "HashGridQuery", "Volume", "volume_*",
+      "Bvh", "Bvh*", "bvh_*", "HashGridQuery", "volume_sample_index",
+      "volume_sample_grad_index", "volume_lookup_index", "volume_voxel_count",
       "Texture", "Texture*", "texture_sample", "closest_point_edge_edge", "intersect_tri_tri",
       "MemoryKind"],
      "Geometry queries",
-     "BVHs, sparse volumes, textures, mesh groups and parity-sign queries (kl.HashGrid, "
-     "kl.Mesh and their queries exist)"),
+     "BVHs, index volumes, textures, mesh groups and parity-sign queries (kl.HashGrid, "
+     "kl.Mesh, kl.Volume of float32/int32/vec3f/vec4f grids and their queries exist)"),
     (["poisson", "sample_cdf", "sample_triangle", "sample_unit_cube",
       "sample_unit_disk", "sample_unit_hemisphere", "sample_unit_hemisphere_surface",
       "sample_unit_ring", "sample_unit_sphere", "sample_unit_square"],

@@ -9,10 +9,13 @@ _preload: threading.Thread | None = None
 
 
 def preload_cpu_backend() -> None:
-    """Start loading the LLVM backend on a helper thread: llvmlite's library (180 MB) and
-    the host target take about 20 ms, which a user writing their first kernel should not
-    wait for at its first launch. Anything that goes wrong here is left for that launch to
-    report. Set KERNLAB_PRELOAD=0 to load on first use instead."""
+    """Start loading the LLVM backend's compile side on a helper thread: llvmlite's library
+    (180 MB) and the host target take 20 to 100 ms, which the first compile should not wait
+    for. Called when a kernel's front end has to run (its IR is not in the disk cache,
+    runtime/ir_cache.py), so the load overlaps parsing and type checking; a process whose
+    kernels all come from the cache never loads llvmlite (backends/llvm/variants.py).
+    Anything that goes wrong here is left for the compile to report. Set KERNLAB_PRELOAD=0
+    to load on first use instead."""
     global _preload
     from .. import config
     if _preload is not None or config.cpu_backend != "llvm" \

@@ -7,7 +7,7 @@ gives 0 instead of trapping. On floats ``//`` is floor(a / b) and ``%`` is fmod.
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
+from .llvm_ir import ir
 
 from ..types import Matrix, Type, Vector, bool_, int32
 from .registry import REGISTRY, builtin, sig

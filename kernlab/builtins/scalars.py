@@ -10,7 +10,7 @@ integer promotion does (``int8(1) << 8 == 0``).
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
+from .llvm_ir import ir
 
 from ..types import (bfloat16, bool_, float16, float32, float64, int32, int64, type_repr, uint32,
                      uint64)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from llvmlite import ir
+from .llvm_ir import ir
 
 from .registry import builtin, sig
 

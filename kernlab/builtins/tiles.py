@@ -20,7 +20,7 @@ incoming gradient (and the other way round); a transpose's is the transpose.
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
+from .llvm_ir import ir
 
 from ..errors import GradientError
 from .registry import VOID, builtin, sig

@@ -15,7 +15,7 @@ import ast
 
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir.nodes import Value
-from ..types import float32, float64, int32, mat33, vec3, vec3d
+from ..types import float32, int32, vec3, vec3d, vec4
 
 NOT_VOLUME = object()
 
@@ -43,7 +43,7 @@ SIGNATURES = {
     "volume_index_to_world_dir": ((_ID, ("uvw", None)), None),
     "volume_world_to_index_dir": ((_ID, ("xyz", None)), None),
 }
-_GRAD_TYPES = {"f": vec3, "v": mat33}
+_HAS_GRAD = ("f", "v", "v4")  # grad: vec3, mat33, mat43 (a Jacobian row per component)
 
 
 def _module():
@@ -81,23 +81,25 @@ class VolumeMixin:
             return "i"
         if obj == vec3:
             return "v"
+        if obj == vec4:
+            return "v4"
         shown = getattr(obj, "__name__", None) or ast.unparse(node)
-        raise KernelTypeError(f"{name}(): kernlab volumes hold float32, vec3f or int32 values; "
-                              f"dtype={shown} is not supported", self.b.loc)
+        raise KernelTypeError(f"{name}(): kernlab volumes hold float32, int32, vec3f or vec4f "
+                              f"values; dtype={shown} is not supported", self.b.loc)
 
     def volume_store(self, V, name, kind, bound, a, tree, values):
         ijk = [a["i"], a["j"], a["k"]]
         value = a.get("value")
         if value is None:  # the generic form: the value's type picks the volume's
             value = self.value(self.expr(bound["value"]))
-            kind = {float32: "f", vec3: "v", int32: "i"}.get(value.type)
+            kind = {float32: "f", vec3: "v", int32: "i", vec4: "v4"}.get(value.type)
             if kind is None:
-                raise KernelTypeError(f"{name}(): kernlab volumes hold float32, vec3f or int32 "
-                                      f"values, not {value.type}", self.b.loc)
+                raise KernelTypeError(f"{name}(): kernlab volumes hold float32, int32, vec3f or "
+                                      f"vec4f values, not {value.type}", self.b.loc)
         if kind == "i":
             return self.call_func(V.store_i, [tree] + ijk + [value], {})
-        return self.call_func(V.store_f if kind == "f" else V.store_v,
-                              [tree, values] + ijk + [value], {})
+        fn = {"f": V.store_f, "v": V.store_v, "v4": V.store_v4}[kind]
+        return self.call_func(fn, [tree, values] + ijk + [value], {})
 
     def volume_arg(self, name: str, param: str, want, node) -> Value:
         v = self.value(self.expr(node), want)
@@ -127,15 +129,15 @@ class VolumeMixin:
             ijk = [a["i"], a["j"], a["k"]]
             if kind == "i":
                 return self.call_func(V.lookup_i, [tree] + ijk, {})
-            return self.call_func(V.lookup_f if kind == "f" else V.lookup_v,
-                                  [tree, values] + ijk, {})
+            fn = {"f": V.lookup_f, "v": V.lookup_v, "v4": V.lookup_v4}[kind]
+            return self.call_func(fn, [tree, values] + ijk, {})
         uvw = a["uvw"]
         mode = a.get("sampling_mode")
         if "grad" in bound:
-            if kind not in _GRAD_TYPES:
+            if kind not in _HAS_GRAD:
                 raise KernelTypeError(f"{name}(): an int32 volume has no gradient; sample it "
                                       "with volume_sample(..., dtype=int)", self.b.loc)
-            fn = V.sample_grad_f if kind == "f" else V.sample_grad_v
+            fn = {"f": V.sample_grad_f, "v": V.sample_grad_v, "v4": V.sample_grad_v4}[kind]
             val, grad = self.unpack(self.call_func(fn, [tree, values, uvw, mode], {}))
             target = bound["grad"]
             if not isinstance(target, ast.Name):
@@ -143,14 +145,21 @@ class VolumeMixin:
                                         "of a local, which the call sets", self.b.loc)
             current = self.scope.names.get(target.id)
             var_type = getattr(current, "type", None)
-            if var_type is not None and var_type != grad.type:
-                raise KernelTypeError(f"{name}(): 'grad' is {grad.type} for this volume, but "
-                                      f"'{target.id}' holds {var_type}", self.b.loc)
+            if var_type is not None and var_type != grad.type:  # Warp's wording
+                raise KernelTypeError(f"{name}(): Incompatible gradient type, expected "
+                                      f"{_warp_name(grad.type)}, got {_warp_name(var_type)} "
+                                      f"(the local '{target.id}')", self.b.loc)
             self.assign_name(target.id, grad)
             return val
-        if kind == "i":
-            if mode is not None:  # an int volume is read at the nearest voxel, whatever mode
-                pass
+        if kind == "i":  # an int volume is read at the nearest voxel (Warp: use CLOSEST)
             return self.call_func(V.sample_i, [tree, uvw], {})
-        fn = V.sample_f if kind == "f" else V.sample_v
+        fn = {"f": V.sample_f, "v": V.sample_v, "v4": V.sample_v4}[kind]
         return self.call_func(fn, [tree, values, uvw, mode], {})
+
+
+def _warp_name(t) -> str:
+    """Warp's short name of a float32 vector or matrix type (mat43f), else kernlab's."""
+    shape = getattr(t, "shape", None)
+    if getattr(t, "scalar", None) == float32 and shape:
+        return f"vec{shape[0]}f" if len(shape) == 1 else f"mat{shape[0]}{shape[1]}f"
+    return str(t)

@@ -260,7 +260,7 @@ def _compile(obj, entry: Entry, device, backend, args):
 def _llvm_stats():
     """The LLVM backend's counters of compiled and cache-loaded kernels (None if absent)."""
     try:
-        from ..backends.llvm import jit
+        from ..backends.llvm import variants as jit
     except ImportError:
         return None
     stats = getattr(jit, "stats", None)

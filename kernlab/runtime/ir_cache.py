@@ -1,4 +1,5 @@
-"""The front end's results on disk: a kernel's typed IR and its adjoint IR, kept in the
+"""The front end's results on disk: a kernel's typed IR, its adjoint IR and the adjoint
+variants its launches made (gradients retained or shared: Kernel.adjoint_variant), kept in the
 compile cache (runtime/cache.py: the same files, the same HMAC authentication) so that a
 later process skips parsing, type checking and differentiation.
 
@@ -36,7 +37,7 @@ import numpy as np
 from .. import config
 from . import cache
 
-FORMAT = "kernlab-ir-2"  # bump when what is pickled changes shape
+FORMAT = "kernlab-ir-3"  # bump when what is pickled changes shape
 _MAX_ARRAY_BYTES = 1 << 16  # constants larger than this are not hashed: no caching
 _LIBRARY_MODULES = {"math": None, "numpy": np.__version__}  # attribute reads are library
                                                            # constants
@@ -49,12 +50,14 @@ class Uncacheable(Exception):
 # ---- the key --------------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=None)
-def package_fingerprint() -> str:
-    """kernlab's version and the (path, size, modification time) of its source files (the
-    notebook package aside: the core never imports it), with the Python and NumPy versions.
-    Stat calls, not reads: a warm start cannot afford to hash a megabyte of source."""
+def source_files() -> tuple:
+    """(path relative to the package, size, modification time) of each of kernlab's source
+    files (the notebook package aside: the core never imports it). Taken once, when kernlab
+    is imported (kernlab/__init__.py): the code a process runs is the code it imported, so
+    that is the state its cache keys must name. Stat calls, not reads: a start cannot
+    afford to hash a megabyte of source."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    parts = [FORMAT, sys.version, np.__version__]
+    out = []
     stack = [(root, "")]
     while stack:
         folder, rel = stack.pop()
@@ -66,8 +69,15 @@ def package_fingerprint() -> str:
                     stack.append((e.path, f"{rel}{e.name}/"))
             elif e.name.endswith((".py", ".h")):
                 st = e.stat()
-                parts.append(f"{rel}{e.name} {st.st_size} {st.st_mtime_ns}")
-    return cache.key_for(*parts)
+                out.append((f"{rel}{e.name}", st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=None)
+def package_fingerprint() -> str:
+    """kernlab's source files (source_files) with the Python and NumPy versions."""
+    return cache.key_for(FORMAT, sys.version, np.__version__,
+                         *(f"{rel} {size} {mtime}" for rel, size, mtime in source_files()))
 
 
 def kernel_key(kernel) -> str | None:
@@ -313,22 +323,25 @@ def _renumber(values) -> None:
         v.id = next(_ids)
 
 
-def dumps(ir, adjoint) -> bytes | None:
+def dumps(ir, adjoint, variants=None) -> bytes | None:
+    """The payload of a kernel's IR, its adjoint IR and its adjoint variants (a dict
+    (retained parameters, shared) -> IR: Kernel.adjoint_variant)."""
     buf = io.BytesIO()
     try:
-        _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump((FORMAT, ir, adjoint))
+        _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump((FORMAT, ir, adjoint,
+                                                              dict(variants or {})))
     except (Uncacheable, pickle.PicklingError, TypeError, AttributeError, RecursionError):
         return None
     return buf.getvalue()
 
 
 def loads(payload: bytes):
-    """(ir, adjoint or None), or None when the payload is not one of ours."""
+    """(ir, adjoint or None, adjoint variants), or None when the payload is not ours."""
     from ..ir import nodes
     with _load_lock:
         nodes._restored = restored = []
         try:
-            fmt, ir, adjoint = _Unpickler(io.BytesIO(payload)).load()
+            fmt, ir, adjoint, variants = _Unpickler(io.BytesIO(payload)).load()
         except Exception:  # noqa: BLE001 — an authenticated entry of another kernlab: a miss
             return None
         finally:
@@ -336,21 +349,29 @@ def loads(payload: bytes):
     if fmt != FORMAT:
         return None
     _renumber(restored)
-    return ir, adjoint
+    return ir, adjoint, variants
 
 
 # ---- the kernel's side ----------------------------------------------------------------------
 
 def load(kernel):
-    """(ir, adjoint or None) from the cache, or None (and the key, kept on the kernel)."""
-    if not config.cache_dir:
-        return None
-    key = kernel_key(kernel)
-    kernel._ir_cache_key = key
-    if key is None:
-        return None
-    payload = cache.load(key)
-    return loads(payload) if payload is not None else None
+    """(ir, adjoint or None) from the cache, or None (and the key, kept on the kernel). On
+    a miss the front end runs and a compile will likely follow: the LLVM backend starts
+    loading meanwhile (backends.preload_cpu_backend)."""
+    found = None
+    if config.cache_dir:
+        key = kernel_key(kernel)
+        kernel._ir_cache_key = key
+        if key is not None:
+            payload = cache.load(key)
+            found = loads(payload) if payload is not None else None
+            if found is not None:  # the adjoint variants launches made (retained gradients)
+                kernel._adjoint_retain.update(found[2])
+                found = found[:2]
+    if found is None:
+        from ..backends import preload_cpu_backend
+        preload_cpu_backend()
+    return found
 
 
 def store(kernel) -> None:
@@ -365,11 +386,11 @@ def store(kernel) -> None:
     from ..ir.printer import canonical_parts
     try:
         plan(kernel._ir)  # made now, kept with the IR: every launch reads it
-        for func in (kernel._ir, kernel._adjoint):
+        for func in (kernel._ir, kernel._adjoint, *kernel._adjoint_retain.values()):
             if func is not None:
                 canonical_parts(func)  # the compiled code's cache key reads it
     except Exception:  # noqa: BLE001 — its launches report it; this only saves time
         return
-    payload = dumps(kernel._ir, kernel._adjoint)
+    payload = dumps(kernel._ir, kernel._adjoint, kernel._adjoint_retain)
     if payload is not None:
         cache.store(key, payload)

@@ -1,6 +1,6 @@
 """The short path of a small forward launch on the CPU (issue 20, "cheap small launches").
 
-Below ``jit.PARALLEL_THRESHOLD`` threads a launch runs in one call on the calling thread,
+Below ``runner.PARALLEL_THRESHOLD`` threads a launch runs in one call on the calling thread,
 so what it costs is Python's: kl.launch's general path (argument checkers, a Launch, the
 tape and capture tests, packing, the ctypes call) takes microseconds for a kernel that runs
 in a fraction of one. After a kernel's first launch, ``ShortPath.make`` writes a function
@@ -179,7 +179,7 @@ class ShortPath:
         if config.cpu_backend != "llvm":
             return None
         from ..autodiff.inplace import plan as inplace_plan
-        from ..backends.llvm import jit
+        from ..backends.llvm import runner as jit  # (no LLVM: runner.py)
         from .launch import written_params
         func = kernel.ir
         if getattr(func, "handle_hidden", None) \
@@ -350,7 +350,7 @@ def describe(a):
     and storage never change after it is made."""
     if type(a) is not array or a.device is not _CPU or a._data is None:
         return None
-    from ..backends.llvm.jit import _describe
+    from ..backends.llvm.runner import _describe
     key = a._described = (a.dtype, a.ndim, a.device, *_describe(a._data, a.ndim))
     return key
 

@@ -8,6 +8,7 @@ that prints anything unexpected fails, as under Warp's own helpers.
 from __future__ import annotations
 
 import contextlib
+import ctypes  # noqa: F401 — as Warp's: test files use ctypes through the star import
 import functools
 import io
 import os

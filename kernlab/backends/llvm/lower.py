@@ -34,6 +34,9 @@ from ...ir.nodes import Block, Function, Instr, Op, Value
 from ...types import ArrayType, Scalar, Type
 from .cx import I8, I32, I64, PTR, bf16_narrow, bf16_round, bf16_widen, constant, ll_type, \
     mem_type
+from .abi import (INTERRUPT_SYMBOL, STATUS_GENERAL, STATUS_NOT_FINITE,  # noqa: F401
+                  STATUS_OUT_OF_BOUNDS)  # what the status block's flag says (abi.py)
+
 
 class LoweringError(KernelError):
     """An internal compiler error while turning IR into machine code (a kernlab bug)."""
@@ -65,7 +68,6 @@ def tid_values(func: Function) -> dict:
     return out
 
 
-INTERRUPT_SYMBOL = "kl_interrupt"
 SHORT_LOOP = 64  # a constant-trip FOR with no loop inside and at most this many iterations
                  # needs no interrupt check: the loops around it (if any) have one
 
@@ -91,12 +93,6 @@ def is_interruptible(func: Function) -> bool:
     """Whether a launch of the kernel can be stopped by the interrupt flag (the runtime
     then runs it off the main thread, where a KeyboardInterrupt can reach the caller)."""
     return bool(interrupt_checks(func))
-
-
-# What the status block's flag says after a launch (the first failure wins).
-STATUS_OUT_OF_BOUNDS = 1  # site, axis, param and index say where
-STATUS_NOT_FINITE = 2     # verify_fp: site and param say where, index is the flat element
-STATUS_GENERAL = 3        # the fast entry did nothing: run the launch on the general entry
 
 
 def _internal(func: Function, message: str, loc=None, details: str = ""):

@@ -121,12 +121,12 @@ def compile_quick(func, text: str, symbol: str, layout, key: str):
         jit._free_pass_manager(mpm)
     obj = tm.emit_object(ref)
     name = quick_symbol(symbol)
-    address, arena = jit._add_object(obj, name)
-    slot = arena.engine.get_global_value_address(symbol + ".slot") if address else 0
-    if not address or not slot:
+    # loaded like any object (variants.place: kernlab's loader, else MCJIT), not cached
+    entry, found = jit.variants.place(func, obj, name, data=(symbol + ".slot",))
+    slot = found.get(symbol + ".slot", 0)
+    if entry is None or not slot:
         raise jit.LoweringError("internal error: the quick code of this kernel has no entry "
                                 "point", loc=func.loc, kernel=func.name, details=name)
-    entry = jit._entry(func, name, address, layout, arena)
     entry.upgrade = None  # the optimised entry, once loaded
     stats["quick"] += 1
     stats["quick_s"] += time.perf_counter() - t0
