@@ -20,10 +20,13 @@ stays as small, and as quick to compile, as the forward one.
 """
 from typing import Any
 
+import numpy as np
+
 from .kernel import func, func_grad
 from .lang import FUNCTIONS, adjoint
-from .types import mat22, mat33, mat44, uint32, vec2, vec3, vec4
+from .types import NAMED, uint32, vec2, vec3, vec4
 
+vec2i, vec3i, vec4i = (NAMED[n] for n in ("vec2i", "vec3i", "vec4i"))
 _dot, _floor, _normalize, _outer, _rand_init, _randf, _randu = (FUNCTIONS[n] for n in (
     "dot", "floor", "normalize", "outer", "rand_init", "randf", "randu"))
 
@@ -82,36 +85,37 @@ def _mix_hess(a0: float, a1: float, t: float, g0: Any, g1: Any, h0: Any, h1: Any
 
 
 # ------------------------------------------------------------------ lattice gradients
-
-
-@func
-def _lattice1(state: uint32, ix: int):
-    h = uint32(ix) * uint32(_P1) + state
-    return _randf(h, -1.0, 1.0)
-
-
+# The gradient at lattice corner c (an int in 1-d, an integer vector above), from the hash.
 # Successive draws from one hash h: _draw(h) is the next float without advancing h (its
 # parameter is a copy), h = _randu(h) advances it. The same numbers as randf(h) called
 # again and again, in a kernel and in Python alike (where a builtin cannot write back into
 # its argument, as in Warp's Python scope): kl.noise(state, v) on Python values matches
 # the kernel's.
+
+
 @func
 def _draw(h: uint32):
     return _randf(h) - 0.5
 
 
 @func
-def _lattice2(state: uint32, ix: int, iy: int):
-    h = uint32(ix) * uint32(_P1) ^ uint32(iy) * uint32(_P2) + state
+def _lattice(state: uint32, c: int):
+    h = uint32(c) * uint32(_P1) + state
+    return _randf(h, -1.0, 1.0)
+
+
+@func
+def _lattice(state: uint32, c: vec2i):  # noqa: F811 (overloads by dimension)
+    h = uint32(c[0]) * uint32(_P1) ^ uint32(c[1]) * uint32(_P2) + state
     x = _draw(h)
     y = _draw(_randu(h))
     return _normalize(vec2(x, y))
 
 
 @func
-def _lattice3(state: uint32, ix: int, iy: int, iz: int):
-    h = (uint32(ix) * uint32(_P1) ^ uint32(iy) * uint32(_P2)
-         ^ uint32(iz) * uint32(_P3) + state)
+def _lattice(state: uint32, c: vec3i):  # noqa: F811
+    h = (uint32(c[0]) * uint32(_P1) ^ uint32(c[1]) * uint32(_P2)
+         ^ uint32(c[2]) * uint32(_P3) + state)
     x = _draw(h)
     h = _randu(h)
     y = _draw(h)
@@ -120,9 +124,9 @@ def _lattice3(state: uint32, ix: int, iy: int, iz: int):
 
 
 @func
-def _lattice4(state: uint32, ix: int, iy: int, iz: int, it: int):
-    h = (uint32(ix) * uint32(_P1) ^ uint32(iy) * uint32(_P2) ^ uint32(iz) * uint32(_P3)
-         ^ uint32(it) * uint32(_P4) + state)
+def _lattice(state: uint32, c: vec4i):  # noqa: F811
+    h = (uint32(c[0]) * uint32(_P1) ^ uint32(c[1]) * uint32(_P2) ^ uint32(c[2]) * uint32(_P3)
+         ^ uint32(c[3]) * uint32(_P4) + state)
     x = _draw(h)
     h = _randu(h)
     y = _draw(h)
@@ -133,249 +137,99 @@ def _lattice4(state: uint32, ix: int, iy: int, iz: int, it: int):
 
 
 # ------------------------------------------------------------------ the interpolation trees
-# _rowN interpolates along x between the corners x0 and x1 of one lattice row; each level
-# above interpolates two of the level below along the next axis (y, z, then t). d holds the
-# offsets from the lower corner (each in [0, 1)); toward the upper corner along an axis the
-# offset is one less. Each returns (value, gradient, Hessian). In the loops of two, k = 0 is
-# the lower half and k = 1 the upper: i0 + k * (i1 - i0) is its index and d - k * e its
-# offset, both exact.
+# A d-dimensional tree has d levels: the lowest interpolates along x between two lattice
+# corners of one row, each level above interpolates two results of the level below along
+# the next axis (y, z, then t). lo and hi are the cell's lower and upper corners (integer
+# vectors), d the offsets from the lower corner (each in [0, 1)); toward the upper corner
+# along an axis the offset is one less. In a level's loop of two, k = 0 is the lower half
+# and k = 1 the upper: the corner it passes down has its axis's index set to
+# lo + k * (hi - lo), the offset is d - k * e; both exact. A level returns (value, gradient,
+# Hessian). The levels of every dimension are one func, _level's, specialised by a closure
+# (the axis, the level below, the axis's unit vector e, a zero Hessian).
 
 
 @func
 def _tree1(state: uint32, x0: int, x1: int, dx: float):
-    g0 = _lattice1(state, x0)
-    g1 = _lattice1(state, x1)
+    g0 = _lattice(state, x0)
+    g1 = _lattice(state, x1)
     v0 = dx * g0
     v1 = (dx - 1.0) * g1
     return _mix(v0, v1, dx), _mix_grad(v0, v1, dx, g0, g1, 1.0), \
         (v1 - v0) * _fade_curvature(dx) + 2.0 * (g1 - g0) * _fade_slope(dx)
 
 
-@func
-def _row2(state: uint32, x0: int, x1: int, y: int, d: vec2):
-    e = vec2(1.0, 0.0)
-    v0 = float(0.0)
-    v1 = float(0.0)
-    g0 = vec2(0.0, 0.0)
-    g1 = vec2(0.0, 0.0)
-    for k in range(2):
-        g = _lattice2(state, x0 + k * (x1 - x0), y)
-        v = _dot(d - float(k) * e, g)
-        if k == 0:
-            v0 = v
-            g0 = g
-        else:
-            v1 = v
-            g1 = g
-    h = mat22(0.0, 0.0, 0.0, 0.0)
-    return _mix(v0, v1, d[0]), _mix_grad(v0, v1, d[0], g0, g1, e), \
-        _mix_hess(v0, v1, d[0], g0, g1, h, h, e)
+def _corner(zero_h):
+    """Below the lowest level: corner c's dot(offset, gradient), its gradient, no
+    curvature."""
+    @func
+    def corner(state: uint32, c: Any, hi: Any, d: Any):
+        g = _lattice(state, c)
+        return _dot(d, g), g, zero_h
+    return corner
 
 
-@func
-def _tree2(state: uint32, x0: int, y0: int, x1: int, y1: int, d: vec2):
-    e = vec2(0.0, 1.0)
-    v0 = float(0.0)
-    v1 = float(0.0)
-    g0 = vec2(0.0, 0.0)
-    g1 = vec2(0.0, 0.0)
-    h0 = mat22(0.0, 0.0, 0.0, 0.0)
-    h1 = mat22(0.0, 0.0, 0.0, 0.0)
-    for k in range(2):
-        v, g, h = _row2(state, x0, x1, y0 + k * (y1 - y0), d - float(k) * e)
-        if k == 0:
-            v0 = v
-            g0 = g
-            h0 = h
-        else:
-            v1 = v
-            g1 = g
-            h1 = h
-    return _mix(v0, v1, d[1]), _mix_grad(v0, v1, d[1], g0, g1, e), \
-        _mix_hess(v0, v1, d[1], g0, g1, h0, h1, e)
+def _level(axis: int, below, e, zero_h):
+    """The level that interpolates two results of ``below`` along ``axis``."""
+    @func
+    def level(state: uint32, lo: Any, hi: Any, d: Any):
+        v0 = float(0.0)
+        v1 = float(0.0)
+        g0 = e * 0.0
+        g1 = g0
+        h0 = zero_h
+        h1 = zero_h
+        for k in range(2):
+            c = lo * 1  # a copy: lo stays the cell's lower corner (in Python too)
+            c[axis] = lo[axis] + k * (hi[axis] - lo[axis])
+            v, g, h = below(state, c, hi, d - float(k) * e)
+            if k == 0:
+                v0 = v
+                g0 = g
+                h0 = h
+            else:
+                v1 = v
+                g1 = g
+                h1 = h
+        return _mix(v0, v1, d[axis]), _mix_grad(v0, v1, d[axis], g0, g1, e), \
+            _mix_hess(v0, v1, d[axis], g0, g1, h0, h1, e)
+    return level
 
 
-@func
-def _row3(state: uint32, x0: int, x1: int, y: int, z: int, d: vec3):
-    e = vec3(1.0, 0.0, 0.0)
-    v0 = float(0.0)
-    v1 = float(0.0)
-    g0 = vec3(0.0, 0.0, 0.0)
-    g1 = vec3(0.0, 0.0, 0.0)
-    for k in range(2):
-        g = _lattice3(state, x0 + k * (x1 - x0), y, z)
-        v = _dot(d - float(k) * e, g)
-        if k == 0:
-            v0 = v
-            g0 = g
-        else:
-            v1 = v
-            g1 = g
-    h = mat33(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    return _mix(v0, v1, d[0]), _mix_grad(v0, v1, d[0], g0, g1, e), \
-        _mix_hess(v0, v1, d[0], g0, g1, h, h, e)
+def _tree(dims: int):
+    """The tree of a dims-dimensional cell: (state, lo, hi, d) -> (value, gradient,
+    Hessian)."""
+    unit = np.eye(dims, dtype=np.float32)
+    zero_h = np.zeros((dims, dims), np.float32)
+    tree = _corner(zero_h)
+    for axis in range(dims):
+        tree = _level(axis, tree, unit[axis], zero_h)
+    return tree
 
 
-@func
-def _plane3(state: uint32, x0: int, x1: int, y0: int, y1: int, z: int, d: vec3):
-    e = vec3(0.0, 1.0, 0.0)
-    v0 = float(0.0)
-    v1 = float(0.0)
-    g0 = vec3(0.0, 0.0, 0.0)
-    g1 = vec3(0.0, 0.0, 0.0)
-    h0 = mat33(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    h1 = h0
-    for k in range(2):
-        v, g, h = _row3(state, x0, x1, y0 + k * (y1 - y0), z, d - float(k) * e)
-        if k == 0:
-            v0 = v
-            g0 = g
-            h0 = h
-        else:
-            v1 = v
-            g1 = g
-            h1 = h
-    return _mix(v0, v1, d[1]), _mix_grad(v0, v1, d[1], g0, g1, e), \
-        _mix_hess(v0, v1, d[1], g0, g1, h0, h1, e)
-
-
-@func
-def _tree3(state: uint32, x0: int, y0: int, z0: int, x1: int, y1: int, z1: int, d: vec3):
-    e = vec3(0.0, 0.0, 1.0)
-    v0 = float(0.0)
-    v1 = float(0.0)
-    g0 = vec3(0.0, 0.0, 0.0)
-    g1 = vec3(0.0, 0.0, 0.0)
-    h0 = mat33(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    h1 = h0
-    for k in range(2):
-        v, g, h = _plane3(state, x0, x1, y0, y1, z0 + k * (z1 - z0), d - float(k) * e)
-        if k == 0:
-            v0 = v
-            g0 = g
-            h0 = h
-        else:
-            v1 = v
-            g1 = g
-            h1 = h
-    return _mix(v0, v1, d[2]), _mix_grad(v0, v1, d[2], g0, g1, e), \
-        _mix_hess(v0, v1, d[2], g0, g1, h0, h1, e)
-
-
-@func
-def _row4(state: uint32, x0: int, x1: int, y: int, z: int, t: int, d: vec4):
-    e = vec4(1.0, 0.0, 0.0, 0.0)
-    v0 = float(0.0)
-    v1 = float(0.0)
-    g0 = vec4(0.0, 0.0, 0.0, 0.0)
-    g1 = vec4(0.0, 0.0, 0.0, 0.0)
-    for k in range(2):
-        g = _lattice4(state, x0 + k * (x1 - x0), y, z, t)
-        v = _dot(d - float(k) * e, g)
-        if k == 0:
-            v0 = v
-            g0 = g
-        else:
-            v1 = v
-            g1 = g
-    h = _outer(vec4(0.0, 0.0, 0.0, 0.0), e)
-    return _mix(v0, v1, d[0]), _mix_grad(v0, v1, d[0], g0, g1, e), \
-        _mix_hess(v0, v1, d[0], g0, g1, h, h, e)
-
-
-@func
-def _plane4(state: uint32, x0: int, x1: int, y0: int, y1: int, z: int, t: int, d: vec4):
-    e = vec4(0.0, 1.0, 0.0, 0.0)
-    v0 = float(0.0)
-    v1 = float(0.0)
-    g0 = vec4(0.0, 0.0, 0.0, 0.0)
-    g1 = vec4(0.0, 0.0, 0.0, 0.0)
-    h0 = _outer(g0, e)
-    h1 = h0
-    for k in range(2):
-        v, g, h = _row4(state, x0, x1, y0 + k * (y1 - y0), z, t, d - float(k) * e)
-        if k == 0:
-            v0 = v
-            g0 = g
-            h0 = h
-        else:
-            v1 = v
-            g1 = g
-            h1 = h
-    return _mix(v0, v1, d[1]), _mix_grad(v0, v1, d[1], g0, g1, e), \
-        _mix_hess(v0, v1, d[1], g0, g1, h0, h1, e)
-
-
-@func
-def _cube4(state: uint32, x0: int, x1: int, y0: int, y1: int, z0: int, z1: int, t: int,
-           d: vec4):
-    e = vec4(0.0, 0.0, 1.0, 0.0)
-    v0 = float(0.0)
-    v1 = float(0.0)
-    g0 = vec4(0.0, 0.0, 0.0, 0.0)
-    g1 = vec4(0.0, 0.0, 0.0, 0.0)
-    h0 = _outer(g0, e)
-    h1 = h0
-    for k in range(2):
-        v, g, h = _plane4(state, x0, x1, y0, y1, z0 + k * (z1 - z0), t, d - float(k) * e)
-        if k == 0:
-            v0 = v
-            g0 = g
-            h0 = h
-        else:
-            v1 = v
-            g1 = g
-            h1 = h
-    return _mix(v0, v1, d[2]), _mix_grad(v0, v1, d[2], g0, g1, e), \
-        _mix_hess(v0, v1, d[2], g0, g1, h0, h1, e)
-
-
-@func
-def _tree4(state: uint32, x0: int, y0: int, z0: int, t0: int, x1: int, y1: int, z1: int,
-           t1: int, d: vec4):
-    e = vec4(0.0, 0.0, 0.0, 1.0)
-    v0 = float(0.0)
-    v1 = float(0.0)
-    g0 = vec4(0.0, 0.0, 0.0, 0.0)
-    g1 = vec4(0.0, 0.0, 0.0, 0.0)
-    h0 = _outer(g0, e)
-    h1 = h0
-    for k in range(2):
-        v, g, h = _cube4(state, x0, x1, y0, y1, z0, z1, t0 + k * (t1 - t0), d - float(k) * e)
-        if k == 0:
-            v0 = v
-            g0 = g
-            h0 = h
-        else:
-            v1 = v
-            g1 = g
-            h1 = h
-    return _mix(v0, v1, d[3]), _mix_grad(v0, v1, d[3], g0, g1, e), \
-        _mix_hess(v0, v1, d[3], g0, g1, h0, h1, e)
+_tree2, _tree3, _tree4 = (_tree(dims) for dims in (2, 3, 4))
 
 
 # ------------------------------------------------------------------ cells
-
-
-@func
-def _frac2(p: vec2):
-    return vec2(p[0] - _floor(p[0]), p[1] - _floor(p[1]))
-
-
-@func
-def _frac3(p: vec3):
-    return vec3(p[0] - _floor(p[0]), p[1] - _floor(p[1]), p[2] - _floor(p[2]))
-
-
-@func
-def _frac4(p: vec4):
-    return vec4(p[0] - _floor(p[0]), p[1] - _floor(p[1]), p[2] - _floor(p[2]),
-                p[3] - _floor(p[3]))
-
-
 # The tree at a point: (value, gradient, Hessian) of the field, with the lattice wrapped by
 # the periods (C's remainder, as Warp's: periods must be positive and, as in Warp,
-# coordinates non-negative) or not (a period of 0).
+# coordinates non-negative) or not (periods of 0).
+
+
+@func
+def _corners(p: Any, period: Any):
+    """The lower and upper lattice corners of p's cell (integer vectors, wrapped when the
+    periods are not 0) and p's offsets from the lower one."""
+    lo = period * 0  # new values (called from Python, ``lo = period`` would alias it)
+    hi = period * 0
+    d = p * 0.0
+    for i in range(len(p)):
+        lo[i] = int(_floor(p[i]))
+        hi[i] = lo[i] + 1
+        if period[0] != 0:
+            lo[i] = lo[i] % period[i]
+            hi[i] = (lo[i] + 1) % period[i]
+        d[i] = p[i] - _floor(p[i])
+    return lo, hi, d
 
 
 @func
@@ -390,56 +244,20 @@ def _cell(state: uint32, x: float, px: int):
 
 @func
 def _cell(state: uint32, xy: vec2, px: int, py: int):  # noqa: F811 (overloads by dimension)
-    x0 = int(_floor(xy[0]))
-    y0 = int(_floor(xy[1]))
-    x1 = x0 + 1
-    y1 = y0 + 1
-    if px != 0:
-        x0 = x0 % px
-        x1 = (x0 + 1) % px
-        y0 = y0 % py
-        y1 = (y0 + 1) % py
-    return _tree2(state, x0, y0, x1, y1, _frac2(xy))
+    lo, hi, d = _corners(xy, vec2i(px, py))
+    return _tree2(state, lo, hi, d)
 
 
 @func
 def _cell(state: uint32, xyz: vec3, px: int, py: int, pz: int):  # noqa: F811
-    x0 = int(_floor(xyz[0]))
-    y0 = int(_floor(xyz[1]))
-    z0 = int(_floor(xyz[2]))
-    x1 = x0 + 1
-    y1 = y0 + 1
-    z1 = z0 + 1
-    if px != 0:
-        x0 = x0 % px
-        x1 = (x0 + 1) % px
-        y0 = y0 % py
-        y1 = (y0 + 1) % py
-        z0 = z0 % pz
-        z1 = (z0 + 1) % pz
-    return _tree3(state, x0, y0, z0, x1, y1, z1, _frac3(xyz))
+    lo, hi, d = _corners(xyz, vec3i(px, py, pz))
+    return _tree3(state, lo, hi, d)
 
 
 @func
 def _cell(state: uint32, xyzt: vec4, px: int, py: int, pz: int, pt: int):  # noqa: F811
-    x0 = int(_floor(xyzt[0]))
-    y0 = int(_floor(xyzt[1]))
-    z0 = int(_floor(xyzt[2]))
-    t0 = int(_floor(xyzt[3]))
-    x1 = x0 + 1
-    y1 = y0 + 1
-    z1 = z0 + 1
-    t1 = t0 + 1
-    if px != 0:
-        x0 = x0 % px
-        x1 = (x0 + 1) % px
-        y0 = y0 % py
-        y1 = (y0 + 1) % py
-        z0 = z0 % pz
-        z1 = (z0 + 1) % pz
-        t0 = t0 % pt
-        t1 = (t0 + 1) % pt
-    return _tree4(state, x0, y0, z0, t0, x1, y1, z1, t1, _frac4(xyzt))
+    lo, hi, d = _corners(xyzt, vec4i(px, py, pz, pt))
+    return _tree4(state, lo, hi, d)
 
 
 # ------------------------------------------------------------------ noise

@@ -48,7 +48,9 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The tutorials run in the full suite, not in the fast tier (``-m "not slow"``)."""
+    """The tutorials run in the full suite, not in the fast tier (``-m "not slow"``). (Under
+    pytest-xdist, ``--dist loadfile`` in pyproject.toml keeps a notebook's cells on one
+    worker, in order, in one kernel.)"""
     import pytest
     for item in items:
         if HERE in Path(str(item.path)).resolve().parents:

@@ -20,11 +20,16 @@ CUDA_BACKENDS = ["cuda", "cuda-emulated"]
 
 
 def pytest_addoption(parser):
-    parser.addoption("--long-fuzz", action="store_true", default=False,
-                     help="run the fuzzers long (thousands of generated kernels; minutes)")
-    parser.addoption("--cuda-emulated", action="store_true", default=False,
-                     help="also run the backend-parametrised tests on an emulated GPU "
-                          "(the generated CUDA C++ compiled by g++; minutes)")
+    # notebooks/conftest.py accepts both too, for a run of the notebooks alone; whichever
+    # conftest loads first (the first path on the command line) defines them
+    for name, text in (("--long-fuzz", "run the fuzzers long (thousands of generated kernels; "
+                        "minutes)"),
+                       ("--cuda-emulated", "also run the backend-parametrised tests on an "
+                        "emulated GPU (the generated CUDA C++ compiled by g++; minutes)")):
+        try:
+            parser.addoption(name, action="store_true", default=False, help=text)
+        except ValueError:  # notebooks/conftest.py added it already
+            pass
 
 
 def pytest_generate_tests(metafunc):
@@ -106,8 +111,7 @@ def backend(request, monkeypatch, tmp_path_factory):
             import fake_cuda
             if fake_cuda.CXX is None:
                 pytest.skip("no C++ compiler to emulate CUDA code on the CPU")
-            folder = tmp_path_factory.getbasetemp() / "cuda-emulated"
-            folder.mkdir(exist_ok=True)
+            folder = fake_cuda.emulation_folder(tmp_path_factory)
             fake = fake_cuda.install(monkeypatch, devices=1, emulate_in=folder)
         scope = kl.ScopedDevice("cuda:0")
         scope.__enter__()
@@ -124,8 +128,11 @@ def backend(request, monkeypatch, tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path_factory, monkeypatch):
-    """Each test session compiles into its own cache directory."""
-    root = tmp_path_factory.getbasetemp() / "kernlab-cache"
+    """Each test run compiles into its own cache directory, shared by its pytest-xdist
+    workers (the cache is safe for several processes), so a kernel that tests in two
+    workers' files compile, or NVRTC's PTX of it, is compiled once."""
+    import fake_cuda
+    root = fake_cuda.run_folder(tmp_path_factory) / "kernlab-cache"
     monkeypatch.setattr(kl.config, "cache_dir", str(root))
 
 

@@ -18,6 +18,7 @@ import ctypes
 import enum
 import hashlib
 import math
+import os
 import pathlib
 import shutil
 import subprocess
@@ -242,12 +243,70 @@ template <typename T> T atomicExch(T* p, T v) { T o = *p; *p = v; return o; }
 """
 
 
+CXX_FLAGS = ("-std=c++17", "-O1", "-w", "-fPIC")
+PRELUDE = "kl_prelude.h"  # the shim, then the header: every kernel's source starts with both
+_prepared: dict = {}  # folder -> its prelude, once per process
+
+
+def run_folder(tmp_path_factory) -> pathlib.Path:
+    """The temporary folder of the whole test run: the session's, or under pytest-xdist the
+    one that holds every worker's (for what the workers share: compiled code named by a hash
+    of its source, written whole)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def emulation_folder(tmp_path_factory) -> pathlib.Path:
+    """The folder the test run compiles emulated kernels into, shared by its workers (each
+    kernel is compiled once per run, not once per worker)."""
+    folder = run_folder(tmp_path_factory) / "cuda-emulated"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def _write_atomically(path: pathlib.Path, text: str) -> None:
+    """Write path whole (a reader in another process never sees half of it), if it differs."""
+    try:
+        if path.read_text() == text:
+            return
+    except OSError:
+        pass
+    temp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    temp.write_text(text)
+    os.replace(temp, path)
+
+
+def _prepare(folder: pathlib.Path) -> pathlib.Path:
+    """The header, the shim and the prelude that includes both, in folder, with the prelude
+    precompiled (g++'s .gch next to it), so that each kernel's compile skips parsing the
+    header (about 0.3 s of CPU each). A compiler that cannot precompile, or a stale .gch,
+    leaves g++ reading the text: the same code, only slower."""
+    from kernlab.backends.cuda.header import HEADER, HEADER_NAME
+    if folder in _prepared:
+        return _prepared[folder]
+    _write_atomically(folder / HEADER_NAME, HEADER)
+    _write_atomically(folder / "shim.h", HOST_SHIM)
+    prelude = folder / PRELUDE
+    _write_atomically(prelude, f'#include "shim.h"\n#include "{HEADER_NAME}"\n')
+    gch = folder / (PRELUDE + ".gch")
+    if not gch.exists():
+        built = gch.with_name(f"{gch.name}.{os.getpid()}.tmp")
+        run = subprocess.run([CXX, *CXX_FLAGS, "-x", "c++-header", str(prelude), "-o",
+                              str(built)], capture_output=True, text=True)
+        if run.returncode == 0:
+            os.replace(built, gch)
+        else:
+            built.unlink(missing_ok=True)
+    _prepared[folder] = prelude
+    return prelude
+
+
 class HostEmulated:
     """The kernel's CUDA C++ compiled for the CPU; ``launch`` as the interpreter's (host
     arrays), ``run_block`` on a packed parameter block (what cuLaunchKernel gets)."""
 
     def __init__(self, func, folder: pathlib.Path, bounds_check=True, verify_fp=False):
-        from kernlab.backends.cuda.header import HEADER, HEADER_NAME
+        from kernlab.backends.cuda.header import HEADER
         from kernlab.backends.cuda.render import ctype
         self.func = func
         block_type = driver.parameter_block(func)
@@ -261,16 +320,17 @@ class HostEmulated:
             f'namespace kl {{ extern "C" void kl_host_launch(char* block) {{ '
             f"{entry_name(func)}({unpack}); }} }}\n")
         key = hashlib.sha256((HOST_SHIM + HEADER + source).encode()).hexdigest()[:16]
-        (folder / HEADER_NAME).write_text(HEADER)
-        (folder / "shim.h").write_text(HOST_SHIM)
+        prelude = _prepare(folder)
         lib = folder / f"{func.name}_{key}.so"
         if not lib.exists():
             cpp = folder / f"{func.name}_{key}.cpp"
-            cpp.write_text(source)
-            run = subprocess.run([CXX, "-std=c++17", "-O1", "-w", "-shared", "-fPIC",
-                                  "-include", str(folder / "shim.h"), f"-I{folder}", str(cpp),
-                                  "-o", str(lib)], capture_output=True, text=True)
+            _write_atomically(cpp, source)
+            built = lib.with_name(f"{lib.name}.{os.getpid()}.tmp")
+            run = subprocess.run([CXX, *CXX_FLAGS, "-shared", "-include", str(prelude),
+                                  f"-I{folder}", str(cpp), "-o", str(built)],
+                                 capture_output=True, text=True)
             assert run.returncode == 0, run.stderr[:5000]
+            os.replace(built, lib)  # whole, for another pytest-xdist worker sharing folder
             if nvrtc.is_available():  # what a GPU would get must compile too (on a miss:
                 nvrtc.compile_ptx(kernel_source, func.name, 80)  # the disk cache is kept)
         self.lib = ctypes.CDLL(str(lib))

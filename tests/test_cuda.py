@@ -28,7 +28,7 @@ from kernlab.builtins import REGISTRY
 from kernlab.errors import KernelError, KernelIndexError, SourceLoc
 from kernlab.ir.builder import Builder
 from kernlab.ir.nodes import Block, Function, Op, Param, Site, Value
-from fake_cuda import CXX, HostEmulated
+from fake_cuda import CXX, HostEmulated, emulation_folder
 from helpers import find_ptxas
 from kernlab.types import (ArrayType, bool_, float16, float32, float64, int32, int64, mat22, mat33,
                            mat33d, mat44, matrix, uint32, vec2, vec3, vec3d, vec4, vector)
@@ -548,8 +548,7 @@ def cuda_runner(request, tmp_path_factory):
         return OnGpu
     if CXX is None:
         pytest.skip("no C++ compiler to emulate CUDA code on the CPU")
-    folder = tmp_path_factory.getbasetemp() / "cuda-emulated"
-    folder.mkdir(exist_ok=True)
+    folder = emulation_folder(tmp_path_factory)
     return lambda func: HostEmulated(func, folder)
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import kernlab as kl
-from fake_cuda import CXX, CUresult, install, uninstalled
+from fake_cuda import CXX, CUresult, emulation_folder, install, uninstalled
 from kernlab.backends.cuda.driver import CudaError
 from kernlab.runtime.dlpack import exported_count
 
@@ -43,9 +43,7 @@ def runner(request, monkeypatch, tmp_path_factory):
         return
     if CXX is None:
         pytest.skip("no C++ compiler to emulate CUDA code on the CPU")
-    folder = tmp_path_factory.getbasetemp() / "cuda-emulated"
-    folder.mkdir(exist_ok=True)
-    yield install(monkeypatch, devices=2, emulate_in=folder)
+    yield install(monkeypatch, devices=2, emulate_in=emulation_folder(tmp_path_factory))
     gc.collect()
 
 

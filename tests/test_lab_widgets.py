@@ -196,6 +196,22 @@ def test_inspect_static_and_plain_forms_carry_the_tangent_listing():
     assert repr(view) == "<kernlab inspect: kernel 'power' (3 listings)>"
 
 
+def test_inspect_keeps_only_the_listings_asked_for():
+    view = kl.lab.inspect(power, targets=("ir", "cuda"), listings=("adjoint", "forward"))
+    assert repr(view) == "<kernlab inspect: kernel 'power' (4 listings)>"  # 2 targets x 2
+    assert "repeat(2, minmax(0, 1fr))" in view.panes["ir"].value  # two columns
+    page = text_of(view._repr_html_())
+    assert "adjoint kernel power(" in page and "tangent kernel power(" not in page
+    assert page.index("forward") < page.index("adjoint kernel power(")  # the tabs' order
+    plain = view._repr_mimebundle_()[0]["text/plain"]
+    assert "--- IR (adjoint) ---" in plain and "(tangent)" not in plain
+    payload = view._repr_mimebundle_()[0]["application/vnd.kernlab.source+json"]
+    assert sorted((x["target"], x["adjoint"], x["tangent"]) for x in payload["listings"]) == \
+        [("cuda", False, False), ("cuda", True, False), ("ir", False, False), ("ir", True, False)]
+    with pytest.raises(ValueError, match="listings must be some of forward, adjoint, tangent"):
+        kl.lab.inspect(power, listings=("reverse",))
+
+
 def test_inspect_of_a_kernel_without_adjoint_shows_forward_and_the_reason():
     view = kl.lab.inspect(in_place)
     pane = text_of(view.panes["ir"].value)

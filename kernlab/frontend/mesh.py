@@ -6,7 +6,7 @@ four locals and gives whether a point was found).
 A mesh reaches a kernel as its ``uint64`` id, a kernel parameter; its first use adds the
 mesh's arrays as hidden parameters (frontend/hashgrid.py ``handle_arrays``, filled at
 launch by kernlab/handles.py). Each call is a call of a func written in kernlab's kernel
-language in kernlab/mesh.py, so every backend runs one definition and reverse mode
+language in kernlab/mesh_queries.py, so every backend runs one definition and reverse mode
 differentiates what those funcs compute. ``mesh_query_aabb`` gives a query object whose
 walk state lives in locals, advanced by ``mesh_query_aabb_next`` or ``for face in query``.
 """
@@ -70,8 +70,8 @@ class MeshQueryAABB:
 
 
 def _module():
-    from .. import mesh  # the queries' funcs; imported when a kernel first needs them
-    return mesh
+    from .. import mesh_queries  # the queries' funcs; imported when a kernel first needs them
+    return mesh_queries
 
 
 class MeshMixin:
@@ -79,10 +79,11 @@ class MeshMixin:
         """Lower a call of one of kernlab/mesh.py's kernel functions, or NOT_MESH."""
         if getattr(obj, "__module__", None) != "kernlab.mesh":
             return NOT_MESH
-        M = _module()
+        from .. import mesh  # the Python names kernels call
         name = getattr(obj, "__name__", "")
-        if name not in M.FUNCTIONS or getattr(M, name) is not obj:
+        if name not in mesh.FUNCTIONS or getattr(mesh, name) is not obj:
             return NOT_MESH
+        M = _module()
         if name in ("mesh_query_aabb_next", "mesh_query_next"):
             if node.keywords or len(node.args) != 2:
                 raise KernelTypeError(f"{name}() takes 2 arguments (query, index)", self.b.loc)
@@ -156,7 +157,8 @@ class MeshMixin:
         points, velocities, indices, bvh, bounds, points_array, velocities_array = arrays
         c = self.b.const
         if name == "mesh_get":
-            return structs.StructVal(M.MeshFields, "mesh", {
+            from ..mesh import MeshFields
+            return structs.StructVal(MeshFields, "mesh", {
                 "points": points_array, "velocities": velocities_array, "indices": indices},
                 len(self.b._blocks))
         if name in ("mesh_eval_position", "mesh_eval_velocity"):

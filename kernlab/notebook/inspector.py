@@ -27,13 +27,18 @@ KINDS = ("forward", "adjoint", "tangent")
 class InspectView(RichRepr, widgets.VBox):
     view_kind = "inspect"  # kernlab's view type (mime.view_bundle)
 
-    def __init__(self, kernel, targets=TARGETS):
+    def __init__(self, kernel, targets=TARGETS, kinds=KINDS):
+        unknown = [k for k in kinds if k not in KINDS]
+        if unknown or not kinds:
+            raise ValueError(f"kl.lab.inspect: listings must be some of {', '.join(KINDS)}; "
+                             f"got {', '.join(map(repr, unknown or kinds)) or 'none'}")
         self.kernel = kernel
         self.targets = tuple(targets)
+        self.kinds = tuple(k for k in KINDS if k in kinds)  # in the tabs' order
         kernel.ir  # a kernel that does not compile fails here, with the user's line
         self.listings = {(t, kind): get_listing(kernel, t, adjoint=kind == "adjoint",
                                                 tangent=kind == "tangent")
-                         for t in self.targets for kind in KINDS}
+                         for t in self.targets for kind in self.kinds}
         self._maps = {key: line_map(lst.text) if lst.ok else [] for key, lst in
                       self.listings.items()}
         self._source = kernel_source(kernel)
@@ -105,7 +110,7 @@ class InspectView(RichRepr, widgets.VBox):
                                            linenostart=first, linenos=True, fit=True)
         for t in self.targets:
             self.panes[t].value = side_by_side(
-                [self._pane_body(t, kind) for kind in KINDS], fit=True)
+                [self._pane_body(t, kind) for kind in self.kinds], fit=True, titles=self.kinds)
 
     def _pane_body(self, target: str, kind: str) -> str:
         listing = self.listings[(target, kind)]
@@ -128,7 +133,7 @@ class InspectView(RichRepr, widgets.VBox):
         listings one after another (a terminal has no room for columns)."""
         parts = [self._text()]
         target = "ir" if "ir" in self.targets else self.targets[0]
-        for kind in KINDS:
+        for kind in self.kinds:
             listing = self.listings[(target, kind)]
             parts.append(f"--- {listing.title} ---\n{listing.body().rstrip()}")
         return "\n\n".join(parts)
@@ -138,9 +143,9 @@ class InspectView(RichRepr, widgets.VBox):
         parts = [f"<div><b>{escape(self._text())}</b></div>",
                  highlight("\n".join(lines), "python", linenostart=first, linenos=True)]
         for t in self.targets:
-            bodies = [self._static_body(t, kind) for kind in KINDS]
+            bodies = [self._static_body(t, kind) for kind in self.kinds]
             parts.append(f"<details><summary>{escape(TARGET_TITLES[t])}</summary>"
-                         f"{side_by_side(bodies)}</details>")
+                         f"{side_by_side(bodies, titles=self.kinds)}</details>")
         return "".join(parts)
 
 

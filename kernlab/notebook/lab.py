@@ -21,14 +21,16 @@ def _require_widgets():
         raise ImportError("kl.lab needs ipywidgets 8: pip install 'kernlab[lab]'") from None
 
 
-def inspect(kernel, targets=("ir", "llvm", "cuda", "ptx")):
+def inspect(kernel, targets=("ir", "llvm", "cuda", "ptx"),
+            listings=("forward", "adjoint", "tangent")):
     """A kernel's source next to its forward, adjoint and tangent (forward-mode) listings,
     side by side in one tab per target; choose a user line to
     highlight the generated lines that came from it. A listing that cannot be produced
-    (no CUDA backend, say) shows why in its tab."""
+    (no CUDA backend, say) shows why in its tab. ``listings`` keeps only some of the three
+    (``("forward", "adjoint")`` for reverse mode alone)."""
     _require_widgets()
     from .inspector import InspectView
-    return InspectView(_kernel(kernel), targets)
+    return InspectView(_kernel(kernel), targets, tuple(listings))
 
 
 def grads(*arrays, **named):
