@@ -128,6 +128,12 @@ def trilinear(field, p):
 
 # ---- kernels ---------------------------------------------------------------------------
 
+# test_cuda's NVRTC corpus: the transforms and one world-space sample. read_all's adjoint
+# (every lookup and sample kind at once) renders to 4 MB of PTX that NVRTC and ptxas took
+# over 40 minutes on; the emulated-CUDA variants of the tests still compile all of them.
+NVRTC_CORPUS = ("transforms", "sample_world")
+
+
 @kl.kernel
 def read_all(vol: kl.uint64, pts: kl.array(dtype=kl.vec3), lin: kl.array(dtype=float),
              near: kl.array(dtype=float), gval: kl.array(dtype=float),
