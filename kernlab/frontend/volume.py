@@ -117,10 +117,9 @@ class VolumeMixin:
             node = bound["uvw" if "uvw" in bound else "xyz"]
             p = self.value(self.expr(node))
             fn = name[len("volume_"):]
-            if p.type == vec3:
-                return self.call_func(getattr(V, fn), [values, p], {})
-            if p.type == vec3d:
-                return self.call_func(getattr(V, fn + "64"), [map64, p], {})
+            if p.type in (vec3, vec3d):  # the float32 map for a vec3, the float64 one for vec3d
+                m = values if p.type == vec3 else map64
+                return self.call_func(getattr(V, fn), [m, p], {})
             raise KernelTypeError(f"{name}(): the point must be a vec3 or vec3d, got {p.type}",
                                   self.b.loc)
         if name.startswith("volume_store"):
