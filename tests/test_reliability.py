@@ -8,6 +8,7 @@ child script; its source is in this file.
 import json
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -725,7 +726,7 @@ def _array_arg(kind):
     return kl.zeros((3, 3), dtype=float) if kind == "2d" else kind
 
 
-@pytest.mark.parametrize("name, value", BAD, ids=[f"{n}={v!r}"[:40] for n, v in BAD])
+@pytest.mark.parametrize("name, value", BAD, ids=[re.sub(r" at 0x[0-9a-f]+", "", f"{n}={v!r}")[:40] for n, v in BAD])
 def test_a_bad_argument_is_a_launch_error_naming_the_parameter(backend, name, value):
     args = dict(GOOD, a=kl.zeros(3, dtype=float))
     args[name] = _array_arg(value) if name == "a" else value
