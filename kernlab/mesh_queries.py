@@ -222,6 +222,28 @@ def slot_face(bvh: Ints, s: int) -> int:
 
 
 @kl.func
+def bary_point(a: kl.vec3, b: kl.vec3, c: kl.vec3, w: kl.vec2) -> kl.vec3:
+    """The point of triangle abc with barycentrics (w[0], w[1]) at a and b."""
+    return w[0] * a + w[1] * b + (1.0 - w[0] - w[1]) * c
+
+
+@kl.func
+def closest_in_leaf(points: Vec3s, indices: Ints, bvh: Ints, p: kl.vec3, start: int,
+                    end: int, best: float, face: int):
+    """(best, face) after the faces in slots start..end-1: the squared distance from p to
+    the closest of them and its face where nearer than best, else best and face unchanged."""
+    for s in range(start, end):
+        f = slot_face(bvh, s)
+        a, b, c = tri_points(points, indices, f)
+        if not is_sliver(a, b, c):
+            d = kl.length_sq(bary_point(a, b, c, closest_bary(a, b, c, p)) - p)
+            if d < best:
+                best = d
+                face = f
+    return best, face
+
+
+@kl.func
 def closest_face(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, p: kl.vec3,
                  max_dist: float) -> int:
     """The face with the point closest to p nearer than max_dist, or -1. A first descent
@@ -239,16 +261,7 @@ def closest_face(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, p: kl.v
             else:
                 k = right
             skip, start, end, leaf = node_of(bvh, k)
-        for s in range(start, end):
-            f = slot_face(bvh, s)
-            a, b, c = tri_points(points, indices, f)
-            if not is_sliver(a, b, c):
-                w = closest_bary(a, b, c, p)
-                q = w[0] * a + w[1] * b + (1.0 - w[0] - w[1]) * c
-                d = kl.length_sq(q - p)
-                if d < best:
-                    best = d
-                    face = f
+        best, face = closest_in_leaf(points, indices, bvh, p, start, end, best, face)
     k = 0
     while k < bvh[2]:
         skip, start, end, leaf = node_of(bvh, k)
@@ -256,16 +269,7 @@ def closest_face(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, p: kl.v
             k = skip
         else:
             if leaf:
-                for s in range(start, end):
-                    f = slot_face(bvh, s)
-                    a, b, c = tri_points(points, indices, f)
-                    if not is_sliver(a, b, c):
-                        w = closest_bary(a, b, c, p)
-                        q = w[0] * a + w[1] * b + (1.0 - w[0] - w[1]) * c
-                        d = kl.length_sq(q - p)
-                        if d < best:
-                            best = d
-                            face = f
+                best, face = closest_in_leaf(points, indices, bvh, p, start, end, best, face)
             k += 1
     return face
 
@@ -288,7 +292,7 @@ def furthest_face(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, p: kl.
                     a, b, c = tri_points(points, indices, f)
                     if not is_sliver(a, b, c):
                         w = furthest_bary(a, b, c, p)
-                        q = w[0] * a + w[1] * b + (1.0 - w[0] - w[1]) * c
+                        q = bary_point(a, b, c, w)
                         d = kl.length_sq(q - p)
                         if d > best:
                             best = d
@@ -427,7 +431,7 @@ def sign_by_normals(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, p: k
                         e1 = c - a
                         e2 = c - b
                         w = closest_bary(a, b, c, p)
-                        q = w[0] * a + w[1] * b + (1.0 - w[0] - w[1]) * c
+                        q = bary_point(a, b, c, w)
                         dist = kl.sqrt(kl.length_sq(q - p))
                         if dist < best + tol:
                             weight = float(0.0)
@@ -468,7 +472,7 @@ def sign_by_normals(points: Vec3s, indices: Ints, bvh: Ints, bounds: Vec3s, p: k
     if face >= 0:
         a, b, c = tri_points(points, indices, face)
         w = closest_bary(a, b, c, p)
-        q = w[0] * a + w[1] * b + (1.0 - w[0] - w[1]) * c
+        q = bary_point(a, b, c, w)
         if kl.dot(normal, p - q) > 0.0:
             sign = 1.0
         else:
@@ -660,7 +664,7 @@ def sphere_touches(points: Vec3s, indices: Ints, f: int, center: kl.vec3,
         q = e0 + t * (e1 - e0)
     else:
         w = closest_bary(a, b, c, center)
-        q = w[0] * a + w[1] * b + (1.0 - w[0] - w[1]) * c
+        q = bary_point(a, b, c, w)
     return kl.length_sq(q - center) <= r_sq
 
 

@@ -38,6 +38,7 @@ import math
 import struct
 import weakref
 import zlib
+from typing import Any
 
 import numpy as np
 
@@ -819,6 +820,22 @@ def weights(uvw: kl.vec3):
 
 
 @kl.func
+def corner(f: kl.vec3, c: int):
+    """Corner c (0..7) of the trilinear cell at fractions f: its offsets (di, dj, dk), its
+    weight and the weight's gradient in f."""
+    di = c >> 2
+    dj = (c >> 1) & 1
+    dk = c & 1
+    wx = kl.where(di == 1, f[0], 1.0 - f[0])
+    wy = kl.where(dj == 1, f[1], 1.0 - f[1])
+    wz = kl.where(dk == 1, f[2], 1.0 - f[2])
+    sx = float(2 * di - 1)
+    sy = float(2 * dj - 1)
+    sz = float(2 * dk - 1)
+    return di, dj, dk, wx * wy * wz, kl.vec3(sx * wy * wz, sy * wx * wz, sz * wx * wy)
+
+
+@kl.func
 def sample_i(tree: Ints, uvw: kl.vec3) -> int:
     i, j, k = nearest(uvw)
     return lookup_i(tree, i, j, k)
@@ -838,18 +855,10 @@ def sample_grad_f(tree: Ints, values: Floats, uvw: kl.vec3, mode: int):
     val = float(0.0)
     grad = kl.vec3(0.0)
     for c in range(8):
-        di = c >> 2
-        dj = (c >> 1) & 1
-        dk = c & 1
+        di, dj, dk, w, dw = corner(f, c)
         v = lookup_f(tree, values, i + di, j + dj, k + dk)
-        wx = kl.where(di == 1, f[0], 1.0 - f[0])
-        wy = kl.where(dj == 1, f[1], 1.0 - f[1])
-        wz = kl.where(dk == 1, f[2], 1.0 - f[2])
-        sx = float(2 * di - 1)
-        sy = float(2 * dj - 1)
-        sz = float(2 * dk - 1)
-        val += wx * wy * wz * v
-        grad += v * kl.vec3(sx * wy * wz, sy * wx * wz, sz * wx * wy)
+        val += w * v
+        grad += v * dw
     return val, grad
 
 
@@ -867,18 +876,10 @@ def sample_grad_v(tree: Ints, values: Floats, uvw: kl.vec3, mode: int):
     val = kl.vec3(0.0)
     grad = kl.mat33(0.0)
     for c in range(8):
-        di = c >> 2
-        dj = (c >> 1) & 1
-        dk = c & 1
+        di, dj, dk, w, dw = corner(f, c)
         v = lookup_v(tree, values, i + di, j + dj, k + dk)
-        wx = kl.where(di == 1, f[0], 1.0 - f[0])
-        wy = kl.where(dj == 1, f[1], 1.0 - f[1])
-        wz = kl.where(dk == 1, f[2], 1.0 - f[2])
-        sx = float(2 * di - 1)
-        sy = float(2 * dj - 1)
-        sz = float(2 * dk - 1)
-        val += wx * wy * wz * v
-        grad += kl.outer(v, kl.vec3(sx * wy * wz, sy * wx * wz, sz * wx * wy))
+        val += w * v
+        grad += kl.outer(v, dw)
     return val, grad
 
 
@@ -896,18 +897,10 @@ def sample_grad_v4(tree: Ints, values: Floats, uvw: kl.vec3, mode: int):
     val = kl.vec4(0.0)
     grad = Mat43()
     for c in range(8):
-        di = c >> 2
-        dj = (c >> 1) & 1
-        dk = c & 1
+        di, dj, dk, w, dw = corner(f, c)
         v = lookup_v4(tree, values, i + di, j + dj, k + dk)
-        wx = kl.where(di == 1, f[0], 1.0 - f[0])
-        wy = kl.where(dj == 1, f[1], 1.0 - f[1])
-        wz = kl.where(dk == 1, f[2], 1.0 - f[2])
-        sx = float(2 * di - 1)
-        sy = float(2 * dj - 1)
-        sz = float(2 * dk - 1)
-        val += wx * wy * wz * v
-        grad += kl.outer(v, kl.vec3(sx * wy * wz, sy * wx * wz, sz * wx * wy))
+        val += w * v
+        grad += kl.outer(v, dw)
     return val, grad
 
 
@@ -929,58 +922,35 @@ def sample_v(tree: Ints, values: Floats, uvw: kl.vec3, mode: int) -> kl.vec3:
     return val
 
 
-@kl.func
-def map_row(values: Floats, at: int, p: kl.vec3) -> float:
-    return p[0] * values[at] + p[1] * values[at + 1] + p[2] * values[at + 2]
-
-
-@kl.func
-def index_to_world(values: Floats, uvw: kl.vec3) -> kl.vec3:
-    return kl.vec3(map_row(values, 0, uvw) + values[18], map_row(values, 3, uvw) + values[19],
-                   map_row(values, 6, uvw) + values[20])
-
+# The index-to-world map and its inverse, generic over the precision: ``m`` is ``values``
+# (float32, with vec3 points) or ``map64`` (float64, with vec3d points); the matrix is at
+# m[0:9], its inverse at m[9:18], the translation at m[18:21].
 
 @kl.func
-def world_to_index(values: Floats, xyz: kl.vec3) -> kl.vec3:
-    p = kl.vec3(xyz[0] - values[18], xyz[1] - values[19], xyz[2] - values[20])
-    return kl.vec3(map_row(values, 9, p), map_row(values, 12, p), map_row(values, 15, p))
-
-
-@kl.func
-def index_to_world_dir(values: Floats, uvw: kl.vec3) -> kl.vec3:
-    return kl.vec3(map_row(values, 0, uvw), map_row(values, 3, uvw), map_row(values, 6, uvw))
-
-
-@kl.func
-def world_to_index_dir(values: Floats, xyz: kl.vec3) -> kl.vec3:
-    return kl.vec3(map_row(values, 9, xyz), map_row(values, 12, xyz), map_row(values, 15, xyz))
-
-
-@kl.func
-def map_row64(m: Doubles, at: int, p: kl.vec3d) -> kl.float64:
+def map_row(m: Any, at: int, p: Any):
     return p[0] * m[at] + p[1] * m[at + 1] + p[2] * m[at + 2]
 
 
 @kl.func
-def index_to_world64(m: Doubles, uvw: kl.vec3d) -> kl.vec3d:
-    return kl.vec3d(map_row64(m, 0, uvw) + m[18], map_row64(m, 3, uvw) + m[19],
-                    map_row64(m, 6, uvw) + m[20])
+def index_to_world(m: Any, uvw: Any):
+    return kl.vector(map_row(m, 0, uvw) + m[18], map_row(m, 3, uvw) + m[19],
+                     map_row(m, 6, uvw) + m[20])
 
 
 @kl.func
-def world_to_index64(m: Doubles, xyz: kl.vec3d) -> kl.vec3d:
-    p = kl.vec3d(xyz[0] - m[18], xyz[1] - m[19], xyz[2] - m[20])
-    return kl.vec3d(map_row64(m, 9, p), map_row64(m, 12, p), map_row64(m, 15, p))
+def world_to_index(m: Any, xyz: Any):
+    p = kl.vector(xyz[0] - m[18], xyz[1] - m[19], xyz[2] - m[20])
+    return kl.vector(map_row(m, 9, p), map_row(m, 12, p), map_row(m, 15, p))
 
 
 @kl.func
-def index_to_world_dir64(m: Doubles, uvw: kl.vec3d) -> kl.vec3d:
-    return kl.vec3d(map_row64(m, 0, uvw), map_row64(m, 3, uvw), map_row64(m, 6, uvw))
+def index_to_world_dir(m: Any, uvw: Any):
+    return kl.vector(map_row(m, 0, uvw), map_row(m, 3, uvw), map_row(m, 6, uvw))
 
 
 @kl.func
-def world_to_index_dir64(m: Doubles, xyz: kl.vec3d) -> kl.vec3d:
-    return kl.vec3d(map_row64(m, 9, xyz), map_row64(m, 12, xyz), map_row64(m, 15, xyz))
+def world_to_index_dir(m: Any, xyz: Any):
+    return kl.vector(map_row(m, 9, xyz), map_row(m, 12, xyz), map_row(m, 15, xyz))
 
 
 # ---- no gradient flows into the voxel values or the tree ---------------------------------

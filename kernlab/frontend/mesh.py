@@ -74,14 +74,22 @@ def _module():
     return mesh_queries
 
 
+def called_name(obj, module, names) -> str | None:
+    """The name of ``obj`` where it is ``module``'s function of that name and the name is
+    in ``names``, else None (the call is not one of that module's kernel functions)."""
+    name = getattr(obj, "__name__", "")
+    if getattr(obj, "__module__", None) != module.__name__ or name not in names or \
+            getattr(module, name, None) is not obj:
+        return None
+    return name
+
+
 class MeshMixin:
     def mesh_call(self, obj, node):
         """Lower a call of one of kernlab/mesh.py's kernel functions, or NOT_MESH."""
-        if getattr(obj, "__module__", None) != "kernlab.mesh":
-            return NOT_MESH
         from .. import mesh  # the Python names kernels call
-        name = getattr(obj, "__name__", "")
-        if name not in mesh.FUNCTIONS or getattr(mesh, name) is not obj:
+        name = called_name(obj, mesh, mesh.FUNCTIONS)
+        if name is None:
             return NOT_MESH
         M = _module()
         if name in ("mesh_query_aabb_next", "mesh_query_next"):
@@ -104,18 +112,23 @@ class MeshMixin:
         if not older:
             return result
         for out, t in outputs:
-            target = bound[out]
-            if not isinstance(target, ast.Name):
-                raise KernelSyntaxError(f"{name}(): the output argument '{out}' must be the "
-                                        "name of a local, which the call sets", self.b.loc)
             value = structs.get_field(self, result, _FIELDS[out])
-            current = self.scope.names.get(target.id)
-            var_type = getattr(current, "type", None)
-            if var_type is not None and var_type != value.type:
-                raise KernelTypeError(f"{name}(): the output '{out}' is {value.type}, but "
-                                      f"'{target.id}' holds {var_type}", self.b.loc)
-            self.assign_name(target.id, value)
+            self.set_output(name, out, bound[out], value,
+                            lambda local, held: f"the output '{out}' is {value.type}, but "
+                                                f"'{local}' holds {held}")
         return structs.get_field(self, result, "result")
+
+    def set_output(self, name: str, out: str, target, value: Value, mismatch) -> None:
+        """Set the local that the output argument ``out`` of ``name()`` names (``target``,
+        its AST node) to ``value``; ``mismatch(local, held)`` words the error where that
+        local already holds another type."""
+        if not isinstance(target, ast.Name):
+            raise KernelSyntaxError(f"{name}(): the output argument '{out}' must be the name "
+                                    "of a local, which the call sets", self.b.loc)
+        held = getattr(self.scope.names.get(target.id), "type", None)
+        if held is not None and held != value.type:
+            raise KernelTypeError(f"{name}(): {mismatch(target.id, held)}", self.b.loc)
+        self.assign_name(target.id, value)
 
     def report_at_call(self, first_site: int, name: str) -> None:
         """A bounds error inside the query's funcs (a face or vertex index out of range)

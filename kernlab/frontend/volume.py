@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import ast
 
-from ..errors import KernelSyntaxError, KernelTypeError
-from ..ir.nodes import Value
+from ..errors import KernelTypeError
 from ..types import float32, int32, vec3, vec3d, vec4
+from .mesh import called_name
 
 NOT_VOLUME = object()
 
@@ -54,11 +54,9 @@ def _module():
 class VolumeMixin:
     def volume_call(self, obj, node):
         """Lower a call of one of kernlab/volume.py's kernel functions, or NOT_VOLUME."""
-        if getattr(obj, "__module__", None) != "kernlab.volume":
-            return NOT_VOLUME
         V = _module()
-        name = getattr(obj, "__name__", "")
-        if name not in SIGNATURES or getattr(V, name, None) is not obj:
+        name = called_name(obj, V, SIGNATURES)  # frontend/mesh.py
+        if name is None:
             return NOT_VOLUME
         params, kind = SIGNATURES[name]
         bound = self.bind_mesh_args(name, list(params), {}, node)  # frontend/mesh.py
@@ -101,26 +99,16 @@ class VolumeMixin:
         fn = {"f": V.store_f, "v": V.store_v, "v4": V.store_v4}[kind]
         return self.call_func(fn, [tree, values] + ijk + [value], {})
 
-    def volume_arg(self, name: str, param: str, want, node) -> Value:
-        v = self.value(self.expr(node), want)
-        if want.is_scalar and want.is_int and v.type.is_scalar and v.type.is_int:
-            return v if v.type == want else self.b.cast(v, want)
-        if v.type != want:
-            raise KernelTypeError(f"{name}(): argument '{param}' must be {want}, got {v.type}",
-                                  self.b.loc)
-        return v
-
     def volume_lower(self, V, name, kind, bound, tree, values, map64):
-        a = {p: self.volume_arg(name, p, t, bound[p]) for p, t in SIGNATURES[name][0]
+        a = {p: self.mesh_arg(name, p, t, bound[p]) for p, t in SIGNATURES[name][0]
              if t is not None}
         if name.startswith(("volume_index_to", "volume_world_to")):
             node = bound["uvw" if "uvw" in bound else "xyz"]
             p = self.value(self.expr(node))
             fn = name[len("volume_"):]
-            if p.type == vec3:
-                return self.call_func(getattr(V, fn), [values, p], {})
-            if p.type == vec3d:
-                return self.call_func(getattr(V, fn + "64"), [map64, p], {})
+            if p.type in (vec3, vec3d):  # the float32 map for a vec3, the float64 one for vec3d
+                m = values if p.type == vec3 else map64
+                return self.call_func(getattr(V, fn), [m, p], {})
             raise KernelTypeError(f"{name}(): the point must be a vec3 or vec3d, got {p.type}",
                                   self.b.loc)
         if name.startswith("volume_store"):
@@ -139,17 +127,10 @@ class VolumeMixin:
                                       "with volume_sample(..., dtype=int)", self.b.loc)
             fn = {"f": V.sample_grad_f, "v": V.sample_grad_v, "v4": V.sample_grad_v4}[kind]
             val, grad = self.unpack(self.call_func(fn, [tree, values, uvw, mode], {}))
-            target = bound["grad"]
-            if not isinstance(target, ast.Name):
-                raise KernelSyntaxError(f"{name}(): the output argument 'grad' must be the name "
-                                        "of a local, which the call sets", self.b.loc)
-            current = self.scope.names.get(target.id)
-            var_type = getattr(current, "type", None)
-            if var_type is not None and var_type != grad.type:  # Warp's wording
-                raise KernelTypeError(f"{name}(): Incompatible gradient type, expected "
-                                      f"{_warp_name(grad.type)}, got {_warp_name(var_type)} "
-                                      f"(the local '{target.id}')", self.b.loc)
-            self.assign_name(target.id, grad)
+            self.set_output(name, "grad", bound["grad"], grad,  # frontend/mesh.py; Warp's words:
+                            lambda local, held: "Incompatible gradient type, expected "
+                                                f"{_warp_name(grad.type)}, got "
+                                                f"{_warp_name(held)} (the local '{local}')")
             return val
         if kind == "i":  # an int volume is read at the nearest voxel (Warp: use CLOSEST)
             return self.call_func(V.sample_i, [tree, uvw], {})

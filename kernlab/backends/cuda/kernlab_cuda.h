@@ -42,6 +42,26 @@ __device__ inline unsigned short kl_cvt_f16_f64(double d) {
 }
 #endif
 
+// The operators float16 and bfloat16 share: the operands widened to float32 (exactly), the
+// result rounded back by the type's float32 constructor; negation flips the sign bit.
+#define KL_16BIT_ASSIGN_OPS(T)                                                           \
+    __device__ T& operator+=(T o) { return *this = float32(*this) + float32(o); }        \
+    __device__ T& operator-=(T o) { return *this = float32(*this) - float32(o); }        \
+    __device__ T& operator*=(T o) { return *this = float32(*this) * float32(o); }        \
+    __device__ T& operator/=(T o) { return *this = float32(*this) / float32(o); }
+#define KL_16BIT_OPS(T)                                                                  \
+    __device__ inline T operator+(T a, T b) { return float32(a) + float32(b); }          \
+    __device__ inline T operator-(T a, T b) { return float32(a) - float32(b); }          \
+    __device__ inline T operator*(T a, T b) { return float32(a) * float32(b); }          \
+    __device__ inline T operator/(T a, T b) { return float32(a) / float32(b); }          \
+    __device__ inline T operator-(T a) { return T::from_bits(a.bits ^ 0x8000u); }        \
+    __device__ inline bool operator==(T a, T b) { return float32(a) == float32(b); }     \
+    __device__ inline bool operator!=(T a, T b) { return float32(a) != float32(b); }     \
+    __device__ inline bool operator<(T a, T b) { return float32(a) < float32(b); }       \
+    __device__ inline bool operator<=(T a, T b) { return float32(a) <= float32(b); }     \
+    __device__ inline bool operator>(T a, T b) { return float32(a) > float32(b); }       \
+    __device__ inline bool operator>=(T a, T b) { return float32(a) >= float32(b); }
+
 struct float16 {
     uint16 bits;
 
@@ -56,22 +76,9 @@ struct float16 {
     __device__ operator float32() const { return kl_cvt_f32_f16(bits); }
     __device__ static float16 from_bits(uint16 b) { float16 h; h.bits = b; return h; }
 
-    __device__ float16& operator+=(float16 o) { return *this = float32(*this) + float32(o); }
-    __device__ float16& operator-=(float16 o) { return *this = float32(*this) - float32(o); }
-    __device__ float16& operator*=(float16 o) { return *this = float32(*this) * float32(o); }
-    __device__ float16& operator/=(float16 o) { return *this = float32(*this) / float32(o); }
+    KL_16BIT_ASSIGN_OPS(float16)
 };
-__device__ inline float16 operator+(float16 a, float16 b) { return float32(a) + float32(b); }
-__device__ inline float16 operator-(float16 a, float16 b) { return float32(a) - float32(b); }
-__device__ inline float16 operator*(float16 a, float16 b) { return float32(a) * float32(b); }
-__device__ inline float16 operator/(float16 a, float16 b) { return float32(a) / float32(b); }
-__device__ inline float16 operator-(float16 a) { return float16::from_bits(a.bits ^ 0x8000u); }
-__device__ inline bool operator==(float16 a, float16 b) { return float32(a) == float32(b); }
-__device__ inline bool operator!=(float16 a, float16 b) { return float32(a) != float32(b); }
-__device__ inline bool operator<(float16 a, float16 b) { return float32(a) < float32(b); }
-__device__ inline bool operator<=(float16 a, float16 b) { return float32(a) <= float32(b); }
-__device__ inline bool operator>(float16 a, float16 b) { return float32(a) > float32(b); }
-__device__ inline bool operator>=(float16 a, float16 b) { return float32(a) >= float32(b); }
+KL_16BIT_OPS(float16)
 
 // ---- bfloat16: the upper 16 bits of a float32, float32 arithmetic ------------------------
 // Every rule of kernlab's bfloat16 lives here, as float16's above: each operation converts
@@ -102,22 +109,11 @@ struct bfloat16 {
     __device__ operator float32() const { return kl_bf16_widen(bits); }
     __device__ static bfloat16 from_bits(uint16 b) { bfloat16 h; h.bits = b; return h; }
 
-    __device__ bfloat16& operator+=(bfloat16 o) { return *this = float32(*this) + float32(o); }
-    __device__ bfloat16& operator-=(bfloat16 o) { return *this = float32(*this) - float32(o); }
-    __device__ bfloat16& operator*=(bfloat16 o) { return *this = float32(*this) * float32(o); }
-    __device__ bfloat16& operator/=(bfloat16 o) { return *this = float32(*this) / float32(o); }
+    KL_16BIT_ASSIGN_OPS(bfloat16)
 };
-__device__ inline bfloat16 operator+(bfloat16 a, bfloat16 b) { return float32(a) + float32(b); }
-__device__ inline bfloat16 operator-(bfloat16 a, bfloat16 b) { return float32(a) - float32(b); }
-__device__ inline bfloat16 operator*(bfloat16 a, bfloat16 b) { return float32(a) * float32(b); }
-__device__ inline bfloat16 operator/(bfloat16 a, bfloat16 b) { return float32(a) / float32(b); }
-__device__ inline bfloat16 operator-(bfloat16 a) { return bfloat16::from_bits(a.bits ^ 0x8000u); }
-__device__ inline bool operator==(bfloat16 a, bfloat16 b) { return float32(a) == float32(b); }
-__device__ inline bool operator!=(bfloat16 a, bfloat16 b) { return float32(a) != float32(b); }
-__device__ inline bool operator<(bfloat16 a, bfloat16 b) { return float32(a) < float32(b); }
-__device__ inline bool operator<=(bfloat16 a, bfloat16 b) { return float32(a) <= float32(b); }
-__device__ inline bool operator>(bfloat16 a, bfloat16 b) { return float32(a) > float32(b); }
-__device__ inline bool operator>=(bfloat16 a, bfloat16 b) { return float32(a) >= float32(b); }
+KL_16BIT_OPS(bfloat16)
+#undef KL_16BIT_ASSIGN_OPS
+#undef KL_16BIT_OPS
 
 template <bool B, typename T = void> struct enable_if_t_ {};
 template <typename T> struct enable_if_t_<true, T> { typedef T type; };
