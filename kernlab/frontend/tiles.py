@@ -3,7 +3,7 @@
 ``tile_transpose``, ``tile_fft``/``tile_ifft`` and ``t[i, j]``, with Warp's parameter names.
 
 Their compile-time arguments (``shape``, ``dtype``, ``storage``, ``bounds_check``) are read
-here and become the result's ``types.Tile``; the builtins (builtins/tiles.py) see only
+here and become the result's ``types.Tile``; the builtins (builtins/tiles.py, tile_ops.py) see only
 values. ``storage`` ("register" or "shared") changes nothing: each block is one thread, which
 holds its tile whichever way. ``tile_fft(t)`` and ``tile_ifft(t)`` transform the tile in
 place, as in Warp: the local ``t`` names is given the transformed tile.
