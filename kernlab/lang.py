@@ -93,7 +93,8 @@ FUNCTIONS["transformation"] = BuiltinFunction("transformation")
 FUNCTIONS["select"] = BuiltinFunction("select")  # Warp's order: (cond, if_false, if_true)
 
 # Warp's tile functions (frontend/tiles.py reads their compile-time arguments; the builtins
-# are in builtins/tiles.py and builtins/tile_ops.py; what each does is builtins/reference.py's TILE_FORMS).
+# are in builtins/tiles.py and builtins/tile_ops.py; what each does is builtins/reference.py's
+# TILE_FORMS).
 class _TileForm(SpecialForm):
     """``tile(x)`` in kernels; ``tile[dtype, M, N]`` the type of such a tile (Warp's
     annotation for a func parameter that takes a tile)."""
