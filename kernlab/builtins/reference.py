@@ -317,7 +317,8 @@ SPECIAL_FORMS.update(VOLUME_FORMS)
 
 # Tiles (builtins/tiles.py, builtins/tile_ops.py, frontend/tiles.py): every block of a tiled
 # launch is one thread owning its whole tile, as Warp runs blocks on the CPU. Warp's parameter
-# names; shapes and dtypes are compile-time constants. kernlab.lang makes the kl.tile_* names from this table.
+# names; shapes and dtypes are compile-time constants. kernlab.lang makes the kl.tile_* names
+# from this table.
 TILE_FORMS = {
     "tile_load": SpecialForm(
         "tile_load(a, shape, offset=None, storage='register', bounds_check=True) -> tile",
