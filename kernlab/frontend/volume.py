@@ -5,7 +5,7 @@ generic ones with a ``dtype`` (``volume_sample(id, uvw, mode, dtype=float)``).
 A volume reaches a kernel as its ``uint64`` id, a kernel parameter; its first use adds the
 volume's arrays as hidden parameters (frontend/hashgrid.py ``handle_arrays``, filled at
 launch by kernlab/handles.py). Each call is a call of a func written in kernlab's kernel
-language in kernlab/volume.py, so every backend runs one definition and reverse mode
+language in kernlab/volume_queries.py, so every backend runs one definition and reverse mode
 differentiates the sampling with respect to the point. ``volume_sample_grad_f`` and
 ``volume_sample_grad`` set their ``grad`` argument, a local, as Warp's output argument does.
 """
@@ -47,15 +47,15 @@ _HAS_GRAD = ("f", "v", "v4")  # grad: vec3, mat33, mat43 (a Jacobian row per com
 
 
 def _module():
-    from .. import volume  # the volume's funcs; imported when a kernel first needs them
-    return volume
+    from .. import volume_queries  # the volume's funcs; imported when a kernel first needs them
+    return volume_queries
 
 
 class VolumeMixin:
     def volume_call(self, obj, node):
         """Lower a call of one of kernlab/volume.py's kernel functions, or NOT_VOLUME."""
-        V = _module()
-        name = called_name(obj, V, SIGNATURES)  # frontend/mesh.py
+        from .. import volume  # the Python names kernels call
+        name = called_name(obj, volume, SIGNATURES)  # frontend/mesh.py
         if name is None:
             return NOT_VOLUME
         params, kind = SIGNATURES[name]
@@ -64,7 +64,7 @@ class VolumeMixin:
             kind = self.volume_dtype(name, bound["dtype"])
         tree, values, map64 = self.handle_arrays(bound["id"], name, "volume")
         first_site = len(self.func.sites)
-        result = self.volume_lower(V, name, kind, bound, tree, values, map64)
+        result = self.volume_lower(_module(), name, kind, bound, tree, values, map64)
         self.report_at_call(first_site, name)  # frontend/mesh.py
         return result
 
