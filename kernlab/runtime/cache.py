@@ -62,9 +62,14 @@ def key_for(*parts: str | bytes) -> str:
 def cache_root() -> Path:
     """The cache folder named by kernlab.config.cache_dir, created private (0700); an
     existing folder of ours is made private. OSError when it cannot be made or is not ours."""
-    if not config.cache_dir:
+    folder = config.cache_dir
+    if not folder:
         raise OSError("the disk cache is disabled (kernlab.config.cache_dir is empty)")
-    root = Path(config.cache_dir).expanduser()
+    root = _roots.get(folder) if isinstance(folder, str) else None
+    if root is None:  # (pathlib's parsing costs microseconds: once per setting)
+        root = Path(folder).expanduser()
+        if isinstance(folder, str):
+            _roots[folder] = root
     if str(root) in _checked:  # made and checked by this process already: a compile asks
         return root            # a few times (each mkdir and stat took ~1 ms, loaded)
     root.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -78,6 +83,7 @@ def cache_root() -> Path:
 
 
 _checked: set = set()  # cache folders cache_root() made and checked in this process
+_roots: dict = {}  # config.cache_dir -> its Path, expanded
 
 
 def _read_regular(path: Path, limit: int) -> bytes:
@@ -135,12 +141,13 @@ def _secret(root: Path) -> bytes:
     return secret
 
 
-def _mac(key: str, payload: bytes) -> bytes:
-    mac = hmac.new(_secret(cache_root()), digestmod=hashlib.sha256)
+def _mac(key: str, payload: bytes, root: Path | None = None) -> bytes:
+    """HMAC-SHA256 under the folder's secret of the key (length-prefixed) and the payload:
+    one call into OpenSSL (hmac.digest), which hmac.new's object costs several times."""
     key_bytes = key.encode("ascii")
-    mac.update(_KEY_LENGTH.pack(len(key_bytes)) + key_bytes)
-    mac.update(payload)
-    return mac.digest()
+    return hmac.digest(_secret(root or cache_root()),
+                       b"".join([_KEY_LENGTH.pack(len(key_bytes)), key_bytes, payload]),
+                       "sha256")
 
 
 def _entry_path(key: str) -> Path:
@@ -155,7 +162,7 @@ def _encode(key: str, payload: bytes) -> bytes:
                      _LENGTHS.pack(len(payload)), _mac(key, payload), payload])
 
 
-def _decode(key: str, blob: bytes) -> bytes | None:
+def _decode(key: str, blob: bytes, root: Path | None = None) -> bytes | None:
     """The payload of an entry file's contents, or None unless every check passes."""
     if not blob.startswith(MAGIC):
         return None
@@ -175,7 +182,7 @@ def _decode(key: str, blob: bytes) -> bytes | None:
     if len(payload) != length:
         return None  # truncated
     try:
-        expected = _mac(key, payload)
+        expected = _mac(key, payload, root)
     except OSError:
         return None
     if not hmac.compare_digest(expected, digest):
@@ -186,20 +193,23 @@ def _decode(key: str, blob: bytes) -> bytes | None:
 def load(key: str) -> bytes | None:
     """The payload stored under key, or None when there is none or the entry is damaged
     (a damaged entry is removed)."""
+    if not isinstance(key, str) or not _KEY.fullmatch(key):
+        raise ValueError(f"cache keys are 16 to 128 lowercase hex digits, not {key!r}")
     try:
-        path = _entry_path(key)
+        root = cache_root()
     except OSError:
         return None
+    path = os.path.join(str(root), key + SUFFIX)  # (a string: a Path costs microseconds)
     try:
         blob = _read_regular(path, MAX_ENTRY_BYTES)
     except FileNotFoundError:
         return None
     except OSError:  # not a regular file of ours: remove it, so the entry is written anew
         blob = b""
-    payload = _decode(key, blob)
+    payload = _decode(key, blob, root)
     if payload is None:
         try:
-            path.unlink()
+            os.unlink(path)
         except OSError:
             pass
     return payload

@@ -37,7 +37,7 @@ import numpy as np
 from .. import config
 from . import cache
 
-FORMAT = "kernlab-ir-3"  # bump when what is pickled changes shape
+FORMAT = "kernlab-ir-4"  # bump when what is pickled changes shape (4: flattened IR, see encode)
 _MAX_ARRAY_BYTES = 1 << 16  # constants larger than this are not hashed: no caching
 _LIBRARY_MODULES = {"math": None, "numpy": np.__version__}  # attribute reads are library
                                                            # constants
@@ -224,9 +224,12 @@ class _Pickler(pickle.Pickler):
     def __init__(self, file, protocol):
         super().__init__(file, protocol)
         from ..builtins.registry import REGISTRY, Builtin
-        from ..ir.nodes import Function
+        from ..errors import SourceLoc
+        from ..ir.nodes import Block, Function, Instr, Param, Site, Value, Var, _restore
         from ..types import ArrayType, Type
-        self.registry, self.builtin, self.function = REGISTRY, Builtin, Function
+        self.registry, self.builtin = REGISTRY, Builtin
+        self.flattened = {Function, Block, Instr, Param, Site, SourceLoc}
+        self.values, self.restore = {Value, Var}, _restore
         self.type, self.array_type = Type, ArrayType
         self.named = _named_types()[1]
         # the types most objects of an IR have: nothing to decide for them
@@ -241,12 +244,12 @@ class _Pickler(pickle.Pickler):
         t = type(obj)
         if t in self.plain:
             return NotImplemented
-        if t is self.function:  # without the per-process caches (sizes, entries)
-            # (but with the in-place plan and the canonical text). The copy is one step
-            # under the GIL: another thread launching the kernel adds its caches meanwhile.
-            state = {k: v for k, v in vars(obj).copy().items()
-                     if not k.startswith("_") or k in _KEPT}
-            return _rebuild_function, (state,)
+        if t in self.values:  # (one call rather than this one and their __reduce__)
+            return self.restore, (t, obj.type, obj.name, obj.id)
+        if t in self.flattened:
+            # Functions, Blocks, Instrs and SourceLocs travel flattened (_Encoder): one
+            # reached any other way (an attribute holding an instruction) is not expected
+            raise Uncacheable
         if t is self.builtin:
             if self.registry.get(obj.name) is not obj:
                 raise Uncacheable
@@ -281,11 +284,134 @@ def _type_named(name: str):
 _KEPT = ("_inplace_plan", "_canonical")  # per-Function caches a warm start wants
 
 
-def _rebuild_function(state):
-    from ..ir.nodes import Function
-    func = Function.__new__(Function)
-    func.__dict__.update(state)
-    return func
+# ---- the flattened IR -----------------------------------------------------------------------
+# Pickling the IR's dataclasses one by one (a reduce call, a state dict and a reducer hook per
+# instruction) took seconds for a 4,000-line kernel and its adjoint. The payload holds them
+# flattened into tuples, lists and dicts instead, which pickle writes and reads in C without
+# calling back into Python; Values and Vars stay objects (pickle's memo keeps each one
+# shared wherever it is used: arguments, results, attributes, parameters).
+#
+#   function: (state, the names of the state's entries that are encoded, see _FUNCTION_FIELDS)
+#   block:    (instructions, result value or None)
+#   instr:    (Op, args, result, location index, attrs, regions as blocks)
+#             — a longer tuple when the instruction carries attributes of its own (extra)
+#   location: an index into the payload's table of (file, line, col, end_col, func)
+
+class _Encoder:
+    """Flattens Functions (and the Blocks, Instrs, Params, Sites and SourceLocs in them)."""
+
+    def __init__(self):
+        self.locs: dict = {}   # id(SourceLoc) -> index
+        self.by_value: dict = {}  # (file, line, col, end_col, func) -> index
+        self.table: list = []  # those rows, by index
+        self.alive: list = []  # the SourceLocs in self.locs
+        self.funcs: dict = {}  # id(Function) -> index into self.encoded
+        self.encoded: list = []
+
+    def loc(self, loc) -> int:
+        k = self.locs.get(id(loc))
+        return self._new_loc(loc) if k is None else k
+
+    def _new_loc(self, loc) -> int:
+        """A location not seen before by identity: equal ones share an entry (and one
+        SourceLoc when loaded; they are immutable)."""
+        row = (loc.file, loc.line, loc.col, loc.end_col, loc.func)
+        k = self.by_value.get(row)
+        if k is None:
+            k = self.by_value[row] = len(self.table)
+            self.table.append(row)
+        self.locs[id(loc)] = k
+        self.alive.append(loc)  # (its id stays its own while the encoder lives)
+        return k
+
+    def function(self, func) -> int | None:
+        if func is None:
+            return None
+        k = self.funcs.get(id(func))
+        if k is not None:
+            return k
+        from ..ir.nodes import Function
+        if type(func) is not Function:
+            raise Uncacheable
+        # without the per-process caches (sizes, entries), but with the in-place plan and
+        # the canonical text. The copy is one step under the GIL: another thread launching
+        # the kernel adds its caches meanwhile.
+        state = {k: v for k, v in vars(func).copy().items()
+                 if not k.startswith("_") or k in _KEPT}
+        state["body"] = self.block(state["body"])
+        state["loc"] = self.loc(state["loc"])
+        state["params"] = [(p.name, p.type, p.value) for p in state["params"]]
+        state["sites"] = [(self.loc(s.loc), s.array, s.shape, s.kind) for s in state["sites"]]
+        k = self.funcs[id(func)] = len(self.encoded)
+        self.encoded.append(state)
+        return k
+
+    def block(self, block) -> tuple:
+        from ..ir.nodes import Block, Instr
+        if type(block) is not Block or len(vars(block)) != 2:
+            raise Uncacheable
+        out = []
+        locs, new_loc = self.locs, self._new_loc
+        for ins in block.instrs:
+            if type(ins) is not Instr:
+                raise Uncacheable
+            regions, loc = ins.regions, ins.loc
+            at = locs.get(id(loc))
+            row = (ins.op, ins.args, ins.result, new_loc(loc) if at is None else at,
+                   ins.attrs, [self.block(r) for r in regions] if regions else None)
+            extra = vars(ins)
+            if len(extra) != 6:  # attributes beyond the dataclass fields
+                row += ({k: v for k, v in extra.items() if k not in _INSTR_FIELDS},)
+            out.append(row)
+        return out, block.result
+
+
+_INSTR_FIELDS = frozenset(("op", "args", "result", "loc", "attrs", "regions"))
+
+
+class _Decoder:
+    """Rebuilds what _Encoder flattened."""
+
+    def __init__(self, table, encoded):
+        from ..errors import SourceLoc
+        from ..ir.nodes import Block, Function, Instr, Param, Site
+        self.locs = [SourceLoc(*row) for row in table]
+        self.encoded = encoded
+        self.funcs: dict = {}
+        self.classes = Block, Function, Instr, Param, Site
+
+    def function(self, k):
+        if k is None:
+            return None
+        func = self.funcs.get(k)
+        if func is None:
+            Block, Function, Instr, Param, Site = self.classes
+            state = dict(self.encoded[k])
+            locs = self.locs
+            state["body"] = self.block(state["body"])
+            state["loc"] = locs[state["loc"]]
+            state["params"] = [Param(*row) for row in state["params"]]
+            state["sites"] = [Site(locs[at], *rest) for at, *rest in state["sites"]]
+            func = self.funcs[k] = Function.__new__(Function)
+            func.__dict__.update(state)
+        return func
+
+    def block(self, encoded):
+        Block, _, Instr, _, _ = self.classes
+        new, locs, block = Instr.__new__, self.locs, self.block
+        instrs = []
+        for row in encoded[0]:
+            ins = new(Instr)
+            regions = row[5]
+            ins.__dict__.update(op=row[0], args=row[1], result=row[2], loc=locs[row[3]],
+                                attrs=row[4], regions=[block(r) for r in regions]
+                                if regions else [])
+            if len(row) > 6:
+                ins.__dict__.update(row[6])
+            instrs.append(ins)
+        out = Block.__new__(Block)
+        out.instrs, out.result = instrs, encoded[1]
+        return out
 
 
 class _Unpickler(pickle.Unpickler):
@@ -326,10 +452,15 @@ def _renumber(values) -> None:
 def dumps(ir, adjoint, variants=None) -> bytes | None:
     """The payload of a kernel's IR, its adjoint IR and its adjoint variants (a dict
     (retained parameters, shared) -> IR: Kernel.adjoint_variant)."""
+    from ..kernel import gc_paused
     buf = io.BytesIO()
     try:
-        _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump((FORMAT, ir, adjoint,
-                                                              dict(variants or {})))
+        with gc_paused():  # (hundreds of thousands of tuples, no cycles among them)
+            enc = _Encoder()
+            parts = (enc.function(ir), enc.function(adjoint),
+                     {key: enc.function(f) for key, f in dict(variants or {}).items()})
+            _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(
+                (FORMAT, enc.table, enc.encoded, *parts))
     except (Uncacheable, pickle.PicklingError, TypeError, AttributeError, RecursionError):
         return None
     return buf.getvalue()
@@ -338,16 +469,21 @@ def dumps(ir, adjoint, variants=None) -> bytes | None:
 def loads(payload: bytes):
     """(ir, adjoint or None, adjoint variants), or None when the payload is not ours."""
     from ..ir import nodes
-    with _load_lock:
+    from ..kernel import gc_paused
+    with _load_lock, gc_paused():  # (the objects it makes are the IR's: none is garbage)
         nodes._restored = restored = []
         try:
-            fmt, ir, adjoint, variants = _Unpickler(io.BytesIO(payload)).load()
+            fmt, *rest = _Unpickler(io.BytesIO(payload)).load()
+            if fmt != FORMAT:
+                return None
+            table, encoded, ir, adjoint, variants = rest
+            dec = _Decoder(table, encoded)
+            ir, adjoint = dec.function(ir), dec.function(adjoint)
+            variants = {key: dec.function(k) for key, k in variants.items()}
         except Exception:  # noqa: BLE001 — an authenticated entry of another kernlab: a miss
             return None
         finally:
             nodes._restored = None
-    if fmt != FORMAT:
-        return None
     _renumber(restored)
     return ir, adjoint, variants
 

@@ -244,12 +244,10 @@ class ShortPath:
                 fmt = "<" + jit._scalar_format(func.params[k].type.scalar)
                 names[f"S{k}"] = struct.Struct(fmt).pack_into
                 names[f"O{k}"] = layout.offsets[f"p{k}"]
-        for which in ("run", "run_converted"):
-            text = source(kinds, written_params(func), inplace_plan(func).snapshot,
-                          jit.PARALLEL_THRESHOLD, runner.layout.status_offset,
-                          which == "run_converted")
-            exec(compile(text, f"<kernlab short launch of {kernel.key}>", "exec"), names)
-            setattr(q, which, names.pop("run"))
+        parts = (kinds, written_params(func), inplace_plan(func).snapshot,
+                 jit.PARALLEL_THRESHOLD, runner.layout.status_offset)
+        for which in ("run", "run_converted"):  # each written on its first call
+            setattr(q, which, _deferred(q, which, names, parts))
         return q
 
     @staticmethod
@@ -265,6 +263,21 @@ class ShortPath:
             return False
         self.changes = config.changes
         return True
+
+
+def _deferred(q, which, names, parts):
+    """A stand-in for ``q.run`` or ``q.run_converted`` that writes the function on its first
+    call and puts it in its place: compiling the source costs about half a millisecond,
+    which a process's first launch of a kernel (a warm start's) does not pay, and most
+    kernels never need ``run_converted`` (kl.Launch objects) at all."""
+    def first(total, args):
+        text = source(*parts, which == "run_converted")
+        scope = dict(names)  # (the shared objects, LAST and the rest, stay shared)
+        exec(compile(text, f"<kernlab short launch of {q.kernel.key}>", "exec"), scope)
+        fn = scope.pop("run")
+        setattr(q, which, fn)
+        return fn(total, args)
+    return first
 
 
 def source(kinds, written, snapshot, most, status, converted) -> str:
