@@ -425,9 +425,17 @@ class _Unpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"unknown reference {pid!r}")
 
     def find_class(self, module, name):
+        found = _classes.get((module, name))
+        if found is not None:
+            return found
         if _allowed_module(module):
-            return super().find_class(module, name)
+            found = _classes[module, name] = super().find_class(module, name)
+            return found
         raise pickle.UnpicklingError(f"{module}.{name} is not part of a kernlab IR")
+
+
+_classes: dict = {}  # (module, name) -> what find_class found (from modules _allowed_module
+                     # lets in, loaded already: nothing else can change what it finds)
 
 
 def _allowed_module(module: str) -> bool:

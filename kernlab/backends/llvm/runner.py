@@ -16,6 +16,7 @@ current one have finished).
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 import os
 import struct
@@ -59,49 +60,64 @@ _interrupt = ctypes.c_int32(0)  # kl_interrupt: nonzero asks every checking loop
 _interrupts = 0                 # how many times it was raised (see Runner._run_checked)
 
 
+def _param_fields(t) -> tuple:
+    """The fields of a parameter of type ``t`` in the argument block, each (name suffix,
+    ctypes type, struct format of an element, element count, element size)."""
+    try:
+        return _cached_fields(t)
+    except TypeError:  # an unhashable type
+        return _cached_fields.__wrapped__(t)
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_fields(t) -> tuple:
+    if isinstance(t, ArrayType):
+        n = t.ndim
+        return (("", ctypes.c_void_p, _POINTER_FORMAT, 1, 8),
+                ("_shape", ctypes.c_int64 * n, "q", n, 8),
+                ("_strides", ctypes.c_int64 * n, "q", n, 8))
+    ctype = ctypes.c_uint8 if t.scalar.kind == "b" else \
+        ctypes.c_float if t.scalar.name == "bfloat16" else t.scalar._type_
+    count = 1 if t.is_scalar else t.length
+    return (("", ctype if t.is_scalar else ctype * count, _scalar_format(t.scalar), count,
+             ctypes.sizeof(ctype)),)
+
+
 class ArgLayout:
     """The packed argument block of one kernel: its fields (name, ctypes type) laid out as
     a C struct, their offsets, its size and a struct format that fills everything before
     the status block in one call."""
 
     def __init__(self, func: Function):
-        fields, formats = [], {}
+        fields, rows = [], []  # rows: (name, struct format, count, element size)
         for k, p in enumerate(func.params):
-            t = p.type
-            if isinstance(t, ArrayType):
-                fields += [(f"p{k}", ctypes.c_void_p), (f"p{k}_shape", ctypes.c_int64 * t.ndim),
-                           (f"p{k}_strides", ctypes.c_int64 * t.ndim)]
-                formats.update({f"p{k}": _POINTER_FORMAT, f"p{k}_shape": "q",
-                                f"p{k}_strides": "q"})
-            else:
-                ctype = ctypes.c_uint8 if t.scalar.kind == "b" else \
-                    ctypes.c_float if t.scalar.name == "bfloat16" else t.scalar._type_
-                fields.append((f"p{k}", ctype if t.is_scalar else ctype * t.length))
-                formats[f"p{k}"] = _scalar_format(t.scalar)
+            for name, ctype, fmt, count, size in _param_fields(p.type):
+                name = f"p{k}{name}"
+                fields.append((name, ctype))
+                rows.append((name, fmt, count, size))
         fields.append(("dims", ctypes.c_int64 * 4))
-        formats["dims"] = "q"
+        rows.append(("dims", "q", 4, 8))
         packed = len(fields)
-        fields += [("flag", ctypes.c_int32), ("site", ctypes.c_int32), ("axis", ctypes.c_int32),
-                   ("param", ctypes.c_int32), ("index", ctypes.c_int64)]
+        for name, ctype, fmt in (("flag", ctypes.c_int32, "i"), ("site", ctypes.c_int32, "i"),
+                                 ("axis", ctypes.c_int32, "i"), ("param", ctypes.c_int32, "i"),
+                                 ("index", ctypes.c_int64, "q")):
+            fields.append((name, ctype))
+            rows.append((name, fmt, 1, ctypes.sizeof(ctype)))
         self.fields = fields
         # laid out as a C struct of these fields would be (what the entry reads), without
-        # making one: a ctypes Structure class costs a tenth of a millisecond
+        # making one: a ctypes Structure class costs a tenth of a millisecond. Every field
+        # is a scalar or an array of scalars, aligned to its element's size.
         self.offsets, at, widest = {}, 0, 1
-        for name, ctype in fields:
-            align = ctypes.alignment(ctype)
-            at = (at + align - 1) // align * align
-            self.offsets[name] = at
-            at += ctypes.sizeof(ctype)
-            widest = max(widest, align)
-        self.size = (at + widest - 1) // widest * widest
         fmt, pos = "<", 0
-        for name, ctype in fields[:packed]:
-            pad = self.offsets[name] - pos
-            fmt += f"{pad}x" if pad else ""
-            is_array = issubclass(ctype, ctypes.Array)
-            count = ctype._length_ if is_array else 1
-            fmt += f"{count}{formats[name]}"
-            pos = self.offsets[name] + ctypes.sizeof(ctype)
+        for j, (name, code, count, size) in enumerate(rows):
+            at = (at + size - 1) // size * size
+            self.offsets[name] = at
+            if j < packed:
+                fmt += f"{at - pos}x{count}{code}" if at > pos else f"{count}{code}"
+                pos = at + count * size
+            at += count * size
+            widest = max(widest, size)
+        self.size = (at + widest - 1) // widest * widest
         self.packer = struct.Struct(fmt)
         self.status = struct.Struct("<iiiiq")
         self.status_offset = self.offsets["flag"]
