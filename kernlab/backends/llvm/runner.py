@@ -62,25 +62,30 @@ _interrupts = 0                 # how many times it was raised (see Runner._run_
 
 def _param_fields(t) -> tuple:
     """The fields of a parameter of type ``t`` in the argument block, each (name suffix,
-    ctypes type, struct format of an element, element count, element size)."""
+    struct format of an element, element count, element size); ctypes types are not made
+    (a new array type costs tens of microseconds: ArgLayout.fields makes them when asked)."""
     try:
         return _cached_fields(t)
     except TypeError:  # an unhashable type
         return _cached_fields.__wrapped__(t)
 
 
+_FORMAT_SIZES = {"B": 1, "b": 1, "h": 2, "H": 2, "e": 2, "i": 4, "I": 4, "f": 4, "q": 8,
+                 "Q": 8, "d": 8}
+
+
 @functools.lru_cache(maxsize=256)
 def _cached_fields(t) -> tuple:
     if isinstance(t, ArrayType):
         n = t.ndim
-        return (("", ctypes.c_void_p, _POINTER_FORMAT, 1, 8),
-                ("_shape", ctypes.c_int64 * n, "q", n, 8),
-                ("_strides", ctypes.c_int64 * n, "q", n, 8))
-    ctype = ctypes.c_uint8 if t.scalar.kind == "b" else \
-        ctypes.c_float if t.scalar.name == "bfloat16" else t.scalar._type_
-    count = 1 if t.is_scalar else t.length
-    return (("", ctype if t.is_scalar else ctype * count, _scalar_format(t.scalar), count,
-             ctypes.sizeof(ctype)),)
+        return (("", _POINTER_FORMAT, 1, 8), ("_shape", "q", n, 8), ("_strides", "q", n, 8))
+    fmt = _scalar_format(t.scalar)
+    return (("", fmt, 1 if t.is_scalar else t.length, _FORMAT_SIZES[fmt]),)
+
+
+_CTYPES = {"B": ctypes.c_uint8, "b": ctypes.c_int8, "h": ctypes.c_int16, "H": ctypes.c_uint16,
+           "e": ctypes.c_uint16, "i": ctypes.c_int32, "I": ctypes.c_uint32,
+           "f": ctypes.c_float, "q": ctypes.c_int64, "Q": ctypes.c_uint64, "d": ctypes.c_double}
 
 
 class ArgLayout:
@@ -89,24 +94,18 @@ class ArgLayout:
     the status block in one call."""
 
     def __init__(self, func: Function):
-        fields, rows = [], []  # rows: (name, struct format, count, element size)
+        rows = []  # (name, struct format of an element, count, element size)
         for k, p in enumerate(func.params):
-            for name, ctype, fmt, count, size in _param_fields(p.type):
-                name = f"p{k}{name}"
-                fields.append((name, ctype))
-                rows.append((name, fmt, count, size))
-        fields.append(("dims", ctypes.c_int64 * 4))
+            rows += [(f"p{k}{name}", *rest) for name, *rest in _param_fields(p.type)]
         rows.append(("dims", "q", 4, 8))
-        packed = len(fields)
-        for name, ctype, fmt in (("flag", ctypes.c_int32, "i"), ("site", ctypes.c_int32, "i"),
-                                 ("axis", ctypes.c_int32, "i"), ("param", ctypes.c_int32, "i"),
-                                 ("index", ctypes.c_int64, "q")):
-            fields.append((name, ctype))
-            rows.append((name, fmt, 1, ctypes.sizeof(ctype)))
-        self.fields = fields
+        packed = len(rows)
+        rows += [("flag", "i", 1, 4), ("site", "i", 1, 4), ("axis", "i", 1, 4),
+                 ("param", "i", 1, 4), ("index", "q", 1, 8)]
+        self.rows = rows
         # laid out as a C struct of these fields would be (what the entry reads), without
         # making one: a ctypes Structure class costs a tenth of a millisecond. Every field
-        # is a scalar or an array of scalars, aligned to its element's size.
+        # is a scalar or an array of scalars, aligned to its element's size (x86-64, and
+        # the 64-bit ABIs kernlab runs on).
         self.offsets, at, widest = {}, 0, 1
         fmt, pos = "<", 0
         for j, (name, code, count, size) in enumerate(rows):
@@ -121,6 +120,13 @@ class ArgLayout:
         self.packer = struct.Struct(fmt)
         self.status = struct.Struct("<iiiiq")
         self.status_offset = self.offsets["flag"]
+
+    @property
+    def fields(self) -> list:
+        """The block's fields as ctypes would declare them: (name, ctypes type)."""
+        return [(name, _CTYPES[code] if count == 1 and not name.endswith(("_shape", "_strides"))
+                 and name != "dims" else _CTYPES[code] * count)
+                for name, code, count, _ in self.rows]
 
 
 @dataclass(eq=False)
