@@ -211,13 +211,26 @@ class _Deps:
 
 @functools.lru_cache(maxsize=None)
 def _named_types() -> tuple:
-    """(name -> type, id(type) -> name) for the types pickled by reference: kernlab's
-    scalars and named vectors and matrices (identity matters: launches test ``is``)."""
+    """(name -> type, id(type) -> name) for the types pickled by reference:
+    kernlab's scalars and named vectors and matrices (identity matters: launches test
+    ``is``; an equal copy a type rule made goes by the name of its named twin)."""
     from .. import types as T
     by_name = {f"scalar:{t.name}": t for t in vars(T).values() if isinstance(t, T.Scalar)}
     by_name.update({f"named:{k}": t for k, t in T.NAMED.items()})
     by_name["any"] = T.ANY
     return by_name, {id(t): k for k, t in by_name.items()}
+
+
+@functools.lru_cache(maxsize=None)
+def _named_by_value() -> dict:
+    """type -> name of _named_types (for the pickler only: hashing them takes a while)."""
+    by_value: dict = {}
+    for k, t in _named_types()[0].items():
+        try:
+            by_value.setdefault(t, k)
+        except TypeError:  # unhashable
+            pass
+    return by_value
 
 
 class _Pickler(pickle.Pickler):
@@ -231,7 +244,7 @@ class _Pickler(pickle.Pickler):
         self.flattened = {Function, Block, Instr, Param, Site, SourceLoc}
         self.values, self.restore = {Value, Var}, _restore
         self.type, self.array_type = Type, ArrayType
-        self.named = _named_types()[1]
+        self.named, self.named_by_value = _named_types()[1], _named_by_value()
         # the types most objects of an IR have: nothing to decide for them
         self.plain: set = set()  # types with nothing to decide (see reducer_override)
 
@@ -256,6 +269,11 @@ class _Pickler(pickle.Pickler):
             return _builtin_named, (obj.name,)
         if isinstance(obj, self.type) and t is not self.array_type:
             name = self.named.get(id(obj))
+            if name is None:  # an equal copy of a named type (a type rule made it anew)
+                try:
+                    name = self.named_by_value.get(obj)
+                except TypeError:  # unhashable
+                    name = None
             if name is None:
                 raise Uncacheable  # a struct, a custom vector: kept by identity elsewhere
             return _type_named, (name,)
@@ -442,6 +460,7 @@ def _allowed_module(module: str) -> bool:
     """The modules whose classes and functions a pickled IR may name."""
     return module == "kernlab" or module.startswith("kernlab.") or module in (
         "builtins", "copyreg", "numpy", "numpy.core.multiarray", "numpy._core.multiarray",
+        "numpy.core.numeric", "numpy._core.numeric",  # (_frombuffer: NumPy 2's arrays)
         "numpy.dtypes", "collections", "enum")
 
 

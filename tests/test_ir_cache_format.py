@@ -1,0 +1,226 @@
+"""The flattened IR payload of runtime/ir_cache.py (format kernlab-ir-4): every kind of IR
+node survives dumps/loads with its structure, its sharing (one Value used in several places
+is one Value after loading) and its source locations; a payload of another format is a
+miss, not misread. The comparison walks both IRs independently of the encoder."""
+import pickle
+
+import numpy as np
+import pytest
+
+import kernlab as kl
+from kernlab.errors import SourceLoc
+from kernlab.ir.nodes import Block, Function, Instr, Op, Param, Site, Value, Var
+from kernlab.ir.printer import print_function
+from kernlab.runtime import ir_cache
+
+
+@kl.func
+def smooth(v: float):
+    return v * v + 1.0
+
+
+@kl.kernel
+def everything(x: kl.array(dtype=float), y: kl.array(dtype=float), m: kl.array2d(dtype=float),
+               total: kl.array(dtype=float), n: int, s: float):
+    i = kl.tid()
+    v = x[i]
+    acc = float(0.0)
+    for k in range(n):            # FOR, LOAD_VAR/STORE_VAR; its adjoint PUSHes and POPs
+        acc = acc * s + kl.sin(v + float(k))
+    if v > 0.0:                   # IF with both regions
+        acc = acc + smooth(v)
+    else:
+        acc = acc - v
+    j = int(0)
+    while j < 2:                  # WHILE
+        acc = acc + m[i % m.shape[0], j]   # SHAPE, a 2-d LOAD
+        j += 1
+    w = kl.vec3(acc, v, s)
+    y[i] = w[0] + w[1] * w[2]     # vector components (CALL)
+    kl.atomic_add(total, 0, acc)  # ATOMIC
+    if i == 0:
+        print(v)                  # PRINT
+
+
+def _same_type(a, b):
+    assert a is b or a == b, (a, b)
+
+
+class _Compare:
+    """Walks an original and a loaded IR side by side; values are matched one to one."""
+
+    def __init__(self):
+        self.there: dict = {}   # id(original Value/Var) -> the loaded one
+        self.back: dict = {}    # id(loaded) -> id(original)
+        self.seen: set = set()  # ops met
+
+    def value(self, a, b):
+        if a is None or b is None:
+            assert a is None and b is None
+            return
+        assert type(a) is type(b) and type(a) in (Value, Var)
+        _same_type(a.type, b.type)
+        assert a.name == b.name
+        if id(a) in self.there:
+            assert self.there[id(a)] is b, "a value shared in the original is not shared"
+        else:
+            assert id(b) not in self.back, "two original values load as one"
+            self.there[id(a)], self.back[id(b)] = b, id(a)
+
+    def anything(self, a, b):
+        if type(a) in (Value, Var):
+            return self.value(a, b)
+        assert type(a) is type(b), (a, b)
+        if isinstance(a, (list, tuple)):
+            assert len(a) == len(b)
+            for x, y in zip(a, b):
+                self.anything(x, y)
+        elif isinstance(a, dict):
+            assert list(a) == list(b)
+            for k in a:
+                self.anything(a[k], b[k])
+        elif isinstance(a, np.ndarray):
+            np.testing.assert_array_equal(a, b)
+        elif isinstance(a, SourceLoc):
+            assert a == b
+        else:
+            assert a is b or a == b, (a, b)
+
+    def block(self, a: Block, b: Block):
+        assert type(b) is Block and len(a.instrs) == len(b.instrs)
+        for x, y in zip(a.instrs, b.instrs):
+            assert type(y) is Instr and x.op is y.op
+            self.seen.add(x.op)
+            assert len(x.args) == len(y.args)
+            for u, w in zip(x.args, y.args):
+                self.value(u, w)
+            self.value(x.result, y.result)
+            assert x.loc == y.loc and type(y.loc) is SourceLoc
+            self.anything(x.attrs, y.attrs)
+            assert len(x.regions) == len(y.regions)
+            for r, t in zip(x.regions, y.regions):
+                self.block(r, t)
+        self.value(a.result, b.result)
+
+    def function(self, a: Function, b: Function):
+        assert type(b) is Function and b is not a
+        for name in ("name", "ndim", "is_adjoint", "is_tangent", "reverse_start", "kept"):
+            assert getattr(a, name) == getattr(b, name), name
+        assert a.loc == b.loc
+        assert len(a.params) == len(b.params)
+        for p, q in zip(a.params, b.params):
+            assert type(q) is Param and p.name == q.name
+            _same_type(p.type, q.type)
+            self.value(p.value, q.value)
+        assert len(a.vars) == len(b.vars)
+        for u, w in zip(a.vars, b.vars):
+            self.value(u, w)
+        assert len(a.sites) == len(b.sites)
+        for s, t in zip(a.sites, b.sites):
+            assert type(t) is Site and (s.loc, s.array, s.shape, s.kind) == \
+                (t.loc, t.array, t.shape, t.kind)
+        self.anything(a.owned, b.owned)
+        self.block(a.body, b.body)
+
+
+def _round_trip(kernel):
+    ir, adjoint = kernel.ir, kernel.adjoint_ir
+    retained = kernel.adjoint_variant(frozenset([1]))
+    payload = ir_cache.dumps(ir, adjoint, {(frozenset([1]), False): retained})
+    assert payload is not None, "the kernel could not be cached"
+    loaded = ir_cache.loads(payload)
+    assert loaded is not None
+    return (ir, adjoint, retained), loaded
+
+
+def test_every_node_kind_round_trips_with_its_structure_and_sharing():
+    (ir, adjoint, retained), (ir2, adjoint2, variants2) = _round_trip(everything)
+    compare = _Compare()
+    compare.function(ir, ir2)
+    compare.function(adjoint, adjoint2)
+    compare.function(retained, variants2[(frozenset([1]), False)])
+    # every kind of instruction but CUSTOM (a func with a custom gradient: its Func
+    # holds the user's Python function, which no cache entry names) was compared
+    assert compare.seen == set(Op) - {Op.CUSTOM}, set(Op) - compare.seen
+    # the loaded values are numbered anew (after every value made before), apart
+    ids = [v.id for v in compare.there.values()]
+    assert len(set(ids)) == len(ids)
+    originals = [v.id for f in (ir, adjoint, retained) for v in f.vars] + \
+        [p.value.id for f in (ir, adjoint, retained) for p in f.params]
+    assert min(ids) > max(originals)
+    # the printer, which the encoder does not use, lists the same code
+    for a, b in ((ir, ir2), (adjoint, adjoint2)):
+        assert print_function(a) == print_function(b)
+
+
+def test_values_shared_between_the_kernel_and_its_adjoint_stay_shared():
+    (ir, adjoint, _), (ir2, adjoint2, _) = _round_trip(everything)
+    compare = _Compare()  # one matching across both functions
+    compare.function(ir, ir2)
+    compare.function(adjoint, adjoint2)
+
+
+def test_the_loaded_ir_computes_what_numpy_does():
+    _, (ir2, adjoint2, _) = _round_trip(everything)
+    fresh = kl.kernel(everything.pyfunc)
+    fresh._ir, fresh._adjoint = ir2, adjoint2
+    n, s = 3, 0.5
+    x = np.array([0.25, -0.5, 1.5, 0.75], np.float32)
+    m = np.arange(6, dtype=np.float32).reshape(3, 2) / 10
+    xs, ys, ms, tot = kl.array(x), kl.zeros(4), kl.array(m), kl.zeros(1)
+    kl.launch(fresh, 4, inputs=[xs, ys, ms, tot, n, s])
+    want_y, want_total = [], 0.0
+    for i, v in enumerate(x.astype(np.float64)):
+        acc = 0.0
+        for k in range(n):
+            acc = acc * s + np.sin(v + k)
+        acc = acc + (v * v + 1.0) if v > 0 else acc - v
+        acc += m[i % 3, 0] + m[i % 3, 1]
+        want_y.append(acc + v * s)
+        want_total += acc
+    np.testing.assert_allclose(ys.numpy(), want_y, rtol=1e-5)
+    np.testing.assert_allclose(tot.numpy(), [want_total], rtol=1e-5)
+
+
+def test_a_payload_of_another_format_is_a_miss():
+    payload = ir_cache.dumps(everything.ir, None)
+    fmt, *rest = pickle.loads(payload.replace(ir_cache.FORMAT.encode(), b"kernlab-ir-0"))
+    assert fmt == "kernlab-ir-0"
+    assert ir_cache.loads(payload.replace(ir_cache.FORMAT.encode(), b"kernlab-ir-0")) is None
+    # the shape of format 3 (the IR pickled object by object) is not misread either
+    old = pickle.dumps(("kernlab-ir-3", None, None, {}))
+    assert ir_cache.loads(old) is None
+    assert ir_cache.FORMAT != "kernlab-ir-3"
+
+
+def test_an_instruction_reached_outside_the_structure_makes_it_uncacheable():
+    """Instrs, Blocks and Functions travel flattened only where the IR's structure has
+    them; one met anywhere else (here in an attribute) is refused rather than copied."""
+    ir = kl.kernel(everything.pyfunc).ir
+    first = ir.body.instrs[0]
+    first.attrs["odd"] = ir.body.instrs[1]
+    try:
+        assert ir_cache.dumps(ir, None) is None
+    finally:
+        del first.attrs["odd"]
+    assert ir_cache.dumps(ir, None) is not None
+
+
+@pytest.mark.parametrize("depth", [40])
+def test_deeply_nested_regions_round_trip(tmp_path, depth):
+    lines = ["import kernlab as kl", "", "@kl.kernel",
+             "def nested(x: kl.array(dtype=float)):", "    i = kl.tid()", "    v = x[i]"]
+    for d in range(depth):
+        lines.append("    " * (d + 1) + f"if v > {-d - 1}.0:")
+    lines.append("    " * (depth + 1) + "v = v + 1.0")
+    lines.append("    x[i] = v")
+    path = tmp_path / "nested_mod.py"
+    path.write_text("\n".join(lines) + "\n")
+    ns: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), ns)  # noqa: S102
+    kernel = ns["nested"]
+    payload = ir_cache.dumps(kernel.ir, kernel.adjoint_ir)
+    ir2, adjoint2, _ = ir_cache.loads(payload)
+    compare = _Compare()
+    compare.function(kernel.ir, ir2)
+    compare.function(kernel.adjoint_ir, adjoint2)
