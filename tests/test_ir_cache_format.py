@@ -224,3 +224,17 @@ def test_deeply_nested_regions_round_trip(tmp_path, depth):
     compare = _Compare()
     compare.function(kernel.ir, ir2)
     compare.function(kernel.adjoint_ir, adjoint2)
+
+
+@pytest.mark.parametrize("text", ["a\nb\n", "a\r\nb", "", "x\x0cy\nz\u2028w\n", "q\rr\n\n",
+                                  "only", "\n\n", "\u00e9\n", "# -*- coding: latin-1 -*-\nx\n"])
+def test_the_key_reads_a_source_file_as_linecache_does(tmp_path, text):
+    """ir_cache reads a kernel's file itself (linecache's first read is slow): the lines
+    must be linecache's, or the key would cover other lines than the kernel's."""
+    import linecache
+    path = tmp_path / "source_mod.py"
+    path.write_bytes(text.encode("latin-1" if "latin-1" in text else "utf-8"))
+    linecache.checkcache(str(path))
+    want = linecache.getlines(str(path))
+    linecache.cache.pop(str(path), None)  # (the direct read is for files it does not hold)
+    assert ir_cache._source_lines(str(path), None) == want
