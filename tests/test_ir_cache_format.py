@@ -238,3 +238,16 @@ def test_the_key_reads_a_source_file_as_linecache_does(tmp_path, text):
     want = linecache.getlines(str(path))
     linecache.cache.pop(str(path), None)  # (the direct read is for files it does not hold)
     assert ir_cache._source_lines(str(path), None) == want
+
+
+def test_every_named_type_loads_as_itself():
+    """A payload names kernlab's scalars and named vectors and matrices; each name loads
+    as the very object (launches test types with ``is``)."""
+    from kernlab import types as T
+    named = [*T.SCALARS, *T.NAMED.values(), T.ANY]
+    payload = pickle.dumps(named)  # (the reference: pickle by value, then compared)
+    table = ir_cache._named_types()[0]
+    assert {id(t) for t in table.values()} >= {id(t) for t in named}
+    for name, t in table.items():
+        assert ir_cache._type_named(name) is t
+    assert pickle.loads(payload) == named

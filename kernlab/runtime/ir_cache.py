@@ -331,6 +331,18 @@ def _builtin_named(name: str):
 
 
 def _type_named(name: str):
+    """The named type _Pickler saved by ``name`` (looked up without _named_types' table,
+    which a warm start need not build)."""
+    from .. import types as T
+    kind, _, rest = name.partition(":")
+    if kind == "named" and rest in T.NAMED:
+        return T.NAMED[rest]
+    if kind == "scalar":
+        for t in T.SCALARS:
+            if t.name == rest and vars(T).get(t.name, t) is t:
+                return t
+    if name == "any":
+        return T.ANY
     return _named_types()[0][name]
 
 
