@@ -251,3 +251,17 @@ def test_every_named_type_loads_as_itself():
     for name, t in table.items():
         assert ir_cache._type_named(name) is t
     assert pickle.loads(payload) == named
+
+
+def test_a_payload_naming_eval_is_refused_not_run():
+    """Entries are authenticated before they are unpickled; should one get through, the
+    unpickler still names no builtins that run code or touch files."""
+    for fn in (eval, exec, open, __import__, compile):
+        assert ir_cache.loads(pickle.dumps((ir_cache.FORMAT, fn))) is None
+    # builtins.eval("1/0") by hand: loading it would raise ZeroDivisionError inside loads
+    # (a miss too), so it is checked through find_class directly as well
+    crafted = b"\x80\x04\x8c\x08builtins\x8c\x04eval\x93\x8c\x031/0\x85R."
+    assert pickle.loads(crafted.replace(b"1/0", b"1+1")) == 2  # (the payload is well made)
+    assert ir_cache.loads(crafted) is None
+    with pytest.raises(pickle.UnpicklingError):
+        ir_cache._Unpickler(__import__("io").BytesIO(crafted)).load()

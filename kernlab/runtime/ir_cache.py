@@ -273,11 +273,11 @@ class _Pickler(pickle.Pickler):
         super().__init__(file, protocol)
         from ..builtins.registry import REGISTRY, Builtin
         from ..errors import SourceLoc
-        from ..ir.nodes import Block, Function, Instr, Param, Site, Value, Var, _restore
+        from ..ir.nodes import Block, Function, Instr, Op, Param, Site, Value, Var, _restore
         from ..types import ArrayType, Type
         self.registry, self.builtin = REGISTRY, Builtin
         self.flattened = {Function, Block, Instr, Param, Site, SourceLoc}
-        self.values, self.restore = {Value, Var}, _restore
+        self.values, self.restore, self.op = {Value, Var}, _restore, Op
         self.type, self.array_type = Type, ArrayType
         self.named, self.named_by_value = _named_types()[1], _named_by_value()
         # the types most objects of an IR have: nothing to decide for them
@@ -294,6 +294,8 @@ class _Pickler(pickle.Pickler):
             return NotImplemented
         if t in self.values:  # (one call rather than this one and their __reduce__)
             return self.restore, (t, obj.type, obj.name, obj.id)
+        if t is self.op:  # getattr(Op, name), in C (an Enum's reduce calls the class)
+            return getattr, (t, obj.name)
         if t in self.flattened:
             # Functions, Blocks, Instrs and SourceLocs travel flattened (_Encoder): one
             # reached any other way (an attribute holding an instruction) is not expected
@@ -493,12 +495,15 @@ class _Unpickler(pickle.Unpickler):
         found = _classes.get((module, name))
         if found is not None:
             return found
-        if _allowed_module(module):
+        if _allowed_module(module) and not (module == "builtins" and name in _REFUSED):
             found = _classes[module, name] = super().find_class(module, name)
             return found
         raise pickle.UnpicklingError(f"{module}.{name} is not part of a kernlab IR")
 
 
+# builtins no IR names (entries are authenticated: this is a second line of defence)
+_REFUSED = frozenset(["eval", "exec", "compile", "open", "__import__", "breakpoint", "input",
+                      "globals", "locals", "vars", "delattr", "setattr", "memoryview"])
 _classes: dict = {}  # (module, name) -> what find_class found (from modules _allowed_module
                      # lets in, loaded already: nothing else can change what it finds)
 
