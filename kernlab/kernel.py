@@ -95,6 +95,7 @@ class Kernel:
         self._compiled: dict = {}
         self._launch_plan: list | None = None  # argument checkers (runtime/launch.py)
         self._quick = None  # the short path of small launches (runtime/launch.py _Quick)
+        self._quick_adjoint = None  # the same for adjoint launches (launch_short.py)
         self._ir_cache_key: str | None = None  # of the front end's results (ir_cache.py)
         self._generic: bool | None = None
         self._specialisations: dict = {}
