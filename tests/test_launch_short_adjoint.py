@@ -275,3 +275,33 @@ def test_threads_running_adjoint_launches_of_one_kernel_each_get_their_own_resul
     for t, (ax, ay, gz) in results.items():
         np.testing.assert_allclose(ax, 200 * t * gz.astype(np.float64), rtol=1e-5)
         np.testing.assert_allclose(ay, 200 * gz.astype(np.float64), rtol=1e-5)
+
+
+
+def test_a_bounds_check_option_changed_after_the_short_paths_were_made_is_honoured():
+    """kernel.options counts its changes in config.changes: both short paths are remade
+    for the new option, and again when it is removed."""
+    x, y = kl.array(np.arange(N + 1, dtype=np.float32)), kl.zeros(N)
+    gx, gy = kl.zeros(N + 1), kl.ones(N)
+    for _ in range(3):
+        kl.launch(shifted, N, inputs=[x, y])
+        kl.launch(shifted, N, inputs=[x, y], adjoint=True, adj_inputs=[gx, gy])
+    first, first_adjoint = shifted._quick, shifted._quick_adjoint
+    assert first.state[3] is launch_mod._Quick and first_adjoint.state[3] is launch_mod._Quick
+    shifted.options["bounds_check"] = False
+    try:
+        for _ in range(2):
+            kl.launch(shifted, N, inputs=[x, y])
+            kl.launch(shifted, N, inputs=[x, y], adjoint=True, adj_inputs=[gx, gy])
+        assert shifted._quick.state[3] is False and shifted._quick_adjoint.state[3] is False
+        np.testing.assert_array_equal(y.numpy(), np.arange(1, N + 1, dtype=np.float32))
+        want = np.r_[0.0, 5.0 * np.ones(N)].astype(np.float32)  # 5 adjoints of gy = 1
+        np.testing.assert_array_equal(gx.numpy(), want)
+    finally:
+        del shifted.options["bounds_check"]
+    with pytest.raises(IndexError):
+        kl.launch(shifted, N, inputs=[kl.zeros(N), y])
+    with pytest.raises(IndexError):
+        kl.launch(shifted, N, inputs=[kl.zeros(N), y], adjoint=True,
+                  adj_inputs=[kl.zeros(N), kl.ones(N)])
+    assert shifted._quick is None or shifted._quick.state[3] is launch_mod._Quick

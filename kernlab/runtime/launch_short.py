@@ -10,8 +10,8 @@ nothing more:
 * per array one attribute read: its key (``array._described``: dtype, ndim, device,
   address, shape and strides, made once per array object: none of them changes); per
   scalar a type and range test; written arrays still writable;
-* the settings the compiled code depends on unchanged (``config.changes``, the kernel's
-  ``bounds_check`` option);
+* the settings the compiled code depends on unchanged (``config.changes``, which also
+  counts changes to ``kernel.options``: the kernel's ``bounds_check`` option);
 * a launch plan per argument signature: made for keys that fit the parameters, it holds
   the packed argument block and what calls the entry, so a repeated launch compares the
   keys' identities, patches a scalar that changed and packs nothing else. The latest plan
@@ -74,16 +74,34 @@ _native_lock = threading.Lock()
 
 def _native_source() -> str:
     """The LLVM IR of the two variants: the GIL kept ("held") and released around the
-    call. The bound tuple is (entry, block, thread count, status offset, _CLEAN, True)."""
+    call. The bound tuple is (entry, block, thread count, status offset, _CLEAN, True,
+    the version lists of the arrays the kernel writes): after the call (the GIL held
+    again) each list's item 0 is counted up, as ``array._bump_version`` does."""
     def variant(name, release):
         save = "  %ts = call ptr @PyEval_SaveThread()\n" if release else ""
         restore = "  call void @PyEval_RestoreThread(ptr %ts)\n" if release else ""
         fields = "".join(f"  %o{k} = call ptr @PyTuple_GetItem(ptr %self, i64 {k})\n"
                          f"  %v{k} = call ptr @PyLong_AsVoidPtr(ptr %o{k})\n"
                          for k in range(4))
-        return (f"define ptr @{name}(ptr %self, ptr %unused) {{\n{fields}"
+        return (f"define ptr @{name}(ptr %self, ptr %unused) {{\nentry:\n{fields}"
                 "  %end = ptrtoint ptr %v2 to i64\n  %at = ptrtoint ptr %v3 to i64\n"
                 f"{save}  call void %v0(ptr %v1, i64 0, i64 %end)\n{restore}"
+                "  %boxes = call ptr @PyTuple_GetItem(ptr %self, i64 6)\n"
+                "  %count = call i64 @PyTuple_Size(ptr %boxes)\n"
+                "  br label %head\n"
+                "head:\n  %i = phi i64 [0, %entry], [%next, %body], [%next, %skip]\n"
+                "  %more = icmp slt i64 %i, %count\n  br i1 %more, label %body0, label %tail\n"
+                "body0:\n  %box = call ptr @PyTuple_GetItem(ptr %boxes, i64 %i)\n"
+                "  %old = call ptr @PyList_GetItem(ptr %box, i64 0)\n"
+                "  %val = call i64 @PyLong_AsLongLong(ptr %old)\n"
+                "  %inc = add i64 %val, 1\n"
+                "  %new = call ptr @PyLong_FromLongLong(i64 %inc)\n"
+                "  %none = icmp eq ptr %new, null\n  %next = add i64 %i, 1\n"
+                "  br i1 %none, label %skip, label %body\n"
+                "skip:\n  call void @PyErr_Clear()\n  br label %head\n"
+                "body:\n  %r = call i32 @PyList_SetItem(ptr %box, i64 0, ptr %new)\n"
+                "  br label %head\n"
+                "tail:\n"
                 "  %flag = getelementptr i8, ptr %v1, i64 %at\n"
                 "  %low = load i8, ptr %flag\n  %set = icmp ne i8 %low, 0\n"
                 "  %slot = select i1 %set, i64 5, i64 4\n"
@@ -91,7 +109,10 @@ def _native_source() -> str:
                 "  call void @Py_IncRef(ptr %out)\n  ret ptr %out\n}\n")
     return ("declare ptr @PyTuple_GetItem(ptr, i64)\ndeclare ptr @PyLong_AsVoidPtr(ptr)\n"
             "declare void @Py_IncRef(ptr)\ndeclare ptr @PyEval_SaveThread()\n"
-            "declare void @PyEval_RestoreThread(ptr)\n"
+            "declare void @PyEval_RestoreThread(ptr)\ndeclare i64 @PyTuple_Size(ptr)\n"
+            "declare ptr @PyList_GetItem(ptr, i64)\ndeclare i64 @PyLong_AsLongLong(ptr)\n"
+            "declare ptr @PyLong_FromLongLong(i64)\ndeclare i32 @PyList_SetItem(ptr, i64, ptr)\n"
+            "declare void @PyErr_Clear()\n"
             + variant("kl_short_held", False) + variant("kl_short_released", True))
 
 
@@ -118,7 +139,9 @@ def _make_native_now() -> None:
         import llvmlite.binding as llvm
         api = ctypes.pythonapi
         for name in ("PyTuple_GetItem", "PyLong_AsVoidPtr", "Py_IncRef", "PyEval_SaveThread",
-                     "PyEval_RestoreThread"):
+                     "PyEval_RestoreThread", "PyTuple_Size", "PyList_GetItem",
+                     "PyLong_AsLongLong", "PyLong_FromLongLong", "PyList_SetItem",
+                     "PyErr_Clear"):
             llvm.add_symbol(name, ctypes.cast(getattr(api, name), ctypes.c_void_p).value)
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
@@ -140,14 +163,16 @@ def _make_native_now() -> None:
     _native.update(state="made", engine=engine, defs=defs, new=new)
 
 
-def _call(entry: int, released, buf, total: int, plan: list):
-    """What calls the entry for a plan: the native call once it is made, else a ctypes
-    call that counts itself and puts the native call in ``plan[0]`` once it is made."""
+def _call(entry: int, released, buf, total: int, plan: list, boxes: tuple = ()):
+    """What calls the entry for a plan: the native call once it is made, which also counts
+    up the version lists ``boxes`` (of the arrays the kernel writes) and returns _CLEAN or
+    True; else a ctypes call (returning None: the caller counts the versions) that counts
+    itself and puts the native call in ``plan[0]`` once it is made."""
     held = total < HOLD_GIL_BELOW
     if _native["state"] == "made":
         return _native["new"](ctypes.byref(_native["defs"][held]),
-                              (entry, ctypes.addressof(buf), total, plan[3], _CLEAN, True),
-                              None)
+                              (entry, ctypes.addressof(buf), total, plan[3], _CLEAN, True,
+                               boxes), None)
     fn = ctypes.PYFUNCTYPE(None)(entry) if held else released
     end = ctypes.c_int64(total)
     if _native["state"] == "failed":
@@ -159,7 +184,7 @@ def _call(entry: int, released, buf, total: int, plan: list):
         if _native["calls"] >= NATIVE_AFTER:
             if _native["state"] == "unmade":
                 _make_native()
-            plan[0] = _call(entry, released, buf, total, plan)
+            plan[0] = _call(entry, released, buf, total, plan, boxes)
     return counting
 
 
@@ -211,9 +236,11 @@ class ShortPath:
         plans, last = {}, []
         types = [(a, b) for kind, a, b in kinds if kind == 0]  # the arrays' dtype and ndim
 
-        def find(old, keys, total):
+        def find(old, keys, total, boxes):
             """The plan for these arrays' keys and thread count (None when an array does
-            not fit its parameter), after ``old``, the latest one, went back to PLANS."""
+            not fit its parameter), after ``old``, the latest one, went back to PLANS;
+            ``boxes``: the version lists of the arrays the kernel writes (the native call
+            counts them up)."""
             if old[0] is not None:
                 if len(plans) >= PLANS_KEPT:
                     plans.clear()
@@ -230,14 +257,13 @@ class ShortPath:
             layout.packer.pack_into(buf, 0, *values, total, 1, 1, 1)
             # the plan holds the keys: their ids in PLANS stay theirs while it lives
             plan = [None, buf, total, status, *keys, *([None] * (len(kinds) - len(types)))]
-            plan[0] = _call(runner.entry.address, released, buf, total, plan)
+            plan[0] = _call(runner.entry.address, released, buf, total, plan, boxes)
             return plan
         names = {"CPU": _CPU, "DEFAULT": _default, "describe": describe,
-                 "generic": np.generic, "Q": q, "config": config, "KOPTIONS": kernel.options,
+                 "generic": np.generic, "Q": q, "config": config,
                  "LAST": last, "NOPLAN": [None, None, -1, None, *([None] * len(kinds))],
-                 "CLEAN": _CLEAN,
-                 "FIND": find, "RUNNER": runner, "KEY": kernel.key, "SENTINEL": ShortPath,
-                 "BC": q.state[3], "INTS": _INTS, "NUMBERS": _INTS | _FLOATS}
+                 "CLEAN": _CLEAN, "FIND": find, "RUNNER": runner, "KEY": kernel.key,
+                 "INTS": _INTS, "NUMBERS": _INTS | _FLOATS}
         for k, (kind, a, b) in enumerate(kinds):
             if kind:
                 names[f"L{k}"], names[f"H{k}"] = a, b
@@ -307,9 +333,7 @@ def source(kinds, written, snapshot, most, status, converted) -> str:
                     "        return False"]
     if not descs:  # the launch is on the default device
         out += ["    if DEFAULT[-1] is not CPU:", "        return False"]
-    out += ["    if config.changes != Q.changes and not Q.still():", "        return False",
-            "    if KOPTIONS.get('bounds_check', SENTINEL) is not BC:",
-            "        Q.kernel._quick = None", "        return False"]
+    out += ["    if config.changes != Q.changes and not Q.still():", "        return False"]
     for k in written:  # the general path refuses it, with its message
         out += [f"    if not a{k}._data.flags.writeable:", "        return False"]
     same = " or ".join([f"plan[{4 + j}] is not d{k}" for j, k in enumerate(descs)]
@@ -319,7 +343,8 @@ def source(kinds, written, snapshot, most, status, converted) -> str:
             "    except IndexError:",
             "        plan = NOPLAN",
             f"    if {same}:",
-            f"        plan = FIND(plan, ({''.join(f'd{k}, ' for k in descs)}), total)",
+            f"        plan = FIND(plan, ({''.join(f'd{k}, ' for k in descs)}), total, "
+            f"({''.join(f'a{k}._vbox, ' for k in written)}))",
             "        if plan is None:  # an array of another dtype, ndim or device",
             "            return False",
             "    buf = plan[1]"]
@@ -329,17 +354,19 @@ def source(kinds, written, snapshot, most, status, converted) -> str:
         out += [f"    if a{k} != plan[{at}] or not a{k}:",
                 f"        S{k}(buf, O{k}, a{k})",
                 f"        plan[{at}] = a{k}"]
-    out += ["    try:",
-            "        # the native call returns CLEAN when the status is unset; ctypes' None",
-            f"        if plan[0]() is not CLEAN and buf[{status}] != b'\\0':",
-            "            # an index out of bounds, or the fast entry declined: the general one",
-            "            RUNNER.settle(buf, [0, total], list(args))",
-            "        else:  # untouched: the kernel writes only the status",
-            "            LAST.append(plan)",
-            "    finally:  # as in launch._run, also after an error"]
+    # the native call counts up the written arrays' versions and returns CLEAN when the
+    # status is unset (else True); the ctypes call returns None and the versions are
+    # counted here. Either way before the general path's error: as in launch._run
+    out += ["    done = plan[0]()", "    if done is None:"]
     out += [f"        a{k}._vbox[0] += 1" for k in written]
-    out += [f"        a{k}._overwritten_by = (KEY, a{k}._vbox[0])" for k in snapshot]
-    out += ["        pass", "    return True"]
+    out += ["        pass"]
+    out += [f"    a{k}._overwritten_by = (KEY, a{k}._vbox[0])" for k in snapshot]
+    out += [f"    if done is not CLEAN and buf[{status}] != b'\\0':",
+            "        # an index out of bounds, or the fast entry declined: the general one",
+            "        RUNNER.settle(buf, [0, total], list(args))",
+            "    else:  # untouched: the kernel writes only the status",
+            "        LAST.append(plan)",
+            "    return True"]
     return "\n".join(out) + "\n"
 
 
@@ -473,7 +500,8 @@ class AdjointShortPath:
             # the plan holds the keys: their ids in PLANS stay theirs while it lives
             plan = [None, buf, total, layout.status_offset, runner, retain, written,
                     tuple(scalars), *keys]
-            plan[0] = _call(address, ctypes.CFUNCTYPE(None)(address), buf, total, plan)
+            plan[0] = _call(address, ctypes.CFUNCTYPE(None)(address), buf, total, plan,
+                            tuple(args[k]._vbox for k in written))
             return plan
 
         def kept(mask, args):
@@ -486,11 +514,11 @@ class AdjointShortPath:
             if retain is None:
                 retain = retains[mask] = frozenset(k for k in range(n) if mask >> k & 1)
             return retain
-        names = {"describe": describe, "Q": q, "config": config, "KOPTIONS": kernel.options,
+        names = {"describe": describe, "Q": q, "config": config,
                  "LAST": last, "NOPLAN": [None, None, -1, None, None, None, (), (),
                                           *([None] * (2 * n))],
                  "CLEAN": _CLEAN, "FIND": find, "KEPT": kept, "RETAINS": retains,
-                 "SENTINEL": ShortPath, "BC": q.state[3], "INTS": _INTS, "NUMBERS": _NUMBERS,
+                 "INTS": _INTS, "NUMBERS": _NUMBERS,
                  "NULL": _NULL, "ARRAY": array, "KEY": kernel.key}
         for k, (kind, a, b) in enumerate(kinds):
             if kind:
@@ -541,9 +569,7 @@ def adjoint_source(kinds, read, snapshot, most) -> str:
             accept = "INTS" if kind == 2 else "NUMBERS"
             out += [f"    if not (type(a{k}) in {accept} and L{k} <= a{k} <= H{k}):",
                     "        return False"]
-    out += ["    if config.changes != Q.changes and not Q.still():", "        return False",
-            "    if KOPTIONS.get('bounds_check', SENTINEL) is not BC:",
-            "        Q.kernel._quick_adjoint = None", "        return False"]
+    out += ["    if config.changes != Q.changes and not Q.still():", "        return False"]
     # launch._kept_gradients: an array's gradient is left in place when it has retain_grad,
     # or (the kernel does not read it) when its adjoint is not its own .grad
     out += ["    if retain is None:", "        mask = 0"]
@@ -581,14 +607,14 @@ def adjoint_source(kinds, read, snapshot, most) -> str:
             "            return False",
             "    for k, pack, at in plan[7]:",
             "        pack(buf, at, args[k])",
-            "    try:",
-            "        if plan[0]() is not CLEAN and buf[plan[3]] != b'\\0':",
-            "            # an index out of bounds, or the fast entry declined: the general one",
-            "            plan[4].settle(buf, [0, total], list(args))",
-            "        LAST.append(plan)",
-            "    finally:  # as in launch._run, also after an error",
+            "    done = plan[0]()  # the native call counts the versions up (see ShortPath)",
+            "    if done is None:  # the ctypes call: here, before any error (launch._run)",
             "        for k in written:",
             "            args[k]._vbox[0] += 1",
+            "    if done is not CLEAN and buf[plan[3]] != b'\\0':",
+            "        # an index out of bounds, or the fast entry declined: the general one",
+            "        plan[4].settle(buf, [0, total], list(args))",
+            "    LAST.append(plan)",
             "    return True",
             "",
             "def launch(total, inputs, outputs, adj_inputs, adj_outputs):",
