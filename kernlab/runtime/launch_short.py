@@ -441,6 +441,8 @@ class AdjointShortPath:
                 return False
         n = len(func.params)
         checked = frozenset(k for k in range(n, 2 * n) if kinds[k][0] == 0)
+        keyed = [k for k in range(2 * n) if kinds[k][0] == 0]
+        offsets = jit.ArgLayout(kernel.adjoint_ir).offsets
         q = cls()
         q.kernel = kernel
         q.state, q.changes = ShortPath.settings(kernel), config.changes
@@ -455,8 +457,8 @@ class AdjointShortPath:
             if old[0] is not None:
                 if len(plans) >= PLANS_KEPT:
                     plans.clear()
-                plans[(*map(id, old[8:]), old[2], old[5])] = old
-            plan = plans.pop((*map(id, keys), total, retain), None)
+                plans[(*(id(old[8 + k]) for k in keyed), old[2], old[5])] = old
+            plan = plans.pop((*(id(keys[k]) for k in keyed), total, retain), None)
             if plan is not None:
                 return plan
             for k, ((kind, dtype, ndim), key) in enumerate(zip(kinds, keys)):
@@ -475,15 +477,15 @@ class AdjointShortPath:
                     or not checked.issuperset(written):
                 return None
             layout = runner.layout
-            values, scalars = [], []
+            if layout.offsets != offsets:  # every variant has the adjoint's parameters
+                return None
+            values = []
             for k, ((kind, _, ndim), key, p) in enumerate(zip(kinds, keys, variant.params)):
                 if kind == 0:
                     values += key[3:] if key is not _NULL else \
                         [0] + [0] * ndim + [p.type.dtype.nbytes] * ndim
                 else:
-                    values.append(0)
-                    fmt = "<" + jit._scalar_format(p.type.scalar)
-                    scalars.append((k, struct.Struct(fmt).pack_into, layout.offsets[f"p{k}"]))
+                    values.append(0)  # packed by the launch
             values += jit._grid((total,), runner._ndim)
             address = runner.entry.address
             if runner._optional or runner._private:  # Runner.launch's choice, made once
@@ -497,9 +499,10 @@ class AdjointShortPath:
                     address = entry.address
             buf = runner._block()
             layout.packer.pack_into(buf, 0, *values)
-            # the plan holds the keys: their ids in PLANS stay theirs while it lives
-            plan = [None, buf, total, layout.status_offset, runner, retain, written,
-                    tuple(scalars), *keys]
+            # the plan holds the keys: their ids in PLANS stay theirs while it lives; a
+            # scalar's place holds the value last packed
+            plan = [None, buf, total, layout.status_offset, runner, retain, written, None,
+                    *keys]
             plan[0] = _call(address, ctypes.CFUNCTYPE(None)(address), buf, total, plan,
                             tuple(args[k]._vbox for k in written))
             return plan
@@ -523,6 +526,9 @@ class AdjointShortPath:
         for k, (kind, a, b) in enumerate(kinds):
             if kind:
                 names[f"L{k}"], names[f"H{k}"] = a, b
+                fmt = "<" + jit._scalar_format(kernel.adjoint_ir.params[k].type.scalar)
+                names[f"S{k}"] = struct.Struct(fmt).pack_into
+                names[f"O{k}"] = offsets[f"p{k}"]
         text = adjoint_source(kinds, _read_params(func), inplace_plan(func).snapshot,
                               jit.PARALLEL_THRESHOLD)
         exec(compile(text, f"<kernlab short adjoint launch of {kernel.key}>", "exec"), names)
@@ -544,7 +550,7 @@ def adjoint_source(kinds, read, snapshot, most) -> str:
     ``read``: the primal arrays the kernel loads from, ``snapshot``: those an adjoint by
     hand refuses while they hold what the forward launch wrote. A plan is ``[the call,
     block, thread count, status offset, runner, retained gradients, written parameters,
-    the scalars' (index, packer, offset), the keys...]``."""
+    None, one key per parameter (an array's, or the value last packed for a scalar)]``."""
     n2 = len(kinds)
     n = n2 // 2
     arrays = [k for k in range(n) if kinds[k][0] == 0]
@@ -604,10 +610,13 @@ def adjoint_source(kinds, read, snapshot, most) -> str:
             "    for k in written:  # launch._refuse_readonly refuses it, with its message",
             "        if not args[k]._data.flags.writeable:",
             "            LAST.append(plan)",
-            "            return False",
-            "    for k, pack, at in plan[7]:",
-            "        pack(buf, at, args[k])",
-            "    done = plan[0]()  # the native call counts the versions up (see ShortPath)",
+            "            return False"]
+    for k in range(n2):  # as in ShortPath's run: a zero is packed every time (0.0 == -0.0)
+        if kinds[k][0]:
+            out += [f"    if a{k} != plan[{8 + k}] or not a{k}:",
+                    f"        S{k}(buf, O{k}, a{k})",
+                    f"        plan[{8 + k}] = a{k}"]
+    out += ["    done = plan[0]()  # the native call counts the versions up (see ShortPath)",
             "    if done is None:  # the ctypes call: here, before any error (launch._run)",
             "        for k in written:",
             "            args[k]._vbox[0] += 1",
