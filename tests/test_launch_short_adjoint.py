@@ -42,10 +42,19 @@ def shifted(x: kl.array(dtype=float), y: kl.array(dtype=float)):
     y[i] = x[i + 1]
 
 
+@kl.kernel
+def row_sums(m: kl.array(dtype=float, ndim=2), out: kl.array(dtype=float)):
+    i = kl.tid()
+    s = float(0.0)
+    for j in range(m.shape[1]):
+        s += m[i, j] * m[i, j]
+    out[i] = s
+
+
 @pytest.fixture(autouse=True)
 def fresh_short_paths():
     """Each test makes its kernels' short paths afresh (general_only leaves False)."""
-    kernels = (saxpy_out, sin_sum, squares_in_place, shifted)
+    kernels = (saxpy_out, sin_sum, squares_in_place, shifted, row_sums)
     for k in kernels:
         k._quick_adjoint = None
     yield
@@ -305,3 +314,14 @@ def test_a_bounds_check_option_changed_after_the_short_paths_were_made_is_honour
         kl.launch(shifted, N, inputs=[kl.zeros(N), y], adjoint=True,
                   adj_inputs=[kl.zeros(N), kl.ones(N)])
     assert shifted._quick is None or shifted._quick.state[3] is launch_mod._Quick
+
+
+def test_a_kernel_with_loops_gives_its_adjoints_to_the_general_path_once_and_for_all():
+    rng = np.random.default_rng(8)
+    ms = rng.uniform(-1, 1, (50, 7)).astype(np.float32)
+    m, out = kl.array(ms), kl.zeros(50)
+    gm, gout = kl.zeros((50, 7)), kl.ones(50)
+    for _ in range(3):
+        kl.launch(row_sums, 50, inputs=[m, out], adjoint=True, adj_inputs=[gm, gout])
+    assert row_sums._quick_adjoint is False
+    np.testing.assert_allclose(gm.numpy(), 3 * 2 * ms.astype(np.float64), rtol=1e-6)

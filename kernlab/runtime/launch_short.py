@@ -475,6 +475,9 @@ class AdjointShortPath:
             written = tuple(k for k in written_params(variant) if keys[k] is not _NULL)
             if not isinstance(runner, jit.Runner) or runner.interruptible \
                     or not checked.issuperset(written):
+                # (loops run off the main thread; a variant that writes a primal array):
+                # this kernel's adjoints all take the general path from now on
+                kernel._quick_adjoint = False
                 return None
             layout = runner.layout
             if layout.offsets != offsets:  # every variant has the adjoint's parameters
