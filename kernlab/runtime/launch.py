@@ -3,8 +3,9 @@
 Every argument is checked against the kernel's parameter before anything runs
 (launch_args.py); a mismatch is a LaunchError naming the kernel and the parameter, never a
 crash or a silent conversion that loses data. A small forward launch on the CPU takes the
-short path of launch_short.py from the kernel's second launch on; whatever that path does
-not accept comes here.
+short path of launch_short.py from the kernel's second launch on, a small adjoint launch
+(kl.launch, a recorded Launch, a tape's replay through _run) its adjoint short path from
+the kernel's second adjoint launch on; whatever those paths do not accept comes here.
 """
 from __future__ import annotations
 

@@ -28,6 +28,11 @@ Whatever it does not accept (a NumPy array to wrap, a value to convert, a null a
 read-only array, a tape or capture open, settings changed since) it declines by returning
 False, and kl.launch takes its general path, which checks, converts and reports errors as it
 always did: the short path has no error messages of its own.
+
+Adjoint launches have a short path of their own (AdjointShortPath, made after a kernel's
+first adjoint launch): kl.launch(..., adjoint=True) and launch._run (recorded adjoint
+launches, a tape's backward) go through it; the same rules, with a plan per arrays, thread
+count and retained gradients (which picks the adjoint variant and its entry once).
 """
 from __future__ import annotations
 
