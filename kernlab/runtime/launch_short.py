@@ -511,7 +511,7 @@ class AdjointShortPath:
             # scalar's place holds the value last packed
             plan = [None, buf, total, layout.status_offset, runner, retain, written, None,
                     *keys]
-            plan[0] = _call(address, ctypes.CFUNCTYPE(None)(address), buf, total, plan,
+            plan[0] = _call(address, ctypes.CFUNCTYPE(None)(address), buf, int(total), plan,
                             tuple(args[k]._vbox for k in written))
             return plan
 
