@@ -43,13 +43,10 @@ MISSING = [
      "Random distributions",
      "Poisson variates and most sampling helpers (rand_init, randf, randi, randu, randn "
      "and sample_unit_sphere_surface exist)"),
-    (["inverse", "inverse_approx", "div_approx", "diag", "get_diag", "skew", "svd2", "svd3",
-      "qr3", "eig3", "ddot", "dense_*"],
+    (["div_approx", "svd2", "svd3", "qr3", "eig3", "dense_*"],
      "Linear algebra",
-     "matrix inverse, diag/skew helpers, small decompositions (SVD, QR, eigen) and the "
-     "dense_* solvers"),
-    (["quat_between_vectors", "transform_expand"],
-     "Quaternion and transform helpers", ""),
+     "approximate division, small decompositions (SVD, QR, eigen) and the dense_* solvers "
+     "(inverse, inverse_approx, diag, get_diag, skew and ddot exist)"),
     (["bit_count", "unot", "breakpoint", "address", "address_of",
       "array_store", "load", "store", "view", "indexref", "extract", "assign",
       "assign_copy", "assign_inplace", "*_inplace", "pos", "index", "iter_next", "slice",

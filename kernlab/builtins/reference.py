@@ -93,11 +93,21 @@ SUMMARIES = {
     "transpose": "the transpose of a matrix", "determinant": "the determinant of a matrix",
     "trace": "the sum of a square matrix's diagonal",
     "cofactor": "(internal) the cofactor matrix, for the adjoint of determinant",
+    # more matrix helpers (matrices.py)
+    "inverse": "the inverse of a 2x2, 3x3 or 4x4 matrix; zero where the determinant is 0",
+    "inverse_approx": "inverse(m); Warp's GPU path uses an approximate reciprocal, "
+                      "kernlab divides exactly everywhere",
+    "diag": "the square matrix with the vector's components on its diagonal",
+    "get_diag": "the diagonal of a square matrix, as a vector",
+    "skew": "the skew-symmetric matrix of a 3-vector: skew(v) @ x == cross(v, x)",
+    "ddot": "the double contraction of two matrices: the sum of a[i, j] * b[i, j]",
     # quaternions, transforms, spatial vectors (spatial.py)
     "quat_identity": "the identity rotation (0, 0, 0, 1)",
     "quat_from_axis_angle": "the rotation by an angle (radians) about a unit axis",
     "quat_to_axis_angle": "the axis and angle of a rotation",
     "quat_rpy": "the rotation from roll, pitch and yaw angles",
+    "quat_between_vectors": "the shortest-arc rotation taking the direction of a to that "
+                            "of b (opposite directions are not handled)",
     "quat_inverse": "the inverse (conjugate) of a unit quaternion",
     "quat_rotate": "a vector rotated by a quaternion",
     "quat_rotate_inv": "a vector rotated by the inverse of a quaternion",
@@ -119,6 +129,7 @@ SUMMARIES = {
     "transform_to_matrix": "the 4x4 matrix of a transform",
     "transform_from_matrix": "the transform of a 4x4 rigid matrix",
     "transform_compose": "the 4x4 matrix from a translation, a rotation and a scale",
+    "transform_expand": "a flat 7-vector (p, q) read as a transform",
     "transform_decompose": "a 4x4 matrix split into translation, rotation and scale",
     "spatial_vector": "a 6-vector from an angular and a linear 3-vector",
     "spatial_top": "the first three components of a spatial vector",
