@@ -37,12 +37,10 @@ MISSING = [
      "Geometry queries",
      "BVHs, index volumes, textures, mesh groups and parity-sign queries (kl.HashGrid, "
      "kl.Mesh, kl.Volume of float32/int32/vec3f/vec4f grids and their queries exist)"),
-    (["poisson", "sample_cdf", "sample_triangle", "sample_unit_cube",
-      "sample_unit_disk", "sample_unit_hemisphere", "sample_unit_hemisphere_surface",
-      "sample_unit_ring", "sample_unit_sphere", "sample_unit_square"],
+    (["poisson", "sample_cdf"],
      "Random distributions",
-     "Poisson variates and most sampling helpers (rand_init, randf, randi, randu, randn "
-     "and sample_unit_sphere_surface exist)"),
+     "Poisson variates and sampling from a CDF array (rand_init, randf, randi, randu, randn "
+     "and the sample_unit_* and sample_triangle helpers exist)"),
     (["div_approx", "svd2", "svd3", "qr3", "eig3", "dense_*"],
      "Linear algebra",
      "approximate division, small decompositions (SVD, QR, eigen) and the dense_* solvers "

@@ -148,6 +148,17 @@ SUMMARIES = {
     "randn": "the next standard normal sample, by Box-Muller (advances the state)",
     "sample_unit_sphere_surface": "a uniformly distributed point on the unit sphere "
                                   "(advances the state)",
+    "sample_unit_square": "a uniform point in the square [-0.5, 0.5)^2 (advances the state)",
+    "sample_unit_cube": "a uniform point in the cube [-0.5, 0.5)^3 (advances the state)",
+    "sample_unit_ring": "a uniform point on the unit circle (advances the state)",
+    "sample_unit_disk": "a uniform point in the unit disk (advances the state)",
+    "sample_unit_sphere": "a uniform point in the unit ball (advances the state)",
+    "sample_unit_hemisphere_surface": "a uniform point on the unit hemisphere z >= 0 "
+                                      "(advances the state)",
+    "sample_unit_hemisphere": "a uniform point in the unit half ball z >= 0 (advances the "
+                              "state)",
+    "sample_triangle": "uniform barycentric coordinates (u, v) over a triangle (advances "
+                       "the state)",
 }
 
 
