@@ -12,6 +12,7 @@ import pytest
 
 import kernlab as kl
 from kernlab.builtins.expand import EXPANSIONS
+from kernlab.builtins.bits import PUBLIC as BITS
 from kernlab.builtins.matrices import PUBLIC as MATRICES
 from kernlab.builtins.random import PUBLIC as RANDOM
 from kernlab.lang import BuiltinFunction
@@ -291,6 +292,7 @@ SPECIAL = {"quat_identity", "transform_identity", "quat_to_axis_angle", "transfo
            "matrix_from_cols", "matrix_from_rows"}
 SPECIAL |= set(RANDOM)  # tests/test_random.py, tests/test_sampling.py
 SPECIAL |= set(MATRICES) | {"transform_expand"}  # tests/test_linalg_more.py
+SPECIAL |= set(BITS)  # tests/test_bits.py
 
 
 def jacobians(kernel, inputs, outputs):

@@ -45,12 +45,12 @@ MISSING = [
      "Linear algebra",
      "approximate division, small decompositions (SVD, QR, eigen) and the dense_* solvers "
      "(inverse, inverse_approx, diag, get_diag, skew and ddot exist)"),
-    (["bit_count", "unot", "breakpoint", "address", "address_of",
+    (["breakpoint", "address", "address_of",
       "array_store", "load", "store", "view", "indexref", "extract", "assign",
       "assign_copy", "assign_inplace", "*_inplace", "pos", "index", "iter_next", "slice",
       "tuple", "quaternion", "ref", "cast"],
      "Other kernel builtins",
-     "bit_count, unot, breakpoint, wp.cast (kernlab casts with float32(x) "
+     "breakpoint, wp.cast (kernlab casts with float32(x) "
      "and friends) and the builtins behind Warp's own code generation (load/store/address, "
      "the *_inplace operators): kernlab's kernels write operators as Python does"),
     (["float", "int", "len", "range", "reversed"],

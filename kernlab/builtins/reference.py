@@ -55,6 +55,8 @@ SUMMARIES = {
     "argmax": "the index of the largest component of a vector",
     "bit_and": "bitwise and (the & operator)", "bit_or": "bitwise or (the | operator)",
     "bit_xor": "bitwise xor (the ^ operator)", "invert": "bitwise not (the ~ operator)",
+    "bit_count": "the number of set bits of an integer (two's complement, its own width)",
+    "unot": "logical not: True where a bool is False or an integer is zero",
     "lshift": "shift left (the << operator)", "rshift": "shift right (the >> operator)",
     "cw_mul": "componentwise product of two vectors or matrices",
     "cw_div": "componentwise quotient of two vectors or matrices",
