@@ -1,5 +1,5 @@
 """The builtin registry: every function a kernel can call, one record each."""
-from . import (bits, core, linalg, math, matrices, random, scalars, spatial,  # noqa: F401
+from . import (bits, core, decompositions, linalg, math, matrices, random, scalars, spatial,  # noqa: F401
                special, tiles, tile_ops)
 from .registry import REGISTRY, Builtin, sig
 

@@ -103,6 +103,12 @@ SUMMARIES = {
     "get_diag": "the diagonal of a square matrix, as a vector",
     "skew": "the skew-symmetric matrix of a 3-vector: skew(v) @ x == cross(v, x)",
     "ddot": "the double contraction of two matrices: the sum of a[i, j] * b[i, j]",
+    # decompositions (decompositions.py)
+    "svd3": "U, sigma, V = svd3(A): A = U diag(sigma) V^T with U, V rotations, sigma by "
+            "decreasing magnitude; or svd3(A, U, sigma, V) into its arguments",
+    "svd2": "U, sigma, V = svd2(A) for a 2x2 A; or svd2(A, U, sigma, V)",
+    "qr3": "Q, R = qr3(A): A = Q R, Q a rotation, R upper triangular; or qr3(A, Q, R)",
+    "eig3": "Q, d = eig3(A) for a symmetric A: A = Q diag(d) Q^T; or eig3(A, Q, d)",
     # quaternions, transforms, spatial vectors (spatial.py)
     "quat_identity": "the identity rotation (0, 0, 0, 1)",
     "quat_from_axis_angle": "the rotation by an angle (radians) about a unit axis",
