@@ -438,7 +438,9 @@ SPECIAL_FORMS.update(TILE_FORMS)
 CATEGORIES = {
     "math": "Scalar math", "special": "Scalar math", "numpy": "Scalar math",
     "scalars": "Scalars, comparisons and bits", "core": "Arithmetic and operators",
-    "linalg": "Vectors and matrices", "spatial": "Quaternions, transforms, spatial vectors",
+    "bits": "Scalars, comparisons and bits", "linalg": "Vectors and matrices",
+    "matrices": "Vectors and matrices", "decompositions": "Vectors and matrices",
+    "spatial": "Quaternions, transforms, spatial vectors",
     "random": "Random numbers", "tiles": "Tiles",
 }
 ORDER = ["Scalar math", "Scalars, comparisons and bits", "Arithmetic and operators",
