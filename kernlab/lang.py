@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from .builtins import REGISTRY
-from .builtins.expand import EXPANSIONS, call_on_python_values
 from .builtins.bits import PUBLIC as BIT_BUILTINS
 from .builtins.decompositions import PUBLIC as DECOMPOSITION_BUILTINS
+from .builtins.expand import EXPANSIONS, call_on_python_values
 from .builtins.matrices import PUBLIC as MATRIX_BUILTINS
 from .builtins.random import PUBLIC as RANDOM_BUILTINS
 from .builtins.reference import TILE_FORMS as _TILE_DOCS
