@@ -248,8 +248,8 @@ def test_svd3_tangent(backend, rng):
     kernel = svd_kernel(kl.float64, 3)
     kl.launch(kernel, N, inputs=[kl.array(a, dtype=kl.mat33d)], outputs=outs)
     kl.launch(kernel, N, inputs=[kl.array(a, dtype=kl.mat33d)],
-              outputs=out_arrays("svd", 3), tangent=True, tan_inputs=[kl.array(da, dtype=kl.mat33d)],
-              tan_outputs=touts)
+              outputs=out_arrays("svd", 3), tangent=True,
+              tan_inputs=[kl.array(da, dtype=kl.mat33d)], tan_outputs=touts)
     u, v = outs[0].numpy(), outs[2].numpy()
     np.testing.assert_allclose(touts[1].numpy(), np.einsum("kij,kil,klj->kj", u, da, v),
                                atol=1e-9)

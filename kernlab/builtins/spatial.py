@@ -424,7 +424,8 @@ for _n in range(1, 7):
 
 
 PUBLIC = ["quat_identity", "quat_from_axis_angle", "quat_to_axis_angle", "quat_rpy",
-          "quat_between_vectors", "quat_inverse", "quat_rotate", "quat_rotate_inv", "quat_slerp", "quat_to_matrix",
+          "quat_between_vectors", "quat_inverse", "quat_rotate", "quat_rotate_inv",
+          "quat_slerp", "quat_to_matrix",
           "quat_from_matrix", "transform_identity", "transform_get_translation",
           "transform_get_rotation", "transform_multiply", "transform_inverse",
           "transform_point", "transform_vector", "transform_to_matrix",
