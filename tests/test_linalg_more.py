@@ -304,3 +304,32 @@ def test_same_values_as_warp(rng):
         assert got.shape == want.shape == (N,) + outs[k]
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=f"output {k}")
     assert not results[1][0][-1].any() and not results[1][2][-1].any()
+
+
+def test_float32_inverses_as_warp(rng):
+    """Warp's 4x4 inverse keeps its 2x2 minors in double; kernlab's float32 one stays in
+    float32, within a few float32 roundings of Warp's."""
+    wp = pytest.importorskip("warp", reason="warp-lang is not installed")
+    wp.config.quiet = True
+    results = []
+    ins = [np.concatenate([well_conditioned(rng, n, N - 1), SINGULAR[n][None]])
+           .astype(np.float32) for n in (2, 3, 4)]
+    for lib in (wp, kl):
+        def k(m2: lib.array(dtype=lib.mat22), m3: lib.array(dtype=lib.mat33),
+              m4: lib.array(dtype=lib.mat44), i2: lib.array(dtype=lib.mat22),
+              i3: lib.array(dtype=lib.mat33), i4: lib.array(dtype=lib.mat44)):
+            i = lib.tid()
+            i2[i] = lib.inverse(m2[i])
+            i3[i] = lib.inverse(m3[i])
+            i4[i] = lib.inverse(m4[i])
+        k.__name__ = k.__qualname__ = f"inverses32_{lib.__name__}"
+        kernel = wp.kernel(k, module="unique") if lib is wp else kl.kernel(k)
+        kw = {"device": "cpu"} if lib is wp else {}
+        types = [lib.mat22, lib.mat33, lib.mat44]
+        arrays = [lib.array(x, dtype=t, **kw) for x, t in zip(ins, types)]
+        outs = [lib.zeros(N, dtype=t, **kw) for t in types]
+        lib.launch(kernel, N, inputs=arrays + outs, **kw)
+        results.append([o.numpy() for o in outs])
+    for want, got in zip(*results):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+        assert not got[-1].any() and not want[-1].any()
