@@ -13,6 +13,7 @@ import pytest
 import kernlab as kl
 from kernlab.builtins.expand import EXPANSIONS
 from kernlab.builtins.bits import PUBLIC as BITS
+from kernlab.builtins.decompositions import PUBLIC as DECOMPOSITIONS
 from kernlab.builtins.matrices import PUBLIC as MATRICES
 from kernlab.builtins.random import PUBLIC as RANDOM
 from kernlab.lang import BuiltinFunction
@@ -293,6 +294,7 @@ SPECIAL = {"quat_identity", "transform_identity", "quat_to_axis_angle", "transfo
 SPECIAL |= set(RANDOM)  # tests/test_random.py, tests/test_sampling.py
 SPECIAL |= set(MATRICES) | {"transform_expand"}  # tests/test_linalg_more.py
 SPECIAL |= set(BITS)  # tests/test_bits.py
+SPECIAL |= set(DECOMPOSITIONS)  # tests/test_decompositions.py
 
 
 def jacobians(kernel, inputs, outputs):
