@@ -550,10 +550,24 @@ class AdjointShortPath:
                 fmt = "<" + jit._scalar_format(kernel.adjoint_ir.params[k].type.scalar)
                 names[f"S{k}"] = struct.Struct(fmt).pack_into
                 names[f"O{k}"] = offsets[f"p{k}"]
-        text = adjoint_source(kinds, _read_params(func), inplace_plan(func).snapshot,
-                              jit.PARALLEL_THRESHOLD)
-        exec(compile(text, f"<kernlab short adjoint launch of {kernel.key}>", "exec"), names)
-        q.run, q.launch = names["run"], names["launch"]
+        parts = (kinds, _read_params(func), inplace_plan(func).snapshot,
+                 jit.PARALLEL_THRESHOLD)
+
+        def build():  # on the first call of either (as ShortPath's _deferred, and why)
+            text = adjoint_source(*parts)
+            scope = dict(names)
+            exec(compile(text, f"<kernlab short adjoint launch of {kernel.key}>", "exec"),
+                 scope)
+            q.run, q.launch = scope["run"], scope["launch"]
+
+        def run(*args):
+            build()
+            return q.run(*args)
+
+        def launch(*args):
+            build()
+            return q.launch(*args)
+        q.run, q.launch = run, launch
         return q
 
     def still(self) -> bool:
