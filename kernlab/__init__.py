@@ -55,6 +55,7 @@ from .perlin import curlnoise, noise, pnoise  # noqa: E402
 from .norms import (norm_huber, norm_l1, norm_l2, norm_pseudo_huber,  # noqa: E402
                     smooth_normalize)
 from . import autograd  # noqa: E402
+from . import utils  # noqa: E402,F401  (kl.utils: array_sum, radix_sort_pairs, ...)
 from .interop import (device_from_torch, device_to_torch, from_dlpack, from_torch,  # noqa: E402
                       to_torch, to_torch_function)  # torch: lazily
 

@@ -99,11 +99,11 @@ MISSING = [
      "Array kinds", "fabric arrays and fixed-size arrays (array and indexedarray exist)"),
     (["set_module_options", "get_module_options", "ModuleBuildOptions",
       "compile_aot_module", "load_aot_module", "clear_kernel_cache", "clear_lto_cache",
-      "build_experimental", "get_cpu_kernel_cache_key", "map", "utils", "Function",
+      "build_experimental", "get_cpu_kernel_cache_key", "map", "Function",
       "Float", "Int", "Scalar", "WarpCodegenIndexError", "WarpDeterminismError",
       "JaxCallableGraphMode", "JaxModulePreloadMode", "handle"],
      "Module system and internals",
-     "module options, ahead-of-time modules, wp.map, wp.utils, typing helpers; kernlab "
+     "module options, ahead-of-time modules, wp.map, typing helpers; kernlab "
      "compiles each kernel on its own and caches it (kl.config.cache_dir)"),
 ]
 

@@ -125,6 +125,11 @@ class _Internal(type(sys)):
     def __getattr__(self, attr):
         if attr.startswith("__"):
             raise AttributeError(attr)
+        # ``from warp._src import context`` binds this placeholder as kernlab._src: what
+        # kernlab's own module of that name has (wp._src.types) stays reachable
+        ours = sys.modules.get("kernlab" + self.__name__[len("warp"):])
+        if ours is not None and not isinstance(ours, _Internal) and hasattr(ours, attr):
+            return getattr(ours, attr)
         return _Missing(f"{self.__name__}.{attr}")
 
 
