@@ -86,6 +86,7 @@ PUBLIC_BUILTINS = [
     "isnan", "isinf", "argmin", "argmax", "add", "sub", "div", "mod", "floordiv", "neg",
     "bit_and", "bit_or", "bit_xor", "lshift", "rshift", "invert", "cw_mul", "cw_div",
     "erf", "erfc", "erfinv", "erfcinv", "trace",
+    "div_approx",
 ]
 FUNCTIONS = {name: BuiltinFunction(name) for name in PUBLIC_BUILTINS + SPATIAL_BUILTINS
              + RANDOM_BUILTINS}

@@ -1,5 +1,6 @@
 """The builtin registry: every function a kernel can call, one record each."""
-from . import core, linalg, math, random, scalars, spatial, special, tiles, tile_ops  # noqa: F401
+from . import (approx, core, linalg, math, random, scalars, spatial, special, tiles,  # noqa: F401
+               tile_ops)
 from .registry import REGISTRY, Builtin, sig
 
 __all__ = ["REGISTRY", "Builtin", "sig", "lookup"]

@@ -93,6 +93,9 @@ SUMMARIES = {
     "transpose": "the transpose of a matrix", "determinant": "the determinant of a matrix",
     "trace": "the sum of a square matrix's diagonal",
     "cofactor": "(internal) the cofactor matrix, for the adjoint of determinant",
+    # approx.py
+    "div_approx": "a / b where Warp may use fast GPU approximations; kernlab divides "
+                  "exactly (scalars, and vectors or matrices with a scalar)",
     # quaternions, transforms, spatial vectors (spatial.py)
     "quat_identity": "the identity rotation (0, 0, 0, 1)",
     "quat_from_axis_angle": "the rotation by an angle (radians) about a unit axis",
