@@ -1,0 +1,111 @@
+"""Warp overloads and helpers that conformance with Warp's own tests asked for: dot of
+integer vectors, sign of vectors, div_approx, randi/randu with a range, module options and
+wrapping integer vectors in Python. Values are checked against NumPy / plain Python."""
+import numpy as np
+import pytest
+
+import kernlab as kl
+
+M32 = 0xFFFFFFFF
+
+
+def pcg(s: int) -> int:
+    b = (s * 747796405 + 2891336453) & M32
+    c = (((b >> ((b >> 28) + 4)) ^ b) * 277803737) & M32
+    return (c >> 22) ^ c
+
+
+@kl.kernel
+def int_vector_ops(a: kl.array(dtype=kl.vec3i), b: kl.array(dtype=kl.vec3i),
+                   d: kl.array(dtype=int), s: kl.array(dtype=kl.vec3i),
+                   f: kl.array(dtype=kl.vec3)):
+    i = kl.tid()
+    d[i] = kl.dot(a[i], b[i])
+    s[i] = kl.sign(a[i])
+    f[i] = kl.sign(kl.vec3(float(a[i][0]), -0.5, 0.0))
+
+
+def test_dot_of_int_vectors_and_sign_of_vectors(backend):
+    rng = np.random.default_rng(5)
+    a_np = rng.integers(-50, 50, (6, 3)).astype(np.int32)
+    b_np = rng.integers(-50, 50, (6, 3)).astype(np.int32)
+    d, s = kl.zeros(6, dtype=int), kl.zeros(6, dtype=kl.vec3i)
+    f = kl.zeros(6, dtype=kl.vec3)
+    kl.launch(int_vector_ops, 6, inputs=[kl.array(a_np, dtype=kl.vec3i),
+                                          kl.array(b_np, dtype=kl.vec3i)], outputs=[d, s, f])
+    np.testing.assert_array_equal(d.numpy(), (a_np * b_np).sum(axis=1))
+    np.testing.assert_array_equal(s.numpy(), np.where(a_np < 0, -1, 1))  # sign(0) is 1
+    expect = np.stack([np.where(a_np[:, 0] < 0, -1.0, 1.0), -np.ones(6), np.ones(6)], 1)
+    np.testing.assert_array_equal(f.numpy(), expect)
+
+
+@kl.kernel
+def approx(a: kl.array(dtype=float), b: kl.array(dtype=float), m: kl.array(dtype=kl.mat22),
+           out: kl.array(dtype=float), mo: kl.array(dtype=kl.mat22)):
+    i = kl.tid()
+    out[i] = kl.div_approx(a[i], b[i]) + kl.div_approx(1.0, kl.vec2(b[i], 2.0))[1]
+    mo[i] = kl.div_approx(m[i], b[i])
+
+
+def test_div_approx_divides_and_differentiates_like_div(backend):
+    a_np, b_np = np.array([1.0, -3.0, 2.5]), np.array([2.0, 0.5, -4.0])
+    m_np = np.arange(12, dtype=np.float32).reshape(3, 2, 2)
+    a = kl.array(a_np, dtype=float, requires_grad=True)
+    b = kl.array(b_np, dtype=float, requires_grad=True)
+    out = kl.zeros(3, dtype=float, requires_grad=True)
+    mo = kl.zeros(3, dtype=kl.mat22)
+    tape = kl.Tape()
+    with tape:
+        kl.launch(approx, 3, inputs=[a, b, kl.array(m_np, dtype=kl.mat22)], outputs=[out, mo])
+    np.testing.assert_allclose(out.numpy(), a_np / b_np + 0.5, rtol=1e-6)
+    np.testing.assert_allclose(mo.numpy(), m_np / b_np[:, None, None], rtol=1e-6)
+    tape.backward(grads={out: kl.ones(3, dtype=float)})
+    np.testing.assert_allclose(a.grad.numpy(), 1.0 / b_np, rtol=1e-6)
+    np.testing.assert_allclose(b.grad.numpy(), -a_np / b_np ** 2, rtol=1e-6)
+    assert kl.div_approx(6.0, 4.0) == pytest.approx(1.5)
+
+
+@kl.kernel
+def ranged(seed: int, lo: int, hi: int, ints: kl.array(dtype=int),
+           uints: kl.array(dtype=kl.uint32)):
+    i = kl.tid()
+    state = kl.rand_init(seed, i)
+    ints[i] = kl.randi(state, lo, hi)
+    uints[i] = kl.randu(state, kl.uint32(10), kl.uint32(17))
+
+
+def test_randi_and_randu_with_a_range_follow_pcg(backend):
+    n, seed, lo, hi = 8, 7, -20, 45
+    ints, uints = kl.zeros(n, dtype=int), kl.zeros(n, dtype=kl.uint32)
+    kl.launch(ranged, n, inputs=[seed, lo, hi], outputs=[ints, uints])
+    for i in range(n):
+        s = pcg(pcg((seed + pcg(i)) & M32))  # rand_init, then one step
+        # C: uint32 state % uint32(hi - lo) + uint32(lo), read back as int32
+        want = ((s % ((hi - lo) & M32)) + (lo & M32)) & M32
+        assert ints.numpy()[i] == (want - (1 << 32) if want >= 1 << 31 else want)
+        assert lo <= ints.numpy()[i] < hi
+        s = pcg(s)
+        assert uints.numpy()[i] == s % 7 + 10
+
+
+def test_module_options_are_kept_and_enable_backward_is_honoured():
+    module = kl.get_module("conform2_options_test")
+    assert kl.get_module_options(module)["fast_math"] is False  # Warp's default
+    kl.set_module_options({"fast_math": True, "enable_backward": False}, module)
+    assert kl.get_module_options("conform2_options_test")["fast_math"] is True
+
+    def body(x: kl.array(dtype=float)):
+        x[kl.tid()] = 1.0
+    k = kl.kernel(body, module=module)
+    assert k.enable_backward is False
+    with pytest.raises(TypeError, match="dict"):
+        kl.set_module_options(["fast_math"], module)
+    # without a module argument the options are the caller's module's
+    kl.set_module_options({"max_unroll": 3})
+    assert kl.get_module(__name__).options["max_unroll"] == 3
+
+
+def test_python_integer_vectors_wrap_like_c():
+    assert list(kl.vec3us(1, -2, 3)) == [1, 65534, 3]
+    assert list(kl.vec2ub(256 + 7, -1)) == [7, 255]
+    assert list(kl.vec2b(200, -129)) == [-56, 127]
