@@ -109,3 +109,52 @@ def test_python_integer_vectors_wrap_like_c():
     assert list(kl.vec3us(1, -2, 3)) == [1, 65534, 3]
     assert list(kl.vec2ub(256 + 7, -1)) == [7, 255]
     assert list(kl.vec2b(200, -129)) == [-56, 127]
+
+
+@kl.struct
+class Cplx:
+    re: float
+    im: float
+
+
+@kl.func
+def add(a: Cplx, b: Cplx) -> Cplx:  # `+` on two Cplx calls this, as in Warp
+    return Cplx(a.re + b.re, a.im + b.im)
+
+
+@kl.func
+def mul(a: Cplx, b: Cplx) -> Cplx:
+    return Cplx(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re)
+
+
+@kl.kernel
+def complex_ops(x: kl.array(dtype=float), out: kl.array(dtype=float)):
+    i = kl.tid()
+    a = Cplx(x[i], 2.0)
+    b = Cplx(3.0, x[i])
+    s = a + b
+    p = a * b
+    out[4 * i] = s.re
+    out[4 * i + 1] = s.im
+    out[4 * i + 2] = p.re
+    out[4 * i + 3] = p.im + (x[i] + 1.0) * 2.0  # floats still use the builtin operators
+
+
+@kl.kernel
+def bare_type_names(out: kl.array(dtype=kl.vec3)):
+    v = vec3(1.0, 2.0, 3.0) * 2.0  # noqa: F821 — Warp resolves bare type names
+    out[0] = v + vec3(mat22(1.0, 2.0, 3.0, 4.0)[1, 1])  # noqa: F821
+
+
+def test_struct_operators_call_user_funcs_and_bare_type_names(backend):
+    x_np = np.array([1.0, -2.0])
+    out = kl.zeros(8, dtype=float)
+    kl.launch(complex_ops, 2, inputs=[kl.array(x_np, dtype=float)], outputs=[out])
+    expect = []
+    for x in x_np:
+        a, b = complex(x, 2.0), complex(3.0, x)
+        expect += [(a + b).real, (a + b).imag, (a * b).real, (a * b).imag + (x + 1.0) * 2.0]
+    np.testing.assert_allclose(out.numpy(), expect)
+    v = kl.zeros(1, dtype=kl.vec3)
+    kl.launch(bare_type_names, 1, outputs=[v])
+    np.testing.assert_allclose(v.numpy()[0], [6.0, 8.0, 10.0])

@@ -349,11 +349,25 @@ class ExprMixin:
             except OverflowError as exc:
                 raise KernelTypeError(f"constant expression too large: {exc}",
                                       self.b.loc) from None
+        user = self.operator_overload(name, [lhs, rhs])
+        if user is not None:
+            return self.call_func(user, [lhs, rhs], {})
         if name == "pow":
             lhs = self.value(lhs, float32 if isinstance(rhs, Lit) else None)
             if isinstance(rhs, Lit):
                 rhs = Lit(float(rhs.value))
         return self.call_builtin(name, [lhs, rhs])
+
+    def operator_overload(self, name: str, operands):
+        """The user func an operator calls, as in Warp: a func visible to the kernel under
+        the operator's builtin name (``add`` for ``+``, ``mul`` for ``*``) that has an
+        overload for these operands (``a + b`` of two structs). None when there is none;
+        the builtin operator applies then."""
+        from ..kernel import Func  # the decorator module sits above the frontend
+        obj = resolve_global(self.pyfunc, name, self.extra_globals)
+        if not isinstance(obj, Func) or obj.pyfunc is self.pyfunc:
+            return None
+        return obj if self.resolve_overload(obj, operands, {}) is not None else None
 
     def expr_UnaryOp(self, node):
         x = self.expr(node.operand)
@@ -658,13 +672,17 @@ _KERNEL_ONLY_MODULES = ("kernlab.mesh", "kernlab.hashgrid", "kernlab.volume")
 
 
 def _bare_builtin(name: str):
-    """A builtin called without its module (``expect_eq(a, b)``, ``dot(u, v)``), as Warp
-    resolves a bare name it does not find: kernlab's kernel functions only, never a type,
-    class or constant. The missing marker when ``name`` is none of them."""
+    """A builtin or type named without its module (``expect_eq(a, b)``, ``dot(u, v)``,
+    ``vec3(1.0, 2.0, 3.0)``), as Warp resolves a bare name it does not find: kernlab's
+    kernel functions and value types, never a class or constant. The missing marker when
+    ``name`` is none of them."""
     from .source import _MISSING
     import kernlab
+    from ..types import Type
     obj = getattr(kernlab, name, None) if not name.startswith("_") else None
     if type(obj).__module__ == "kernlab.lang" and callable(obj):
+        return obj
+    if isinstance(obj, Type) and not obj.is_array:
         return obj
     if isinstance(obj, _pytypes.FunctionType) and obj.__module__ in _KERNEL_ONLY_MODULES:
         return obj
