@@ -158,3 +158,24 @@ def test_struct_operators_call_user_funcs_and_bare_type_names(backend):
     v = kl.zeros(1, dtype=kl.vec3)
     kl.launch(bare_type_names, 1, outputs=[v])
     np.testing.assert_allclose(v.numpy()[0], [6.0, 8.0, 10.0])
+
+
+MASK = kl.constant(kl.types.vector(3, dtype=kl.bool)([True, False, True]))
+
+
+@kl.kernel
+def bool_vectors(out: kl.array(dtype=int)):
+    total = int(0)
+    for k in range(3):
+        if MASK[k]:
+            total += 1 << k
+    out[0] = total
+    v = kl.types.vector(False, True)  # bool literals make a bool vector
+    if v[1] and not v[0]:
+        out[1] = 1
+
+
+def test_bool_vector_constants_and_literals(backend):
+    out = kl.zeros(2, dtype=int)
+    kl.launch(bool_vectors, 1, outputs=[out])
+    np.testing.assert_array_equal(out.numpy(), [0b101, 1])

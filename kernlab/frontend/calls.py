@@ -272,7 +272,8 @@ class CallMixin:
         dtype = to_type(self.const_arg("dtype", dtype)) if dtype is not None else None
         typed = [a.type for a in args if isinstance(a, Value)]
         if dtype is None:
-            dtype = typed[0].scalar if typed else float32
+            bools = args and all(isinstance(a, Lit) and isinstance(a.value, bool) for a in args)
+            dtype = typed[0].scalar if typed else bool_ if bools else float32
         if is_vector:
             n = kwargs.get("length")
             if n is not None:

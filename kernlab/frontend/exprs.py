@@ -234,7 +234,7 @@ class ExprMixin:
             return Lit(obj)
         if isinstance(obj, np.generic):
             return self.b.const(obj, to_type(obj.dtype))
-        if isinstance(obj, np.ndarray) and obj.ndim in (1, 2) and obj.dtype.kind in "fiu":
+        if isinstance(obj, np.ndarray) and obj.ndim in (1, 2) and obj.dtype.kind in "fiub":
             el = to_type(obj.dtype)
             t = Vector(obj.shape[0], el) if obj.ndim == 1 else Matrix(*obj.shape, el)
             return self.b.const(obj, getattr(obj, "kl_type", None) or t)  # quat, transform
