@@ -179,3 +179,32 @@ def test_bool_vector_constants_and_literals(backend):
     out = kl.zeros(2, dtype=int)
     kl.launch(bool_vectors, 1, outputs=[out])
     np.testing.assert_array_equal(out.numpy(), [0b101, 1])
+
+
+import enum  # noqa: E402
+
+
+class Flag(enum.IntFlag):
+    A = 1
+    B = 2
+    C = 4
+
+
+class Level(enum.IntEnum):
+    LOW = 3
+    HIGH = 9
+
+
+@kl.kernel
+def enum_values(x: kl.array(dtype=int), out: kl.array(dtype=int)):
+    i = kl.tid()
+    v = int(0)
+    if x[i] & Flag.B:
+        v = Flag.A | Flag.C  # int32, as the members' values
+    out[i] = v + Level.HIGH.value * 10 + int(Level.LOW)
+
+
+def test_enum_members_are_their_integer_values(backend):
+    out = kl.zeros(2, dtype=int)
+    kl.launch(enum_values, 2, inputs=[kl.array([2, 1], dtype=int)], outputs=[out])
+    np.testing.assert_array_equal(out.numpy(), [5 + 93, 93])

@@ -11,7 +11,7 @@ import builtins
 import math
 import operator
 import types as _pytypes
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -31,9 +31,11 @@ from .suggest import hint_for_attribute, hint_for_name
 
 @dataclass
 class Lit:
-    """A Python number not yet given a kernel type."""
+    """A Python number not yet given a kernel type. ``source`` is the object it came from
+    when that was no plain number (an enum member: ``Color.RED.value`` reads through it)."""
 
     value: object
+    source: object = field(default=None, compare=False, repr=False)
 
     @property
     def default_type(self) -> Type:
@@ -231,7 +233,11 @@ class ExprMixin:
     def from_python(self, obj, name: str):
         """A global or closure value seen from kernel code."""
         if isinstance(obj, (bool, int, float)):
-            return Lit(obj)
+            if type(obj) in (bool, int, float):
+                return Lit(obj)
+            # an IntEnum/IntFlag member (or another number subclass) is its plain value
+            plain = bool if isinstance(obj, bool) else int if isinstance(obj, int) else float
+            return Lit(plain(obj), source=obj)
         if isinstance(obj, np.generic):
             return self.b.const(obj, to_type(obj.dtype))
         if isinstance(obj, np.ndarray) and obj.ndim in (1, 2) and obj.dtype.kind in "fiub":
@@ -254,6 +260,9 @@ class ExprMixin:
                 hint = hint_for_attribute(text, base.obj, node.attr)
                 raise KernelAttributeError(f"'{text}' has no attribute '{node.attr}'{hint}",
                                            self.b.loc) from None
+        if isinstance(base, Lit) and base.source is not None \
+                and not node.attr.startswith("_") and hasattr(base.source, node.attr):
+            return self.from_python(getattr(base.source, node.attr), node.attr)  # E.A.value
         if isinstance(base, Value) and base.type.is_array and node.attr == "shape":
             return ShapeOf(base)
         if isinstance(base, Value) and node.attr in ("p", "q") \
