@@ -208,3 +208,38 @@ def test_enum_members_are_their_integer_values(backend):
     out = kl.zeros(2, dtype=int)
     kl.launch(enum_values, 2, inputs=[kl.array([2, 1], dtype=int)], outputs=[out])
     np.testing.assert_array_equal(out.numpy(), [5 + 93, 93])
+
+
+def test_assert_reports_in_debug_mode_and_vanishes_in_release(capfd, monkeypatch):
+    monkeypatch.setattr(kl.config, "mode", "debug")
+
+    @kl.kernel
+    def checked(a: kl.array(dtype=int)):
+        i = kl.tid()
+        assert a[i] == 1, "each element must be 1"
+
+    kl.launch(checked, 3, inputs=[kl.array([1, 0, 1], dtype=int)])
+    kl.synchronize()
+    out = capfd.readouterr().out
+    assert out.count("Assertion failed: 'a[i] == 1'") == 1  # only thread 1 fails
+    assert "each element must be 1" in out and "test_warp_overloads.py" in out
+
+    monkeypatch.setattr(kl.config, "mode", "release")
+
+    @kl.kernel
+    def unchecked(a: kl.array(dtype=int)):
+        assert a[100] == 1  # never evaluated in release mode: no IndexError
+
+    kl.launch(unchecked, 1, inputs=[kl.array([0], dtype=int)])
+    kl.synchronize()
+    assert capfd.readouterr().out == ""
+
+
+def test_assert_message_must_be_a_string_literal():
+    @kl.kernel
+    def bad(a: kl.array(dtype=int)):
+        assert a[0] == 1, a[0]
+
+    with pytest.raises(kl.KernelSyntaxError, match="string literal") as info:
+        kl.launch(bad, 1, inputs=[kl.array([0], dtype=int)])
+    assert "line" in str(info.value) and "bad" in str(info.value)

@@ -478,6 +478,26 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
         with self.b.at(else_block):
             self.body(node.orelse)
 
+    def stmt_Assert(self, node):
+        """``assert cond[, "message"]``: nothing in release mode (Warp's default); in debug
+        mode (kl.config.mode) a thread whose cond is false prints the assertion."""
+        from .. import config
+        if node.msg is not None and not (isinstance(node.msg, ast.Constant)
+                                         and isinstance(node.msg.value, str)):
+            raise KernelSyntaxError("an assert message must be a string literal", self.b.loc)
+        if config.mode != "debug":
+            return
+        failed = self.b.not_(self.truth(self.expr(node.test)))
+        then_block, _ = self.if_blocks(failed)
+        where = self.b.loc
+        text = f"Assertion failed: '{ast.unparse(node.test)}'"
+        if where is not None:
+            text += f" at {where}"
+        if node.msg is not None:
+            text += f": {node.msg.value}"
+        with self.b.at(then_block):
+            self.b.emit(Op.PRINT, [], fmt=text.replace("{}", "{ }"), printf=False)
+
     def stmt_Break(self, node):
         brk = self.scope.loops[-1][0] if self.scope.loops else None
         if brk is None:
