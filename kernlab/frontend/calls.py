@@ -20,7 +20,7 @@ from ..generics import annotated_types, matches
 from ..ir.nodes import Op, Value
 from ..types import ANY, Matrix, Type, Vector, bool_, float32, int32, to_type
 from .spatial import NOT_SPATIAL
-from . import structs
+from . import structs, tuples
 from .hashgrid import NOT_HASHGRID
 from .tiles import NOT_TILE
 from .mesh import NOT_MESH
@@ -195,6 +195,9 @@ class CallMixin:
             t = getattr(var, "type", None)
             if isinstance(t, Type) and (t.is_vector or t.is_matrix):
                 env[name] = np.zeros(t.shape, t.scalar.np)
+        for name, var in self.scope.names.items():  # len(t) of a tuple local works
+            if isinstance(var, tuples.TupleLocal):
+                env[name] = (None,) * len(var)
         for name, var in self.scope.names.items():  # constants known now (static loop vars)
             const = getattr(var, "static_value", None)
             if const is not None:
@@ -207,6 +210,8 @@ class CallMixin:
         return self.from_python(value, "static")
 
     def length_of(self, args):
+        if len(args) == 1 and isinstance(args[0], tuple):
+            return Lit(len(args[0]))
         if len(args) == 1 and isinstance(args[0], ArrayRef):
             return args[0].kept[0].length
         x = self.value(args[0]) if len(args) == 1 else None

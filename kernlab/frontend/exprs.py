@@ -299,6 +299,9 @@ class ExprMixin:
                                       f"0..{base.array.type.ndim - 1}", self.b.loc)
             return self.b.emit(Op.SHAPE, [base.array], int32, dim=d.value)
         raw = [self.expr(i) for i in idx]
+        if isinstance(base, tuple):
+            from . import tuples
+            return tuples.index(self, base, raw)
         if isinstance(base, structs.StructArray):
             return structs.index(self, base, [self.int_index(i) for i in raw])
         base = self.value(base)

@@ -27,7 +27,7 @@ from .tiles import TileMixin
 from .mesh import MeshMixin, MeshQueryAABB
 from .volume import VolumeMixin
 from .source import ParsedSource, annotation_type, parse_function
-from . import structs
+from . import structs, tuples
 
 
 @dataclass
@@ -83,6 +83,8 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
             if found in self.grid_params:  # a grid or mesh id: a func it is passed to
                 self.handle_values[value] = found  # may query it too (bind_param)
             return value
+        if isinstance(found, tuples.TupleLocal):
+            return tuples.read(self, found)
         return found
 
     def site(self, arr: Value) -> int:
@@ -212,7 +214,8 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
             if not isinstance(value, tuple) or len(value) != len(target.elts):
                 raise KernelTypeError("tuple assignment needs a tuple of the same length",
                                       self.b.loc)
-            vals = [v if isinstance(v, Lit) else self.value(v) for v in value]
+            vals = [v if isinstance(v, Lit) or structs.is_structish(v) else self.value(v)
+                    for v in value]
             for t, v in zip(target.elts, vals):
                 self.assign(t, v)
             return
@@ -301,6 +304,8 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
         if structs.is_structish(value):
             return structs.assign_name(self, name, value)
         current = self.scope.names.get(name)
+        if isinstance(value, tuple) or isinstance(current, tuples.TupleLocal):
+            return tuples.assign(self, name, value, current)  # frontend/tuples.py
         queries = (HashGridQuery, MeshQueryAABB)
         if isinstance(value, queries) or isinstance(current, queries):
             if not isinstance(value, queries) or not (
