@@ -360,6 +360,11 @@ class CallMixin:
         return out
 
     def arg_fits(self, t: Type, x, strict: bool) -> bool:
+        if isinstance(x, tuple) or isinstance(t, tuples.TuplePattern):
+            if not isinstance(x, tuple):
+                return False
+            return t is ANY or isinstance(t, tuples.TuplePattern) and t.fits(
+                x, lambda et, item: self.arg_fits(et, item, strict))
         if structs.is_structish(x):
             return t is ANY or x.type == t
         if isinstance(x, Lit):

@@ -141,7 +141,9 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
         return verify(self.func)
 
     def bind_param(self, name, value: Value):
-        if structs.is_structish(value):
+        if isinstance(value, tuple):  # a func's tuple parameter: a tuple local
+            tuples.assign(self, name, value, None)
+        elif structs.is_structish(value):
             self.scope.names[name] = structs.bind_func_arg(self, name, value)
         elif value.type.is_array:
             self.scope.names[name] = value

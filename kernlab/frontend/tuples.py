@@ -83,3 +83,39 @@ def index(lo, items: tuple, raw: list):
         hit = lo.b.eq(k, lo.b.const(j, k.type if isinstance(k, Value) else int32))
         out = lo.b.call("where", [hit, vals[j], out])
     return out
+
+
+class TuplePattern:
+    """A func parameter annotated ``tuple[int, float]`` or ``tuple[vec3, ...]`` (any
+    number of one type): what tuple arguments it accepts. Not a kernlab Type (a tuple is
+    no run-time value), so it answers no to every kind question a Type answers."""
+
+    is_scalar = is_vector = is_matrix = is_array = is_tile = False
+
+    def __init__(self, items: tuple, variadic: bool):
+        self.items = items
+        self.variadic = variadic
+
+    @staticmethod
+    def from_annotation(ann) -> "TuplePattern | None":
+        """The pattern of a ``tuple[...]`` annotation; None for any other annotation."""
+        import typing
+        from ..generics import as_type
+        if typing.get_origin(ann) is not tuple:
+            return None
+        args = typing.get_args(ann)
+        variadic = len(args) == 2 and args[1] is Ellipsis
+        return TuplePattern((as_type(args[0]),) if variadic else
+                            tuple(as_type(a) for a in args), variadic)
+
+    def fits(self, items: tuple, fit) -> bool:
+        """Whether a tuple of these items fits; ``fit(type, item)`` tells for one item."""
+        if self.variadic:
+            return all(fit(self.items[0], x) for x in items)
+        return len(items) == len(self.items) and all(
+            fit(t, x) for t, x in zip(self.items, items))
+
+    def __str__(self):
+        inner = f"{self.items[0]}, ..." if self.variadic else \
+            ", ".join(str(t) for t in self.items)
+        return f"tuple[{inner}]"

@@ -75,10 +75,8 @@ class Reshaped(ArrayRef):
         return [Axis(Lit(0), Lit(1), n) for n in self.shape]
 
 
-def _shape_like(items: tuple) -> bool:
-    return bool(items) and all(
-        isinstance(x, Lit) and type(x.value) is int or isinstance(x, Value)
-        and x.type == int32 for x in items)
+class ShapeTuple(tuple):
+    """A view's ``.shape``: indexing past its dimensions (up to 3) gives 0, as in Warp."""
 
 
 class ViewMixin:
@@ -88,7 +86,7 @@ class ViewMixin:
         if isinstance(base, tuple):  # a tuple value (frontend/tuples.py) or a view's .shape
             k = self.expr(idx[0])
             if len(idx) == 1 and isinstance(k, Lit) and isinstance(k.value, int) \
-                    and len(base) <= k.value < 4 and _shape_like(base):
+                    and len(base) <= k.value < 4 and isinstance(base, ShapeTuple):
                 return Lit(0)  # a .shape past the view's dimensions, as in Warp
             from . import tuples
             return tuples.index(self, base, [self.expr(i) for i in idx] if len(idx) > 1
@@ -107,7 +105,7 @@ class ViewMixin:
                 or isinstance(base, structs.StructArray) and node.attr == "ptr":
             return PtrOf(base)
         if isinstance(base, ArrayRef) and node.attr == "shape":
-            return tuple(self.axis_length(a) for a in base.kept)
+            return ShapeTuple(self.axis_length(a) for a in base.kept)
         if isinstance(base, ArrayRef) and node.attr == "ndim":
             return Lit(len(base.kept))
         if isinstance(base, Value) and base.type.is_array and node.attr == "ndim":
