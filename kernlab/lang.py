@@ -9,6 +9,7 @@ import numpy as np
 
 from .builtins import REGISTRY
 from .builtins.expand import EXPANSIONS, call_on_python_values
+from .builtins.approx import PUBLIC as APPROX_BUILTINS
 from .builtins.random import PUBLIC as RANDOM_BUILTINS
 from .builtins.reference import TILE_FORMS as _TILE_DOCS
 from .builtins.spatial import PUBLIC as SPATIAL_BUILTINS
@@ -86,10 +87,9 @@ PUBLIC_BUILTINS = [
     "isnan", "isinf", "argmin", "argmax", "add", "sub", "div", "mod", "floordiv", "neg",
     "bit_and", "bit_or", "bit_xor", "lshift", "rshift", "invert", "cw_mul", "cw_div",
     "erf", "erfc", "erfinv", "erfcinv", "trace",
-    "div_approx",
 ]
 FUNCTIONS = {name: BuiltinFunction(name) for name in PUBLIC_BUILTINS + SPATIAL_BUILTINS
-             + RANDOM_BUILTINS}
+             + RANDOM_BUILTINS + APPROX_BUILTINS}
 FUNCTIONS["transformation"] = BuiltinFunction("transformation")
 FUNCTIONS["select"] = BuiltinFunction("select")  # Warp's order: (cond, if_false, if_true)
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from .expand import expansion
 
+PUBLIC = ["div_approx"]  # kl.div_approx (lang.py exports these)
+
 for _a, _b in (("float", "float"), ("vector", "float"), ("float", "vector"),
                ("matrix", "float"), ("float", "matrix")):
     def _div_approx(g, a, b):
