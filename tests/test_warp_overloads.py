@@ -243,3 +243,27 @@ def test_assert_message_must_be_a_string_literal():
     with pytest.raises(kl.KernelSyntaxError, match="string literal") as info:
         kl.launch(bad, 1, inputs=[kl.array([0], dtype=int)])
     assert "line" in str(info.value) and "bad" in str(info.value)
+
+
+def test_vector_constructor_size_errors_name_kernel_and_line():
+    @kl.kernel
+    def copy_wrong_length():
+        kl.vec3(kl.vec2(1.0, 2.0))
+
+    @kl.kernel
+    def too_few():
+        kl.types.vector(1.0, 2.0, length=5)
+
+    @kl.kernel
+    def no_length():
+        kl.types.vector()
+
+    cases = [(copy_wrong_length, "incompatible vector of length 3 given when copy "
+              "constructing a vector of length 2", "kl.vec3(kl.vec2(1.0, 2.0))"),
+             (too_few, r"incompatible number of values given \(2\) when constructing a "
+              "vector of length 5", "length=5"),
+             (no_length, "`length` argument must be specified", "kl.types.vector()")]
+    for k, message, line in cases:
+        with pytest.raises(kl.KernelTypeError, match=message) as info:
+            kl.launch(k, 1)
+        assert k.key.split(".")[-1] in str(info.value) and line in str(info.value)

@@ -285,6 +285,10 @@ class CallMixin:
                 n = int(self.const_arg("length", n))
             elif len(args) == 1 and typed and typed[0].is_vector:
                 n = typed[0].length
+            elif not args:
+                raise KernelTypeError("vector() with no values needs length=: the `length` "
+                                      "argument must be specified when zero-initializing a "
+                                      "vector", self.b.loc)
             else:
                 n = len(args)
             target = Vector(n, dtype)

@@ -483,6 +483,18 @@ class ExprMixin:
         if len(vals) == 1 and not vals[0].type.is_scalar \
                 and getattr(vals[0].type, "shape", None) == target.shape:
             return self.b.cast(vals[0], target)  # a copy (of another scalar type: converted)
+        if type(target) is Vector:  # the sizes Warp rejects, in Warp's words
+            if len(vals) == 1 and type(vals[0].type) is Vector:
+                raise KernelTypeError(
+                    f"{target}() cannot copy a {vals[0].type}: incompatible vector of length "
+                    f"{target.length} given when copy constructing a vector of length "
+                    f"{vals[0].type.length}", self.b.loc)
+            if len(vals) > 1 and all(v.type.is_scalar for v in vals) \
+                    and len(vals) != target.length:
+                raise KernelTypeError(
+                    f"{target}() takes 1 or {target.length} values: incompatible number of "
+                    f"values given ({len(vals)}) when constructing a vector of length "
+                    f"{target.length}", self.b.loc)
         if target.is_vector and any(not v.type.is_scalar for v in vals):
             vals = self.components(vals)  # quat(v, w), transform(p, q), vec6(a, b)
         vals = [self.b.cast(v, target.scalar) if v.type.is_scalar and v.type.is_float
