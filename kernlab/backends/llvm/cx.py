@@ -9,7 +9,7 @@ matrices ``<r*c x T>`` in row-major order.
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
+from . import textir as ir
 
 from ...builtins.linalg import cofactor_expand, det_expand
 from .tiles import TileContext, storage_type

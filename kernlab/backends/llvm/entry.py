@@ -4,7 +4,7 @@ function for failed checks. The body of each thread is lowered by lower._BodyLow
 """
 from __future__ import annotations
 
-from llvmlite import ir
+from . import textir as ir
 
 from ...ir.nodes import Function, Op
 from ...types import ArrayType

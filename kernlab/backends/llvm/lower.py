@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from llvmlite import ir
+from . import textir as ir
 
 from ...errors import KernelError
 from ...ir import printf as printf_format
