@@ -428,6 +428,7 @@ class Function(_GlobalValue):
         self.attributes: set = set()
         self.calling_convention = ""
         self.args = tuple(Argument(self.scope, t) for t in ftype.args)
+        self.scope.register("")  # (llvmlite's return-value placeholder takes a name)
 
     @property
     def function_type(self):
