@@ -211,9 +211,7 @@ class BuiltinContext(TileContext):
         return self._gather(ll_type(self.ret), out)
 
     def _op2(self, op, a, b):
-        if is_float(a.type):
-            return {"add": self.b.fadd, "sub": self.b.fsub, "mul": self.b.fmul}[op](a, b)
-        return {"add": self.b.add, "sub": self.b.sub, "mul": self.b.mul}[op](a, b)
+        return getattr(self.b, "f" + op if is_float(a.type) else op)(a, b)
 
     def div(self, a: ir.Value, b: ir.Value) -> ir.Value:
         a, b = self.splat(a, b.type), self.splat(b, a.type)

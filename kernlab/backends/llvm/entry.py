@@ -11,7 +11,7 @@ from ...types import ArrayType
 from .cx import I1, I8, I32, I64, PTR, BuiltinContext, ll_type, mem_type, slot_type
 from .tiles import pin_buffer
 from .lower import (INTERRUPT_SYMBOL, STATUS_GENERAL, ArrayView, _BodyLowering, _size,
-                    interrupt_checks, tid_values)
+                    interrupt_checks, tid_values, walked)
 
 PARTS = ("fast", "general")
 
@@ -19,7 +19,7 @@ PARTS = ("fast", "general")
 def has_fast_path(func: Function) -> bool:
     """Whether the kernel accesses arrays, so that a fast entry is worth having; a kernel
     that touches none has only the general one."""
-    return any(i.op in (Op.LOAD, Op.STORE, Op.ATOMIC) for i in func.body.walk())
+    return any(i.op in (Op.LOAD, Op.STORE, Op.ATOMIC) for i in walked(func))
 
 
 def optional_arrays(func: Function) -> list:
@@ -29,7 +29,7 @@ def optional_arrays(func: Function) -> list:
     vectorising except with masked loads and stores, slow on many CPUs and very slow on an
     absent array, whose masked-off lanes still point at unmapped memory)."""
     nullable, plain = set(), set()
-    for ins in func.body.walk():
+    for ins in walked(func):
         if ins.op in (Op.LOAD, Op.STORE, Op.ATOMIC):
             (nullable if ins.attrs.get("nullable") else plain).add(ins.args[0])
     return [k for k, p in enumerate(func.params) if p.value in nullable - plain]
@@ -49,10 +49,10 @@ def private_candidates(func: Function, verify_fp: bool = False) -> list:
     each value an atomic writes: nothing is privatised then.)"""
     if verify_fp:
         return []
-    used = {a for ins in func.body.walk() for a in ins.args}
-    used |= {r.result for ins in func.body.walk() for r in ins.regions if r.result is not None}
+    used = {a for ins in walked(func) for a in ins.args}
+    used |= {r.result for ins in walked(func) for r in ins.regions if r.result is not None}
     kinds: dict = {}
-    for ins in func.body.walk():
+    for ins in walked(func):
         for a in ins.args:
             if a.type.is_array and not (ins.op is Op.ATOMIC and a is ins.args[0]) \
                     and ins.op is not Op.SHAPE:
@@ -95,7 +95,7 @@ class _EntryBuilder:
         self.presence = presence or {}  # optional array param value -> there (fast entry)
         self.private_params = sorted(private)
         self.private: dict = {}  # array param value -> its _Private copy (fast entry)
-        self.consts = {i.result: int(i.attrs["value"]) for i in func.body.walk()
+        self.consts = {i.result: int(i.attrs["value"]) for i in walked(func)
                        if i.op is Op.CONST and i.result.type.is_scalar
                        and i.result.type.kind in "iu"}
         self.module = ir.Module(name=func.name)
@@ -105,7 +105,7 @@ class _EntryBuilder:
         self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
         self.cx = BuiltinContext(self.module, self.b)
         self.tids = tid_values(func)
-        self.uses_stack = any(i.op in (Op.PUSH, Op.POP) for i in func.body.walk())
+        self.uses_stack = any(i.op in (Op.PUSH, Op.POP) for i in walked(func))
         self.strings: dict = {}  # C string constants, by text
         self.checked_loops = interrupt_checks(func)
         self.interrupt = None
@@ -139,7 +139,7 @@ class _EntryBuilder:
         b.position_at_end(run)
         start32, end32 = b.trunc(start, I32, "start32"), b.trunc(end, I32, "end32")
         if self.fast:
-            accessed = {i.args[0] for i in func.body.walk()
+            accessed = {i.args[0] for i in walked(func)
                         if i.op in (Op.LOAD, Op.STORE, Op.ATOMIC)}
             arrays = [self.params[p.value] for p in func.params if p.value in accessed]
             fast, bail = self.fn.append_basic_block("fast"), self.fn.append_basic_block("bail")
@@ -193,7 +193,7 @@ class _EntryBuilder:
         optional arrays (an adjoint's) are there or absent as this entry was specialised
         for; an array accessed both ways may be absent, and its accesses test for it."""
         b = self.b
-        optional = {i.args[0] for i in self.func.body.walk() if i.attrs.get("nullable")}
+        optional = {i.args[0] for i in walked(self.func) if i.attrs.get("nullable")}
         absent = {}
 
         def holds(view, cond):
@@ -236,7 +236,7 @@ class _EntryBuilder:
         if not self.checks:
             return set()
         out = set()
-        for ins in self.func.body.walk():
+        for ins in walked(self.func):
             if ins.op in (Op.LOAD, Op.STORE, Op.ATOMIC):
                 ndim = ins.args[0].type.ndim
                 for axis, idx in enumerate(ins.args[1:1 + ndim]):
@@ -247,7 +247,7 @@ class _EntryBuilder:
         return out
 
     def _private_kind(self, k) -> str:
-        kinds = {i.attrs["kind"] for i in self.func.body.walk()
+        kinds = {i.attrs["kind"] for i in walked(self.func)
                  if i.op is Op.ATOMIC and i.args[0] is self.func.params[k].value}
         return "add" if kinds <= {"add", "sub"} else kinds.pop()
 

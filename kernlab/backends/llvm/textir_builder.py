@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 
 from .textir import (Constant, FunctionType, IntType, LiteralStructType, NamedValue,
-                     PointerType, VectorType, VoidType)
+                     PointerType, VectorType, VoidType, _quote)
 
 _I1 = IntType(1)
 _VOID = VoidType()
@@ -22,7 +22,8 @@ class Instruction(NamedValue):
         self.type, self._scope, self.parent = typ, block.function.scope, block
         self.fmt, self.ops, self.metadata = fmt, ops, None
         self.void = typ is _VOID
-        self._set_name(name)
+        self._name = name = self._scope.register(name)  # NamedValue._set_name, inlined
+        self._ref = f'%"{name}"' if not ("\\" in name or '"' in name) else _quote("%", name)
 
     @property
     def function(self):
