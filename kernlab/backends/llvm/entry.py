@@ -70,7 +70,8 @@ def private_candidates(func: Function, verify_fp: bool = False) -> list:
 def lower_to_llvm(func: Function, bounds_check: bool, offsets: dict, symbol: str,
                   verify_fp: bool = False, part: str = "general", absent=frozenset(),
                   private=frozenset()):
-    """The LLVM module (llvmlite.ir) holding ``symbol``, one entry function of the kernel:
+    """The LLVM module (a textir.Module: llvmlite.ir's API) holding ``symbol``, one entry
+    function of the kernel:
     ``part`` "fast" (contiguous arrays, thread-id indices in range, the optional arrays
     ``absent`` (parameter indices) absent and the others there, the arrays ``private``
     small enough to privatise (see private_candidates), else it only sets STATUS_GENERAL)
@@ -308,7 +309,8 @@ class _EntryBuilder:
 
     def _scalar_loop_md(self):
         """Loop metadata that keeps the vectoriser off a loop. A loop ID must list itself
-        first; llvmlite.ir has no self-referencing nodes, so the operand is patched in."""
+        first; textir (like llvmlite.ir) has no self-referencing nodes, so the operand is
+        patched in."""
         md = getattr(self, "_scalar_md", None)
         if md is None:
             off = self.module.add_metadata([ir.MetaDataString(self.module,
