@@ -65,6 +65,52 @@ class Func:
     __hash__ = object.__hash__
 
 
+class _Options(dict):
+    """A kernel's options (``kernel.options``): a dict that counts its changes in
+    ``config.changes``, so the short paths of small launches (runtime/launch_short.py) see
+    an option changed after they were made (``bounds_check``) in the one comparison they
+    make for the settings, rather than looking it up at every launch."""
+
+    def _changed(self):
+        config.changes += 1
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        self._changed()
+
+    def __delitem__(self, key):
+        super().__delitem__(key)
+        self._changed()
+
+    def __ior__(self, other):
+        out = super().__ior__(other)
+        self._changed()
+        return out
+
+    def update(self, *args, **kwargs):
+        super().update(*args, **kwargs)
+        self._changed()
+
+    def setdefault(self, key, default=None):
+        out = super().setdefault(key, default)
+        self._changed()
+        return out
+
+    def pop(self, *args):
+        out = super().pop(*args)
+        self._changed()
+        return out
+
+    def popitem(self):
+        out = super().popitem()
+        self._changed()
+        return out
+
+    def clear(self):
+        super().clear()
+        self._changed()
+
+
 class Kernel:
     """A @kl.kernel. ``kernel.ir`` and ``kernel.adjoint_ir`` are its typed IR.
 
@@ -82,7 +128,7 @@ class Kernel:
         self.func = pyfunc
         self.key = key or pyfunc.__name__
         self.extra_globals = extra_globals
-        self.options = dict(options or {})
+        self.options = _Options(options or {})
         self.module = module if isinstance(module, Module) else get_module(
             module if module is not None else getattr(pyfunc, "__module__", None))
         self.param_types = param_types  # a generic kernel's specialisation: concrete types
@@ -95,6 +141,7 @@ class Kernel:
         self._compiled: dict = {}
         self._launch_plan: list | None = None  # argument checkers (runtime/launch.py)
         self._quick = None  # the short path of small launches (runtime/launch.py _Quick)
+        self._quick_adjoint = None  # the same for adjoint launches (launch_short.py)
         self._ir_cache_key: str | None = None  # of the front end's results (ir_cache.py)
         self._generic: bool | None = None
         self._specialisations: dict = {}

@@ -8,7 +8,10 @@ from __future__ import annotations
 import numpy as np
 
 from .builtins import REGISTRY
+from .builtins.bits import PUBLIC as BIT_BUILTINS
+from .builtins.decompositions import PUBLIC as DECOMPOSITION_BUILTINS
 from .builtins.expand import EXPANSIONS, call_on_python_values
+from .builtins.matrices import PUBLIC as MATRIX_BUILTINS
 from .builtins.random import PUBLIC as RANDOM_BUILTINS
 from .builtins.reference import TILE_FORMS as _TILE_DOCS
 from .builtins.spatial import PUBLIC as SPATIAL_BUILTINS
@@ -88,7 +91,8 @@ PUBLIC_BUILTINS = [
     "erf", "erfc", "erfinv", "erfcinv", "trace",
 ]
 FUNCTIONS = {name: BuiltinFunction(name) for name in PUBLIC_BUILTINS + SPATIAL_BUILTINS
-             + RANDOM_BUILTINS}
+             + RANDOM_BUILTINS + MATRIX_BUILTINS + BIT_BUILTINS
+             + DECOMPOSITION_BUILTINS}
 FUNCTIONS["transformation"] = BuiltinFunction("transformation")
 FUNCTIONS["select"] = BuiltinFunction("select")  # Warp's order: (cond, if_false, if_true)
 

@@ -81,7 +81,9 @@ SLOW_ON_INTERP = {"test_augmented_add_is_atomic_on_a_launch_large_enough_to_run_
                   "test_noise_gradients_by_reverse_mode_match_the_model",
                   "test_curlnoise_gradients_by_reverse_mode_match_finite_differences",
                   "test_pnoise_repeats_with_its_period_and_is_noise_within_one_period",
-                  "test_noise_is_zero_at_every_lattice_point"}
+                  "test_noise_is_zero_at_every_lattice_point",
+                  # Jacobi sweeps of svd3/eig3 (test_decompositions.py), ~40 launches each
+                  "test_decomposition_jacobian_matches_finite_differences"}
 
 
 def pytest_collection_modifyitems(config, items):

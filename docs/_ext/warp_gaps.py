@@ -37,25 +37,20 @@ MISSING = [
      "Geometry queries",
      "BVHs, index volumes, textures, mesh groups and parity-sign queries (kl.HashGrid, "
      "kl.Mesh, kl.Volume of float32/int32/vec3f/vec4f grids and their queries exist)"),
-    (["poisson", "sample_cdf", "sample_triangle", "sample_unit_cube",
-      "sample_unit_disk", "sample_unit_hemisphere", "sample_unit_hemisphere_surface",
-      "sample_unit_ring", "sample_unit_sphere", "sample_unit_square"],
+    (["poisson", "sample_cdf"],
      "Random distributions",
-     "Poisson variates and most sampling helpers (rand_init, randf, randi, randu, randn "
-     "and sample_unit_sphere_surface exist)"),
-    (["inverse", "inverse_approx", "div_approx", "diag", "get_diag", "skew", "svd2", "svd3",
-      "qr3", "eig3", "ddot", "dense_*"],
+     "Poisson variates and sampling from a CDF array (rand_init, randf, randi, randu, randn "
+     "and the sample_unit_* and sample_triangle helpers exist)"),
+    (["div_approx", "dense_*"],
      "Linear algebra",
-     "matrix inverse, diag/skew helpers, small decompositions (SVD, QR, eigen) and the "
-     "dense_* solvers"),
-    (["quat_between_vectors", "transform_expand"],
-     "Quaternion and transform helpers", ""),
-    (["bit_count", "unot", "breakpoint", "address", "address_of",
+     "approximate division and the dense_* solvers (inverse, inverse_approx, diag, "
+     "get_diag, skew, ddot, svd2, svd3, qr3 and eig3 exist)"),
+    (["breakpoint", "address", "address_of",
       "array_store", "load", "store", "view", "indexref", "extract", "assign",
       "assign_copy", "assign_inplace", "*_inplace", "pos", "index", "iter_next", "slice",
       "tuple", "quaternion", "ref", "cast"],
      "Other kernel builtins",
-     "bit_count, unot, breakpoint, wp.cast (kernlab casts with float32(x) "
+     "breakpoint, wp.cast (kernlab casts with float32(x) "
      "and friends) and the builtins behind Warp's own code generation (load/store/address, "
      "the *_inplace operators): kernlab's kernels write operators as Python does"),
     (["float", "int", "len", "range", "reversed"],

@@ -1,5 +1,6 @@
 """The builtin registry: every function a kernel can call, one record each."""
-from . import core, linalg, math, random, scalars, spatial, special, tiles, tile_ops  # noqa: F401
+from . import (bits, core, decompositions, linalg, math, matrices,  # noqa: F401
+               random, scalars, spatial, special, tiles, tile_ops)
 from .registry import REGISTRY, Builtin, sig
 
 __all__ = ["REGISTRY", "Builtin", "sig", "lookup"]

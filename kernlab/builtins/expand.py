@@ -47,9 +47,9 @@ def _kind_of(t: Type) -> str | None:
 # "vector" is any vector (quaternions, transforms and integer vectors too), "matrix" any
 # matrix; all the arguments such a signature names have one type.
 _ANY_KINDS = ("vector", "matrix")
-# "int" is any integer scalar, "uint32" that one type (random number states); these need
-# not share the float arguments' scalar type.
-_INT_KINDS = ("int", "uint32")
+# "int" is any integer scalar, "uint32" that one type (random number states), "bool" a
+# bool; these need not share the float arguments' scalar type.
+_INT_KINDS = ("int", "uint32", "bool")
 
 
 def _fits(kind: str, t: Type) -> bool:
@@ -61,6 +61,8 @@ def _fits(kind: str, t: Type) -> bool:
         return t.is_scalar and t.is_int
     if kind == "uint32":
         return t.is_scalar and t.kind == "u" and t.bits == 32
+    if kind == "bool":
+        return t.is_scalar and t.kind == "b"
     return _kind_of(t) == kind
 
 

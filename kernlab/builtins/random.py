@@ -84,4 +84,104 @@ def sample_unit_sphere_surface(g, state):
     return s, g.construct(x, y, g.cos(phi), target=Vector(3, float32))
 
 
-PUBLIC = ["rand_init", "randu", "randi", "randf", "randn", "sample_unit_sphere_surface"]
+def _two_pi(g, s):
+    """randf(state, 0, 2 pi): an angle."""
+    return randf_range(g, s, g.zeros(float32), g.const(2.0 * np.pi, float32))
+
+
+def _vec(g, *xs):
+    return g.construct(*xs, target=Vector(len(xs), float32))
+
+
+def _centred(g, state, n):
+    """n draws, each shifted to [-0.5, 0.5)."""
+    half, out, s = g.const(0.5, float32), [], state
+    for _ in range(n):
+        s, u = randf(g, s)
+        out.append(g.sub(u, half))
+    return s, _vec(g, *out)
+
+
+@expansion("sample_unit_square", ("uint32",), "vec2", writes=(0,))
+def sample_unit_square(g, state):
+    """A point uniform in the square [-0.5, 0.5)^2 (Warp's centred unit square)."""
+    return _centred(g, state, 2)
+
+
+@expansion("sample_unit_cube", ("uint32",), "vec3", writes=(0,))
+def sample_unit_cube(g, state):
+    return _centred(g, state, 3)
+
+
+@expansion("sample_unit_ring", ("uint32",), "vec2", writes=(0,))
+def sample_unit_ring(g, state):
+    """A point uniform on the unit circle: (cos t, sin t) for one angle draw."""
+    s, theta = _two_pi(g, state)
+    return s, _vec(g, g.cos(theta), g.sin(theta))
+
+
+@expansion("sample_unit_disk", ("uint32",), "vec2", writes=(0,))
+def sample_unit_disk(g, state):
+    """A point uniform in the unit disk: radius sqrt(u), then an angle."""
+    s, u = randf(g, state)
+    r = g.sqrt(u)
+    s, theta = _two_pi(g, s)
+    return s, _vec(g, g.mul(r, g.cos(theta)), g.mul(r, g.sin(theta)))
+
+
+def _polar(g, state, cos_phi_of, solid):
+    """(r sin phi cos t, r sin phi sin t, r cos phi): phi = acos(cos_phi_of(u)) from the
+    first draw, the angle t from the second and, for a solid, r = cbrt(third)."""
+    s, u = randf(g, state)
+    phi = g.acos(cos_phi_of(u))
+    s, theta = _two_pi(g, s)
+    parts = [g.cos(theta), g.sin(theta), g.cos(phi)]
+    if solid:  # r * cos(t) * sin(phi), multiplied left to right as Warp does
+        s, w = randf(g, s)
+        r = g.pow(w, g.const(1.0 / 3.0, float32))
+        parts = [g.mul(r, p) for p in parts]
+    sp = g.sin(phi)
+    return s, _vec(g, g.mul(parts[0], sp), g.mul(parts[1], sp), parts[2])
+
+
+def _sphere(g):
+    one, two = g.const(1.0, float32), g.const(2.0, float32)
+    return lambda u: g.sub(one, g.mul(two, u))
+
+
+def _hemisphere(g):
+    return lambda u: g.sub(g.const(1.0, float32), u)
+
+
+@expansion("sample_unit_sphere", ("uint32",), "vec3", writes=(0,))
+def sample_unit_sphere(g, state):
+    """A point uniform in the unit ball."""
+    return _polar(g, state, _sphere(g), True)
+
+
+@expansion("sample_unit_hemisphere_surface", ("uint32",), "vec3", writes=(0,))
+def sample_unit_hemisphere_surface(g, state):
+    """A point uniform on the unit hemisphere z >= 0."""
+    return _polar(g, state, _hemisphere(g), False)
+
+
+@expansion("sample_unit_hemisphere", ("uint32",), "vec3", writes=(0,))
+def sample_unit_hemisphere(g, state):
+    """A point uniform in the unit half ball z >= 0."""
+    return _polar(g, state, _hemisphere(g), True)
+
+
+@expansion("sample_triangle", ("uint32",), "vec2", writes=(0,))
+def sample_triangle(g, state):
+    """Barycentric (u, v) uniform over a triangle: r = sqrt(draw), u = 1 - r,
+    v = r * draw."""
+    s, a = randf(g, state)
+    r = g.sqrt(a)
+    s, b = randf(g, s)
+    return s, _vec(g, g.sub(g.const(1.0, float32), r), g.mul(b, r))
+
+
+PUBLIC = ["rand_init", "randu", "randi", "randf", "randn", "sample_unit_sphere_surface",
+          "sample_unit_square", "sample_unit_cube", "sample_unit_ring", "sample_unit_disk",
+          "sample_unit_sphere", "sample_unit_hemisphere_surface", "sample_unit_hemisphere",
+          "sample_triangle"]

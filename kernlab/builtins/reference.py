@@ -55,6 +55,8 @@ SUMMARIES = {
     "argmax": "the index of the largest component of a vector",
     "bit_and": "bitwise and (the & operator)", "bit_or": "bitwise or (the | operator)",
     "bit_xor": "bitwise xor (the ^ operator)", "invert": "bitwise not (the ~ operator)",
+    "bit_count": "the number of set bits of an integer (two's complement, its own width)",
+    "unot": "logical not: True where a bool is False or an integer is zero",
     "lshift": "shift left (the << operator)", "rshift": "shift right (the >> operator)",
     "cw_mul": "componentwise product of two vectors or matrices",
     "cw_div": "componentwise quotient of two vectors or matrices",
@@ -93,11 +95,27 @@ SUMMARIES = {
     "transpose": "the transpose of a matrix", "determinant": "the determinant of a matrix",
     "trace": "the sum of a square matrix's diagonal",
     "cofactor": "(internal) the cofactor matrix, for the adjoint of determinant",
+    # more matrix helpers (matrices.py)
+    "inverse": "the inverse of a 2x2, 3x3 or 4x4 matrix; zero where the determinant is 0",
+    "inverse_approx": "inverse(m); Warp's GPU path uses an approximate reciprocal, "
+                      "kernlab divides exactly everywhere",
+    "diag": "the square matrix with the vector's components on its diagonal",
+    "get_diag": "the diagonal of a square matrix, as a vector",
+    "skew": "the skew-symmetric matrix of a 3-vector: skew(v) @ x == cross(v, x)",
+    "ddot": "the double contraction of two matrices: the sum of a[i, j] * b[i, j]",
+    # decompositions (decompositions.py)
+    "svd3": "U, sigma, V = svd3(A): A = U diag(sigma) V^T with U, V rotations, sigma by "
+            "decreasing magnitude; or svd3(A, U, sigma, V) into its arguments",
+    "svd2": "U, sigma, V = svd2(A) for a 2x2 A; or svd2(A, U, sigma, V)",
+    "qr3": "Q, R = qr3(A): A = Q R, Q a rotation, R upper triangular; or qr3(A, Q, R)",
+    "eig3": "Q, d = eig3(A) for a symmetric A: A = Q diag(d) Q^T; or eig3(A, Q, d)",
     # quaternions, transforms, spatial vectors (spatial.py)
     "quat_identity": "the identity rotation (0, 0, 0, 1)",
     "quat_from_axis_angle": "the rotation by an angle (radians) about a unit axis",
     "quat_to_axis_angle": "the axis and angle of a rotation",
     "quat_rpy": "the rotation from roll, pitch and yaw angles",
+    "quat_between_vectors": "the shortest-arc rotation taking the direction of a to that "
+                            "of b (opposite directions are not handled)",
     "quat_inverse": "the inverse (conjugate) of a unit quaternion",
     "quat_rotate": "a vector rotated by a quaternion",
     "quat_rotate_inv": "a vector rotated by the inverse of a quaternion",
@@ -119,6 +137,7 @@ SUMMARIES = {
     "transform_to_matrix": "the 4x4 matrix of a transform",
     "transform_from_matrix": "the transform of a 4x4 rigid matrix",
     "transform_compose": "the 4x4 matrix from a translation, a rotation and a scale",
+    "transform_expand": "a flat 7-vector (p, q) read as a transform",
     "transform_decompose": "a 4x4 matrix split into translation, rotation and scale",
     "spatial_vector": "a 6-vector from an angular and a linear 3-vector",
     "spatial_top": "the first three components of a spatial vector",
@@ -137,6 +156,17 @@ SUMMARIES = {
     "randn": "the next standard normal sample, by Box-Muller (advances the state)",
     "sample_unit_sphere_surface": "a uniformly distributed point on the unit sphere "
                                   "(advances the state)",
+    "sample_unit_square": "a uniform point in the square [-0.5, 0.5)^2 (advances the state)",
+    "sample_unit_cube": "a uniform point in the cube [-0.5, 0.5)^3 (advances the state)",
+    "sample_unit_ring": "a uniform point on the unit circle (advances the state)",
+    "sample_unit_disk": "a uniform point in the unit disk (advances the state)",
+    "sample_unit_sphere": "a uniform point in the unit ball (advances the state)",
+    "sample_unit_hemisphere_surface": "a uniform point on the unit hemisphere z >= 0 "
+                                      "(advances the state)",
+    "sample_unit_hemisphere": "a uniform point in the unit half ball z >= 0 (advances the "
+                              "state)",
+    "sample_triangle": "uniform barycentric coordinates (u, v) over a triangle (advances "
+                       "the state)",
 }
 
 
@@ -408,7 +438,9 @@ SPECIAL_FORMS.update(TILE_FORMS)
 CATEGORIES = {
     "math": "Scalar math", "special": "Scalar math", "numpy": "Scalar math",
     "scalars": "Scalars, comparisons and bits", "core": "Arithmetic and operators",
-    "linalg": "Vectors and matrices", "spatial": "Quaternions, transforms, spatial vectors",
+    "bits": "Scalars, comparisons and bits", "linalg": "Vectors and matrices",
+    "matrices": "Vectors and matrices", "decompositions": "Vectors and matrices",
+    "spatial": "Quaternions, transforms, spatial vectors",
     "random": "Random numbers", "tiles": "Tiles",
 }
 ORDER = ["Scalar math", "Scalars, comparisons and bits", "Arithmetic and operators",

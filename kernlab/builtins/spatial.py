@@ -105,6 +105,15 @@ def quat_rpy(g, roll, pitch, yaw):
     return _quat(g, x, y, z, w)
 
 
+@expansion("quat_between_vectors", ("vec3", "vec3"), "quat")
+def quat_between_vectors(g, a, b):
+    """The shortest-arc rotation taking the direction of a to that of b: (a x b, 1 + a.b)
+    normalised, for unit a and b. Opposite directions are not handled (as in Warp)."""
+    a, b = g.normalize(a), g.normalize(b)
+    w = g.add(_k(g, 1.0, a.type.scalar), g.dot(a, b))
+    return quat_normalize(g, _quat_from_parts(g, g.cross(a, b), w))
+
+
 @expansion("quat_inverse", ("quat",), "quat")
 def quat_inverse(g, q):
     return _quat(g, g.neg(_c(g, q, 0)), g.neg(_c(g, q, 1)), g.neg(_c(g, q, 2)), _c(g, q, 3))
@@ -224,6 +233,13 @@ def transformation(g, p, q):
 @expansion("transformation", ("vec3",), "transform")
 def transformation_p(g, p):
     return _transform(g, p, quat_identity(g, p.type.scalar))
+
+
+@expansion("transform_expand", ("vec7",), "transform")
+def transform_expand(g, v):
+    """A flat 7-vector (px, py, pz, qx, qy, qz, qw) read as a transform."""
+    return g.construct(*(_c(g, v, k) for k in range(7)),
+                       target=Transformation(7, v.type.scalar))
 
 
 @expansion("transform_get_translation", ("transform",), "vec3")
@@ -408,11 +424,13 @@ for _n in range(1, 7):
 
 
 PUBLIC = ["quat_identity", "quat_from_axis_angle", "quat_to_axis_angle", "quat_rpy",
-          "quat_inverse", "quat_rotate", "quat_rotate_inv", "quat_slerp", "quat_to_matrix",
+          "quat_between_vectors", "quat_inverse", "quat_rotate", "quat_rotate_inv",
+          "quat_slerp", "quat_to_matrix",
           "quat_from_matrix", "transform_identity", "transform_get_translation",
           "transform_get_rotation", "transform_multiply", "transform_inverse",
           "transform_point", "transform_vector", "transform_to_matrix",
           "transform_from_matrix", "transform_compose", "transform_decompose",
+          "transform_expand",
           "transform_set_translation_copy", "transform_set_rotation_copy",
           "transform_set_translation", "transform_set_rotation",
           "spatial_top", "spatial_bottom", "spatial_dot", "spatial_cross",

@@ -3,8 +3,9 @@
 Every argument is checked against the kernel's parameter before anything runs
 (launch_args.py); a mismatch is a LaunchError naming the kernel and the parameter, never a
 crash or a silent conversion that loses data. A small forward launch on the CPU takes the
-short path of launch_short.py from the kernel's second launch on; whatever that path does
-not accept comes here.
+short path of launch_short.py from the kernel's second launch on, a small adjoint launch
+(kl.launch, a recorded Launch, a tape's replay through _run) its adjoint short path from
+the kernel's second adjoint launch on; whatever those paths do not accept comes here.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from . import tape as _tape
 from .array import array
 from .device import _CPU, get_device
 from .launch_args import _adjoint_args, _launch_device, _plan, convert_arg
+from .launch_short import AdjointShortPath as _QuickAdjoint
 from .launch_short import ShortPath as _Quick
 
 
@@ -215,6 +217,11 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
         if quick and (not record_tape or _TAPE() is None) \
                 and quick.run(dim, [*(inputs or ()), *outputs] if outputs else inputs):
             return None
+    elif adjoint is True and type(dim) is int and device is None and not (
+            record_cmd or tangent or _CAPTURES):  # the adjoint's short path (launch_short)
+        quick = getattr(kernel, "_quick_adjoint", None)
+        if quick and quick.launch(dim, inputs, outputs, adj_inputs, adj_outputs):
+            return None
     return _launch(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, adjoint,
                    record_tape, record_cmd, max_blocks, block_dim, tangent, tan_inputs,
                    tan_outputs)
@@ -309,6 +316,10 @@ def _run(kernel: Kernel, dims, args, device, adjoint, retain=None):
     """Run the kernel (its adjoint with adjoint=True; ``retain``: the parameters whose
     gradients its stores leave in place, by default those _kept_gradients gives)."""
     from ..autodiff.inplace import mark_overwritten
+    if adjoint and device is _CPU and len(dims) == 1:  # a small one: launch_short
+        quick = kernel._quick_adjoint
+        if quick and quick.run(dims[0], args, retain):
+            return
     if math.prod(dims) == 0:
         return
     if not adjoint:
@@ -344,6 +355,8 @@ def _run(kernel: Kernel, dims, args, device, adjoint, retain=None):
                 args[k]._bump_version()
         if not adjoint:
             mark_overwritten(kernel.ir, kernel.key, args)
+    if adjoint and kernel._quick_adjoint is None and device is _CPU:
+        kernel._quick_adjoint = _QuickAdjoint.make(kernel)  # the next small ones take it
 
 
 def _kept_gradients(func, args) -> frozenset:

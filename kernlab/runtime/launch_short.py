@@ -10,8 +10,8 @@ nothing more:
 * per array one attribute read: its key (``array._described``: dtype, ndim, device,
   address, shape and strides, made once per array object: none of them changes); per
   scalar a type and range test; written arrays still writable;
-* the settings the compiled code depends on unchanged (``config.changes``, the kernel's
-  ``bounds_check`` option);
+* the settings the compiled code depends on unchanged (``config.changes``, which also
+  counts changes to ``kernel.options``: the kernel's ``bounds_check`` option);
 * a launch plan per argument signature: made for keys that fit the parameters, it holds
   the packed argument block and what calls the entry, so a repeated launch compares the
   keys' identities, patches a scalar that changed and packs nothing else. The latest plan
@@ -28,6 +28,11 @@ Whatever it does not accept (a NumPy array to wrap, a value to convert, a null a
 read-only array, a tape or capture open, settings changed since) it declines by returning
 False, and kl.launch takes its general path, which checks, converts and reports errors as it
 always did: the short path has no error messages of its own.
+
+Adjoint launches have a short path of their own (AdjointShortPath, made after a kernel's
+first adjoint launch): kl.launch(..., adjoint=True) and launch._run (recorded adjoint
+launches, a tape's backward) go through it; the same rules, with a plan per arrays, thread
+count and retained gradients (which picks the adjoint variant and its entry once).
 """
 from __future__ import annotations
 
@@ -74,16 +79,34 @@ _native_lock = threading.Lock()
 
 def _native_source() -> str:
     """The LLVM IR of the two variants: the GIL kept ("held") and released around the
-    call. The bound tuple is (entry, block, thread count, status offset, _CLEAN, True)."""
+    call. The bound tuple is (entry, block, thread count, status offset, _CLEAN, True,
+    the version lists of the arrays the kernel writes): after the call (the GIL held
+    again) each list's item 0 is counted up, as ``array._bump_version`` does."""
     def variant(name, release):
         save = "  %ts = call ptr @PyEval_SaveThread()\n" if release else ""
         restore = "  call void @PyEval_RestoreThread(ptr %ts)\n" if release else ""
         fields = "".join(f"  %o{k} = call ptr @PyTuple_GetItem(ptr %self, i64 {k})\n"
                          f"  %v{k} = call ptr @PyLong_AsVoidPtr(ptr %o{k})\n"
                          for k in range(4))
-        return (f"define ptr @{name}(ptr %self, ptr %unused) {{\n{fields}"
+        return (f"define ptr @{name}(ptr %self, ptr %unused) {{\nentry:\n{fields}"
                 "  %end = ptrtoint ptr %v2 to i64\n  %at = ptrtoint ptr %v3 to i64\n"
                 f"{save}  call void %v0(ptr %v1, i64 0, i64 %end)\n{restore}"
+                "  %boxes = call ptr @PyTuple_GetItem(ptr %self, i64 6)\n"
+                "  %count = call i64 @PyTuple_Size(ptr %boxes)\n"
+                "  br label %head\n"
+                "head:\n  %i = phi i64 [0, %entry], [%next, %body], [%next, %skip]\n"
+                "  %more = icmp slt i64 %i, %count\n  br i1 %more, label %body0, label %tail\n"
+                "body0:\n  %box = call ptr @PyTuple_GetItem(ptr %boxes, i64 %i)\n"
+                "  %old = call ptr @PyList_GetItem(ptr %box, i64 0)\n"
+                "  %val = call i64 @PyLong_AsLongLong(ptr %old)\n"
+                "  %inc = add i64 %val, 1\n"
+                "  %new = call ptr @PyLong_FromLongLong(i64 %inc)\n"
+                "  %none = icmp eq ptr %new, null\n  %next = add i64 %i, 1\n"
+                "  br i1 %none, label %skip, label %body\n"
+                "skip:\n  call void @PyErr_Clear()\n  br label %head\n"
+                "body:\n  %r = call i32 @PyList_SetItem(ptr %box, i64 0, ptr %new)\n"
+                "  br label %head\n"
+                "tail:\n"
                 "  %flag = getelementptr i8, ptr %v1, i64 %at\n"
                 "  %low = load i8, ptr %flag\n  %set = icmp ne i8 %low, 0\n"
                 "  %slot = select i1 %set, i64 5, i64 4\n"
@@ -91,7 +114,10 @@ def _native_source() -> str:
                 "  call void @Py_IncRef(ptr %out)\n  ret ptr %out\n}\n")
     return ("declare ptr @PyTuple_GetItem(ptr, i64)\ndeclare ptr @PyLong_AsVoidPtr(ptr)\n"
             "declare void @Py_IncRef(ptr)\ndeclare ptr @PyEval_SaveThread()\n"
-            "declare void @PyEval_RestoreThread(ptr)\n"
+            "declare void @PyEval_RestoreThread(ptr)\ndeclare i64 @PyTuple_Size(ptr)\n"
+            "declare ptr @PyList_GetItem(ptr, i64)\ndeclare i64 @PyLong_AsLongLong(ptr)\n"
+            "declare ptr @PyLong_FromLongLong(i64)\ndeclare i32 @PyList_SetItem(ptr, i64, ptr)\n"
+            "declare void @PyErr_Clear()\n"
             + variant("kl_short_held", False) + variant("kl_short_released", True))
 
 
@@ -118,7 +144,9 @@ def _make_native_now() -> None:
         import llvmlite.binding as llvm
         api = ctypes.pythonapi
         for name in ("PyTuple_GetItem", "PyLong_AsVoidPtr", "Py_IncRef", "PyEval_SaveThread",
-                     "PyEval_RestoreThread"):
+                     "PyEval_RestoreThread", "PyTuple_Size", "PyList_GetItem",
+                     "PyLong_AsLongLong", "PyLong_FromLongLong", "PyList_SetItem",
+                     "PyErr_Clear"):
             llvm.add_symbol(name, ctypes.cast(getattr(api, name), ctypes.c_void_p).value)
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
@@ -140,14 +168,16 @@ def _make_native_now() -> None:
     _native.update(state="made", engine=engine, defs=defs, new=new)
 
 
-def _call(entry: int, released, buf, total: int, plan: list):
-    """What calls the entry for a plan: the native call once it is made, else a ctypes
-    call that counts itself and puts the native call in ``plan[0]`` once it is made."""
+def _call(entry: int, released, buf, total: int, plan: list, boxes: tuple = ()):
+    """What calls the entry for a plan: the native call once it is made, which also counts
+    up the version lists ``boxes`` (of the arrays the kernel writes) and returns _CLEAN or
+    True; else a ctypes call (returning None: the caller counts the versions) that counts
+    itself and puts the native call in ``plan[0]`` once it is made."""
     held = total < HOLD_GIL_BELOW
     if _native["state"] == "made":
         return _native["new"](ctypes.byref(_native["defs"][held]),
-                              (entry, ctypes.addressof(buf), total, plan[3], _CLEAN, True),
-                              None)
+                              (entry, ctypes.addressof(buf), total, plan[3], _CLEAN, True,
+                               boxes), None)
     fn = ctypes.PYFUNCTYPE(None)(entry) if held else released
     end = ctypes.c_int64(total)
     if _native["state"] == "failed":
@@ -159,7 +189,7 @@ def _call(entry: int, released, buf, total: int, plan: list):
         if _native["calls"] >= NATIVE_AFTER:
             if _native["state"] == "unmade":
                 _make_native()
-            plan[0] = _call(entry, released, buf, total, plan)
+            plan[0] = _call(entry, released, buf, total, plan, boxes)
     return counting
 
 
@@ -211,9 +241,11 @@ class ShortPath:
         plans, last = {}, []
         types = [(a, b) for kind, a, b in kinds if kind == 0]  # the arrays' dtype and ndim
 
-        def find(old, keys, total):
+        def find(old, keys, total, boxes):
             """The plan for these arrays' keys and thread count (None when an array does
-            not fit its parameter), after ``old``, the latest one, went back to PLANS."""
+            not fit its parameter), after ``old``, the latest one, went back to PLANS;
+            ``boxes``: the version lists of the arrays the kernel writes (the native call
+            counts them up)."""
             if old[0] is not None:
                 if len(plans) >= PLANS_KEPT:
                     plans.clear()
@@ -230,14 +262,13 @@ class ShortPath:
             layout.packer.pack_into(buf, 0, *values, total, 1, 1, 1)
             # the plan holds the keys: their ids in PLANS stay theirs while it lives
             plan = [None, buf, total, status, *keys, *([None] * (len(kinds) - len(types)))]
-            plan[0] = _call(runner.entry.address, released, buf, total, plan)
+            plan[0] = _call(runner.entry.address, released, buf, total, plan, boxes)
             return plan
         names = {"CPU": _CPU, "DEFAULT": _default, "describe": describe,
-                 "generic": np.generic, "Q": q, "config": config, "KOPTIONS": kernel.options,
+                 "generic": np.generic, "Q": q, "config": config,
                  "LAST": last, "NOPLAN": [None, None, -1, None, *([None] * len(kinds))],
-                 "CLEAN": _CLEAN,
-                 "FIND": find, "RUNNER": runner, "KEY": kernel.key, "SENTINEL": ShortPath,
-                 "BC": q.state[3], "INTS": _INTS, "NUMBERS": _INTS | _FLOATS}
+                 "CLEAN": _CLEAN, "FIND": find, "RUNNER": runner, "KEY": kernel.key,
+                 "INTS": _INTS, "NUMBERS": _INTS | _FLOATS}
         for k, (kind, a, b) in enumerate(kinds):
             if kind:
                 names[f"L{k}"], names[f"H{k}"] = a, b
@@ -307,9 +338,7 @@ def source(kinds, written, snapshot, most, status, converted) -> str:
                     "        return False"]
     if not descs:  # the launch is on the default device
         out += ["    if DEFAULT[-1] is not CPU:", "        return False"]
-    out += ["    if config.changes != Q.changes and not Q.still():", "        return False",
-            "    if KOPTIONS.get('bounds_check', SENTINEL) is not BC:",
-            "        Q.kernel._quick = None", "        return False"]
+    out += ["    if config.changes != Q.changes and not Q.still():", "        return False"]
     for k in written:  # the general path refuses it, with its message
         out += [f"    if not a{k}._data.flags.writeable:", "        return False"]
     same = " or ".join([f"plan[{4 + j}] is not d{k}" for j, k in enumerate(descs)]
@@ -319,7 +348,8 @@ def source(kinds, written, snapshot, most, status, converted) -> str:
             "    except IndexError:",
             "        plan = NOPLAN",
             f"    if {same}:",
-            f"        plan = FIND(plan, ({''.join(f'd{k}, ' for k in descs)}), total)",
+            f"        plan = FIND(plan, ({''.join(f'd{k}, ' for k in descs)}), total, "
+            f"({''.join(f'a{k}._vbox, ' for k in written)}))",
             "        if plan is None:  # an array of another dtype, ndim or device",
             "            return False",
             "    buf = plan[1]"]
@@ -329,17 +359,19 @@ def source(kinds, written, snapshot, most, status, converted) -> str:
         out += [f"    if a{k} != plan[{at}] or not a{k}:",
                 f"        S{k}(buf, O{k}, a{k})",
                 f"        plan[{at}] = a{k}"]
-    out += ["    try:",
-            "        # the native call returns CLEAN when the status is unset; ctypes' None",
-            f"        if plan[0]() is not CLEAN and buf[{status}] != b'\\0':",
-            "            # an index out of bounds, or the fast entry declined: the general one",
-            "            RUNNER.settle(buf, [0, total], list(args))",
-            "        else:  # untouched: the kernel writes only the status",
-            "            LAST.append(plan)",
-            "    finally:  # as in launch._run, also after an error"]
+    # the native call counts up the written arrays' versions and returns CLEAN when the
+    # status is unset (else True); the ctypes call returns None and the versions are
+    # counted here. Either way before the general path's error: as in launch._run
+    out += ["    done = plan[0]()", "    if done is None:"]
     out += [f"        a{k}._vbox[0] += 1" for k in written]
-    out += [f"        a{k}._overwritten_by = (KEY, a{k}._vbox[0])" for k in snapshot]
-    out += ["        pass", "    return True"]
+    out += ["        pass"]
+    out += [f"    a{k}._overwritten_by = (KEY, a{k}._vbox[0])" for k in snapshot]
+    out += [f"    if done is not CLEAN and buf[{status}] != b'\\0':",
+            "        # an index out of bounds, or the fast entry declined: the general one",
+            "        RUNNER.settle(buf, [0, total], list(args))",
+            "    else:  # untouched: the kernel writes only the status",
+            "        LAST.append(plan)",
+            "    return True"]
     return "\n".join(out) + "\n"
 
 
@@ -356,3 +388,276 @@ def describe(a):
 
 
 _Quick = ShortPath  # the name launch.py and its tests used
+
+
+# ---- adjoint launches -----------------------------------------------------------------------
+
+_NULL = (None, 0, None)  # the key of an absent gradient array (a None adjoint argument)
+_NUMBERS = _INTS | _FLOATS
+
+
+class AdjointShortPath:
+    """A kernel's short path for small adjoint launches on the CPU (issue 20): the treatment
+    ShortPath gives the forward. ``run(total, args, retain)`` takes what launch._run takes
+    (the primal arguments, then one adjoint per parameter; ``retain`` None: decided as
+    launch._kept_gradients does), ``launch(total, inputs, outputs, adj_inputs,
+    adj_outputs)`` what kl.launch(..., adjoint=True) takes. Either returns True when it ran
+    the launch (or raised the kernel's own error), False to take the general path, which
+    checks, converts and reports errors as it always did.
+
+    Per launch (code written for the kernel's parameters, see adjoint_source): each array's
+    key (``array._described``), each scalar's type and range, the settings unchanged, the
+    gradients retained (launch._kept_gradients' rule, on the arrays' own attributes); then
+    a plan per (keys, thread count, retained gradients), made once (``find``): which
+    adjoint variant runs (launch._gradients_overlap picks the atomic "shared" one from the
+    arrays' spans, which the keys fix), its runner, the entry for the absent gradients and
+    the privatised atomics (Runner.launch's choice, made once), the packed block, the
+    parameters the variant writes and the call (ShortPath's native call, or ctypes). The
+    scalars are packed at every launch. The latest plan waits in a list, the others in a
+    dict; a launch takes its plan out, so two threads never share a block."""
+
+    __slots__ = ("kernel", "state", "changes", "run", "launch")
+
+    @classmethod
+    def make(cls, kernel):
+        """The adjoint short path of ``kernel``; None under another backend, False where it
+        has none (vector, bool or struct parameters, handles, launches over several dims)."""
+        if config.cpu_backend != "llvm":
+            return None
+        from ..autodiff.inplace import plan as inplace_plan
+        from ..backends.llvm import runner as jit
+        from .launch import _gradients_overlap, _kept_gradients, _read_params, written_params
+        func = kernel.ir
+        if getattr(func, "handle_hidden", None) \
+                or getattr(func, "struct_signature", None) is not None or func.ndim > 1:
+            return False
+        kinds = []
+        for p in kernel.adjoint_ir.params:
+            t = p.type
+            if t.is_array:
+                kinds.append((0, t.dtype, t.ndim))
+            elif t.is_scalar and t.scalar.kind == "f" and t.name != "bfloat16":
+                limit = float(np.finfo(t.np).max)
+                kinds.append((1, -limit, limit))
+            elif t.is_scalar and t.scalar.kind in "iu":
+                info = np.iinfo(t.np)
+                kinds.append((2, int(info.min), int(info.max)))
+            else:
+                return False
+        n = len(func.params)
+        checked = frozenset(k for k in range(n, 2 * n) if kinds[k][0] == 0)
+        keyed = [k for k in range(2 * n) if kinds[k][0] == 0]
+        offsets = jit.ArgLayout(kernel.adjoint_ir).offsets
+        q = cls()
+        q.kernel = kernel
+        q.state, q.changes = ShortPath.settings(kernel), config.changes
+        plans, last, retains = {}, [], {}
+
+        def find(old, keys, total, retain, args):
+            """The plan for these keys, thread count and retained gradients, after ``old``
+            (the latest one) went back to the dict; None where the general path must run
+            the launch (an array that does not fit its parameter, an adjoint of another
+            shape, a null primal array, a variant that writes other arrays or needs the
+            pool)."""
+            if old[0] is not None:
+                if len(plans) >= PLANS_KEPT:
+                    plans.clear()
+                plans[(*(id(old[8 + k]) for k in keyed), old[2], old[5])] = old
+            plan = plans.pop((*(id(keys[k]) for k in keyed), total, retain), None)
+            if plan is not None:
+                return plan
+            for k, ((kind, dtype, ndim), key) in enumerate(zip(kinds, keys)):
+                if kind == 0 and (key is _NULL if k < n else key is not _NULL and (
+                        key[0] is not dtype or key[1] != ndim or key[2] is not _CPU
+                        or keys[k - n] is not _NULL
+                        and key[4:4 + ndim] != keys[k - n][4:4 + ndim])):
+                    return None
+            variant = kernel.adjoint_variant(retain)
+            shared = bool(variant.owned) and _gradients_overlap(variant, args)
+            if shared:
+                variant = kernel.adjoint_variant(retain, shared=True)
+            runner = kernel.compiled("llvm", True, retain, shared=shared)
+            written = tuple(k for k in written_params(variant) if keys[k] is not _NULL)
+            if not isinstance(runner, jit.Runner) or runner.interruptible \
+                    or not checked.issuperset(written):
+                # (loops run off the main thread; a variant that writes a primal array):
+                # this kernel's adjoints all take the general path from now on
+                kernel._quick_adjoint = False
+                return None
+            layout = runner.layout
+            if layout.offsets != offsets:  # every variant has the adjoint's parameters
+                return None
+            values = []
+            for k, ((kind, _, ndim), key, p) in enumerate(zip(kinds, keys, variant.params)):
+                if kind == 0:
+                    values += key[3:] if key is not _NULL else \
+                        [0] + [0] * ndim + [p.type.dtype.nbytes] * ndim
+                else:
+                    values.append(0)  # packed by the launch
+            values += jit._grid((total,), runner._ndim)
+            address = runner.entry.address
+            if runner._optional or runner._private:  # Runner.launch's choice, made once
+                which = (frozenset(k for k, at in runner._optional if not values[at]),
+                         runner._privatised(values))
+                entry = runner._fast_entries.get(which)
+                if entry is None and which not in runner._fast_fns:  # else: runner.entry
+                    entry = runner._fast_entries[which] = runner._load_fast(*which)
+                    runner._fast_fns[which] = entry.cfunc
+                if entry is not None:
+                    address = entry.address
+            buf = runner._block()
+            layout.packer.pack_into(buf, 0, *values)
+            # the plan holds the keys: their ids in PLANS stay theirs while it lives; a
+            # scalar's place holds the value last packed
+            plan = [None, buf, total, layout.status_offset, runner, retain, written, None,
+                    *keys]
+            plan[0] = _call(address, ctypes.CFUNCTYPE(None)(address), buf, int(total), plan,
+                            tuple(args[k]._vbox for k in written))
+            return plan
+
+        def kept(mask, args):
+            """The retained gradients as one frozenset object per set (a plan compares it by
+            identity first); ``mask``: launch._kept_gradients' answer, one bit per array,
+            None where the rule needs the arrays' addresses (it is asked then)."""
+            if mask is None:
+                mask = sum(1 << k for k in _kept_gradients(func, args))
+            retain = retains.get(mask)
+            if retain is None:
+                retain = retains[mask] = frozenset(k for k in range(n) if mask >> k & 1)
+            return retain
+        names = {"describe": describe, "Q": q, "config": config,
+                 "LAST": last, "NOPLAN": [None, None, -1, None, None, None, (), (),
+                                          *([None] * (2 * n))],
+                 "CLEAN": _CLEAN, "FIND": find, "KEPT": kept, "RETAINS": retains,
+                 "INTS": _INTS, "NUMBERS": _NUMBERS,
+                 "NULL": _NULL, "ARRAY": array, "KEY": kernel.key}
+        for k, (kind, a, b) in enumerate(kinds):
+            if kind:
+                names[f"L{k}"], names[f"H{k}"] = a, b
+                fmt = "<" + jit._scalar_format(kernel.adjoint_ir.params[k].type.scalar)
+                names[f"S{k}"] = struct.Struct(fmt).pack_into
+                names[f"O{k}"] = offsets[f"p{k}"]
+        text = adjoint_source(kinds, _read_params(func), inplace_plan(func).snapshot,
+                              jit.PARALLEL_THRESHOLD)
+        exec(compile(text, f"<kernlab short adjoint launch of {kernel.key}>", "exec"), names)
+        q.run, q.launch = names["run"], names["launch"]
+        return q
+
+    def still(self) -> bool:
+        """As ShortPath.still, for this path."""
+        if ShortPath.settings(self.kernel) != self.state:
+            self.kernel._quick_adjoint = None
+            return False
+        self.changes = config.changes
+        return True
+
+
+def adjoint_source(kinds, read, snapshot, most) -> str:
+    """The Python source of an AdjointShortPath's ``run`` and ``launch`` for the adjoint's
+    parameters ``kinds`` (as ShortPath's source: the primal ones, then their adjoints),
+    ``read``: the primal arrays the kernel loads from, ``snapshot``: those an adjoint by
+    hand refuses while they hold what the forward launch wrote. A plan is ``[the call,
+    block, thread count, status offset, runner, retained gradients, written parameters,
+    None, one key per parameter (an array's, or the value last packed for a scalar)]``."""
+    n2 = len(kinds)
+    n = n2 // 2
+    arrays = [k for k in range(n) if kinds[k][0] == 0]
+    out = ["def run(total, args, retain):",
+           f"    if not 0 < total < {most}:",
+           "        return False",
+           "    try:",
+           f"        {''.join(f'a{k}, ' for k in range(n2))}= args"]
+    out += [f"        d{k} = a{k}._described" for k in arrays]  # primal: arrays only
+    out += [f"        d{k} = NULL if a{k} is None else a{k}._described"
+            for k in range(n, n2) if kinds[k][0] == 0]
+    out += ["    except (TypeError, ValueError, AttributeError):  # not arrays",
+            "        return False"]
+    for k in range(n2):
+        kind = kinds[k][0]
+        if kind == 0:
+            out += [f"    if d{k} is None:",
+                    f"        d{k} = describe(a{k})",
+                    f"        if d{k} is None:",
+                    "            return False"]
+        else:
+            accept = "INTS" if kind == 2 else "NUMBERS"
+            out += [f"    if not (type(a{k}) in {accept} and L{k} <= a{k} <= H{k}):",
+                    "        return False"]
+    out += ["    if config.changes != Q.changes and not Q.still():", "        return False"]
+    # launch._kept_gradients: an array's gradient is left in place when it has retain_grad,
+    # or (the kernel does not read it) when its adjoint is not its own .grad
+    out += ["    if retain is None:", "        mask = 0"]
+    for k in arrays:
+        g = f"a{n + k}"
+        if k in read:
+            out += [f"        if a{k}._retain_grad:", f"            mask |= {1 << k}"]
+        else:
+            out += [f"        if a{k}._retain_grad or {g} is None or a{k}._grad is None:",
+                    f"            mask |= {1 << k}",
+                    f"        elif {g} is not a{k}._grad:",
+                    "            mask = -1  # their addresses decide: _kept_gradients"]
+    out += ["        if mask < 0:",
+            "            retain = KEPT(None, args)",
+            "        else:",
+            "            retain = RETAINS.get(mask)",
+            "            if retain is None:",
+            "                retain = KEPT(mask, args)"]
+    keyed = [k for k in range(n2) if kinds[k][0] == 0]
+    same = " or ".join([f"plan[{8 + k}] is not d{k}" for k in keyed]
+                       + ["plan[2] != total", "plan[5] is not retain and plan[5] != retain"])
+    keys = "".join(f"d{k}, " if kinds[k][0] == 0 else "None, " for k in range(n2))
+    out += ["    try:",
+            "        plan = LAST.pop()  # taken out: no other launch uses it meanwhile",
+            "    except IndexError:",
+            "        plan = NOPLAN",
+            f"    if {same}:",
+            f"        plan = FIND(plan, ({keys}), total, retain, args)",
+            "        if plan is None:",
+            "            return False",
+            "    buf, written = plan[1], plan[6]",
+            "    for k in written:  # launch._refuse_readonly refuses it, with its message",
+            "        if not args[k]._data.flags.writeable:",
+            "            LAST.append(plan)",
+            "            return False"]
+    for k in range(n2):  # as in ShortPath's run: a zero is packed every time (0.0 == -0.0)
+        if kinds[k][0]:
+            out += [f"    if a{k} != plan[{8 + k}] or not a{k}:",
+                    f"        S{k}(buf, O{k}, a{k})",
+                    f"        plan[{8 + k}] = a{k}"]
+    out += ["    done = plan[0]()  # the native call counts the versions up (see ShortPath)",
+            "    if done is None:  # the ctypes call: here, before any error (launch._run)",
+            "        for k in written:",
+            "            args[k]._vbox[0] += 1",
+            "    if done is not CLEAN and buf[plan[3]] != b'\\0':",
+            "        # an index out of bounds, or the fast entry declined: the general one",
+            "        plan[4].settle(buf, [0, total], list(args))",
+            "    LAST.append(plan)",
+            "    return True",
+            "",
+            "def launch(total, inputs, outputs, adj_inputs, adj_outputs):",
+            "    try:",
+            f"        {''.join(f'a{k}, ' for k in range(n))}= [*inputs, *outputs] "
+            "if outputs else inputs",
+            "        if adj_inputs is None and adj_outputs is None:",
+            f"            {''.join(f'a{k}, ' for k in range(n, n2))}= "
+            f"{', '.join(['None'] * n)},",
+            "        else:",
+            "            n_in = len(inputs)",
+            f"            {''.join(f'a{k}, ' for k in range(n, n2))}= "
+            f"[*(adj_inputs or [None] * n_in), *(adj_outputs or [None] * ({n} - n_in))]",
+            "    except (TypeError, ValueError):  # not as many as parameters",
+            "        return False"]
+    for k in range(n):
+        g = f"a{n + k}"
+        if kinds[k][0] == 0:  # None or 0 is the array's own gradient, as in Warp
+            out += [f"    if type(a{k}) is not ARRAY:", "        return False",
+                    f"    if {g} is None or type({g}) in NUMBERS and {g} == 0:",
+                    f"        {g} = a{k}._grad",
+                    f"    elif type({g}) is not ARRAY:", "        return False"]
+        else:
+            out += [f"    if {g} is None:", f"        {g} = 0"]
+    for k in snapshot:  # autodiff.inplace.refuse_manual_adjoint refuses it, with its message
+        out += [f"    if getattr(a{k}, '_overwritten_by', None) == (KEY, a{k}._vbox[0]):",
+                "        return False"]
+    out += [f"    return run(total, [{', '.join(f'a{k}' for k in range(n2))}], None)"]
+    return "\n".join(out) + "\n"
