@@ -15,7 +15,8 @@ from .errors import (GradientError, KernelAttributeError, KernelError, KernelKey
                      LaunchError, WarpCodegenAttributeError, WarpCodegenError,
                      WarpCodegenKeyError, WarpCodegenTypeError, WarpCodegenValueError)
 from .kernel import (Func, Kernel, Module, force_load, func, func_grad, func_native,
-                     func_replay, get_module, kernel, load_module, overload, source)
+                     func_replay, get_module, get_module_options, kernel, load_module,
+                     overload, set_module_options, source)
 from .lang import (FUNCTIONS as _FUNCTIONS, TILE_FORMS as _TILE_FORMS, adjoint, atomic_add, atomic_and, atomic_cas,
                    atomic_exch, atomic_max, atomic_min, atomic_or, atomic_sub, atomic_xor,
                    constant, expect_eq, expect_near, expect_neq, grad, identity,
@@ -55,6 +56,7 @@ from .perlin import curlnoise, noise, pnoise  # noqa: E402
 from .norms import (norm_huber, norm_l1, norm_l2, norm_pseudo_huber,  # noqa: E402
                     smooth_normalize)
 from . import autograd  # noqa: E402
+from . import utils  # noqa: E402,F401  (kl.utils: array_sum, radix_sort_pairs, ...)
 from .interop import (device_from_torch, device_to_torch, from_dlpack, from_torch,  # noqa: E402
                       to_torch, to_torch_function)  # torch: lazily
 

@@ -29,6 +29,13 @@ def default_num_threads() -> int:
 # Checked indexing on every device; an out-of-range index raises IndexError.
 bounds_check: bool = True
 
+# Warp's compilation mode. In "debug" a kernel's `assert cond[, "message"]` is compiled: a
+# thread whose condition is false prints the assertion, its line and the message, and goes
+# on (Warp aborts the process; kernlab never does). In "release" (the default, as Warp's)
+# asserts compile to nothing and their conditions are not evaluated. Read when a kernel is
+# first compiled.
+mode: str = "release"
+
 # When True, a NaN or Inf written by a kernel raises an error naming the kernel and line.
 verify_fp: bool = False
 

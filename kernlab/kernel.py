@@ -381,7 +381,7 @@ class Module:
 
     def __init__(self, name: str):
         self.name = name
-        self.options: dict = {"enable_backward": True}
+        self.options: dict = dict(MODULE_OPTION_DEFAULTS)
         # key -> the latest kernel defined under that name, held weakly: a module never
         # keeps a kernel (and its compiled code) alive
         self.kernels = weakref.WeakValueDictionary()
@@ -430,6 +430,41 @@ def get_module(name=None) -> Module:
     if name not in _MODULES:
         _MODULES[name] = Module(name)
     return _MODULES[name]
+
+
+# Warp's module options and their defaults. kernlab reads enable_backward; the rest are
+# kept so code that sets or reads them runs (kernlab has no fast-math or unroll switches:
+# its CPU code is IEEE, it never unrolls loops it cannot see through).
+MODULE_OPTION_DEFAULTS = {
+    "max_unroll": 16, "enable_backward": True, "fast_math": False, "fuse_fp": True,
+    "lineinfo": False, "cuda_output": None, "mode": None, "optimization_level": None,
+    "block_dim": 256,
+}
+
+
+def _options_module(module, stack_level: int) -> Module:
+    if isinstance(module, Module):
+        return module
+    if module is None:
+        import sys
+        module = sys._getframe(stack_level + 1).f_globals.get("__name__", "__main__")
+    return get_module(module)
+
+
+def set_module_options(options: dict, module=None) -> None:
+    """Update the options of module (a Module, a Python module or its name; by default
+    the caller's module) from the dict options. kernlab acts on ``enable_backward``;
+    Warp's other options (fast_math, max_unroll, mode, ...) are stored and returned by
+    get_module_options but change nothing in kernlab's code."""
+    if not isinstance(options, dict):
+        raise TypeError(f"set_module_options() takes a dict of options, got "
+                        f"{type(options).__name__}")
+    _options_module(module, 1).options.update(options)
+
+
+def get_module_options(module=None) -> dict:
+    """The options dict of module (by default the caller's), Warp's defaults filled in."""
+    return _options_module(module, 1).options
 
 
 def load_module(module=None, device=None, recursive: bool = False, block_dim=None):

@@ -12,6 +12,7 @@ from .builtins.bits import PUBLIC as BIT_BUILTINS
 from .builtins.decompositions import PUBLIC as DECOMPOSITION_BUILTINS
 from .builtins.expand import EXPANSIONS, call_on_python_values
 from .builtins.matrices import PUBLIC as MATRIX_BUILTINS
+from .builtins.approx import PUBLIC as APPROX_BUILTINS
 from .builtins.random import PUBLIC as RANDOM_BUILTINS
 from .builtins.reference import TILE_FORMS as _TILE_DOCS
 from .builtins.spatial import PUBLIC as SPATIAL_BUILTINS
@@ -92,7 +93,7 @@ PUBLIC_BUILTINS = [
 ]
 FUNCTIONS = {name: BuiltinFunction(name) for name in PUBLIC_BUILTINS + SPATIAL_BUILTINS
              + RANDOM_BUILTINS + MATRIX_BUILTINS + BIT_BUILTINS
-             + DECOMPOSITION_BUILTINS}
+             + DECOMPOSITION_BUILTINS + APPROX_BUILTINS}
 FUNCTIONS["transformation"] = BuiltinFunction("transformation")
 FUNCTIONS["select"] = BuiltinFunction("select")  # Warp's order: (cond, if_false, if_true)
 

@@ -79,11 +79,11 @@ def _check_pair(name, params, grad):
     if not isinstance(grad, array):
         raise TypeError(f"{name}.step: a gradient must be a kernlab array, got {grad!r}")
     if grad.dtype != params.dtype:
-        raise TypeError(f"{name}: the gradient's dtype {grad.dtype} differs from the "
-                        f"parameter's {params.dtype}")
+        raise TypeError(f"{name} gradient dtype must match parameter dtype {params.dtype}, "
+                        f"got {grad.dtype}")
     if grad.shape != params.shape:
-        raise ValueError(f"{name}: the gradient's shape {grad.shape} differs from the "
-                         f"parameter's {params.shape}")
+        raise ValueError(f"{name} gradient shape must match parameter shape {params.shape}, "
+                         f"got {grad.shape}")
 
 
 class Adam:
@@ -121,7 +121,8 @@ class Adam:
 
     def step(self, grad):
         if self.params is None:
-            raise RuntimeError("kl.optim.Adam: set the parameters before calling step()")
+            raise RuntimeError("kl.optim.Adam parameters must be set before calling step(), "
+                               "got None")
         for k, p in enumerate(self.params):
             self.step_detail(grad[k], self.m[k], self.v[k], self.lr, self.beta1, self.beta2,
                              self.t, self.eps, p)
@@ -187,7 +188,8 @@ class SGD:
 
     def step(self, grad):
         if self.params is None:
-            raise RuntimeError("kl.optim.SGD: set the parameters before calling step()")
+            raise RuntimeError("kl.optim.SGD parameters must be set before calling step(), "
+                               "got None")
         for k, p in enumerate(self.params):
             self.step_detail(grad[k], self.b[k], self.lr, self.momentum, self.dampening,
                              self.weight_decay, self.nesterov, self.t, p)

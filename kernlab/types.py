@@ -599,15 +599,30 @@ def _is_value_of(t, x) -> bool:
         return False
 
 
+def _wrapped(values, np_dtype) -> np.ndarray:
+    """values as an array of np_dtype; Python integers out of an integer type's range wrap
+    around (uint16 from -2 is 65534), as C's conversions and Warp's constructors do."""
+    try:
+        return np.asarray(values, dtype=np_dtype)
+    except OverflowError:
+        np_dtype = np.dtype(np_dtype)
+        if np_dtype.kind not in "iu":
+            raise
+        bits = np_dtype.itemsize * 8
+        unsigned = np.asarray(np.asarray(values, dtype=object) % (1 << bits),
+                              dtype=np.dtype(f"u{np_dtype.itemsize}"))
+        return unsigned.view(np_dtype)
+
+
 def _construct(t, args):
     """Python-side value of a vector/matrix type: a Value of its shape and dtype."""
     if len(args) == 0:
         out = np.zeros(t.shape, t.dtype.np)
     elif len(args) == 1:
-        a = np.asarray(args[0], dtype=t.dtype.np)
+        a = _wrapped(args[0], t.dtype.np)
         out = np.full(t.shape, a, t.dtype.np) if a.ndim == 0 else a.reshape(t.shape).copy()
     else:
-        out = np.array(args, dtype=t.dtype.np).reshape(t.shape)
+        out = np.array(_wrapped(args, t.dtype.np)).reshape(t.shape)
     return out.view(Value)
 
 

@@ -86,5 +86,5 @@ def test_optimizer_errors_name_the_problem():
         kl.optim.SGD([x]).step([kl.zeros(5)])
     with pytest.raises(RuntimeError, match="not supported"):
         kl.optim.Adam([kl.zeros(4, dtype=kl.float64)])
-    with pytest.raises(RuntimeError, match="set the parameters"):
+    with pytest.raises(RuntimeError, match=r"parameters must be set before calling step\(\)"):
         kl.optim.Adam().step([x])

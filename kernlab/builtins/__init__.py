@@ -1,5 +1,5 @@
 """The builtin registry: every function a kernel can call, one record each."""
-from . import (bits, core, decompositions, linalg, math, matrices,  # noqa: F401
+from . import (approx, bits, core, decompositions, linalg, math, matrices,  # noqa: F401
                random, scalars, spatial, special, tiles, tile_ops)
 from .registry import REGISTRY, Builtin, sig
 

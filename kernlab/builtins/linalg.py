@@ -12,7 +12,8 @@ from ..types import Matrix, int32
 from .registry import builtin, sig
 
 
-builtin("dot", [sig("FV", "FV", ret="T")],
+# dot takes integer vectors too (Warp does); its derivative only reaches float ones
+builtin("dot", [sig("V", "V", ret="T")],
         lambda a, b: (a * b).sum(dtype=a.dtype),
         llvm=lambda cx, a, b: cx.reduce_add(cx.arith("mul", a, b)), cuda="dot({0}, {1})",
         grad=lambda g, a, b, r, adj: (g.mul(adj, b), g.mul(adj, a)))

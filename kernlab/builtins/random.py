@@ -40,10 +40,27 @@ def randu(g, state):
     return s, s
 
 
+@expansion("randu", ("uint32", "uint32", "uint32"), "uint32", writes=(0,))
+def randu_range(g, state, lo, hi):
+    """A uint32 in [lo, hi): the next state modulo (hi - lo), offset by lo."""
+    s = pcg(g, state)
+    return s, g.add(g.mod(s, g.sub(hi, lo)), lo)
+
+
 @expansion("randi", ("uint32",), "int32", writes=(0,))
 def randi(g, state):
     s = pcg(g, state)
     return s, g.cast(s, int32)
+
+
+@expansion("randi", ("uint32", "int", "int"), "int32", writes=(0,))
+def randi_range(g, state, lo, hi):
+    """An int in [lo, hi): the next state modulo (hi - lo), offset by lo, computed in
+    uint32 as C's conversions make Warp's ``state % (max - min) + min``."""
+    s = pcg(g, state)
+    lo, hi = g.cast(lo, int32), g.cast(hi, int32)
+    span = g.cast(g.sub(hi, lo), uint32)
+    return s, g.cast(g.add(g.mod(s, span), g.cast(lo, uint32)), int32)
 
 
 @expansion("randf", ("uint32",), "float32", writes=(0,))

@@ -109,6 +109,9 @@ SUMMARIES = {
     "svd2": "U, sigma, V = svd2(A) for a 2x2 A; or svd2(A, U, sigma, V)",
     "qr3": "Q, R = qr3(A): A = Q R, Q a rotation, R upper triangular; or qr3(A, Q, R)",
     "eig3": "Q, d = eig3(A) for a symmetric A: A = Q diag(d) Q^T; or eig3(A, Q, d)",
+    # approx.py
+    "div_approx": "a / b where Warp may use fast GPU approximations; kernlab divides "
+                  "exactly (scalars, and vectors or matrices with a scalar)",
     # quaternions, transforms, spatial vectors (spatial.py)
     "quat_identity": "the identity rotation (0, 0, 0, 1)",
     "quat_from_axis_angle": "the rotation by an angle (radians) about a unit axis",

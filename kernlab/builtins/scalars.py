@@ -25,6 +25,8 @@ def _zero_like(x):
 # ---- sign and friends -------------------------------------------------------------------
 
 def _sign_ref(x):
+    if np.ndim(x):
+        return np.where(x < 0, -1, 1).astype(x.dtype)
     return x.dtype.type(-1 if x < 0 else 1)
 
 
@@ -34,8 +36,8 @@ builtin("abs", [sig("N", ret="T"), sig("V", ret="V")], lambda x: np.abs(x).astyp
         grad=lambda g, x, r, adj: (g.mul(adj, g.sign(x)) if x.type.is_scalar
                                    else g.cw_mul(adj, g.vsign(x)),))
 
-# Warp's sign: -1 for x < 0, else 1 (so sign(0) == 1).
-builtin("sign", [sig("N", ret="T")], _sign_ref,
+# Warp's sign: -1 for x < 0, else 1 (so sign(0) == 1); componentwise on vectors.
+builtin("sign", [sig("N", ret="T"), sig("V", ret="V")], _sign_ref,
         llvm=lambda cx, x: cx.b.select(cx.cmp("<", x, cx.const(0)), cx.const(-1), cx.const(1)),
         cuda="kl_sign({0})", differentiable=False)
 

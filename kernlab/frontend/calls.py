@@ -20,7 +20,7 @@ from ..generics import annotated_types, matches
 from ..ir.nodes import Op, Value
 from ..types import ANY, Matrix, Type, Vector, bool_, float32, int32, to_type
 from .spatial import NOT_SPATIAL
-from . import structs
+from . import structs, tuples
 from .hashgrid import NOT_HASHGRID
 from .tiles import NOT_TILE
 from .mesh import NOT_MESH
@@ -195,6 +195,9 @@ class CallMixin:
             t = getattr(var, "type", None)
             if isinstance(t, Type) and (t.is_vector or t.is_matrix):
                 env[name] = np.zeros(t.shape, t.scalar.np)
+        for name, var in self.scope.names.items():  # len(t) of a tuple local works
+            if isinstance(var, tuples.TupleLocal):
+                env[name] = (None,) * len(var)
         for name, var in self.scope.names.items():  # constants known now (static loop vars)
             const = getattr(var, "static_value", None)
             if const is not None:
@@ -207,6 +210,8 @@ class CallMixin:
         return self.from_python(value, "static")
 
     def length_of(self, args):
+        if len(args) == 1 and isinstance(args[0], tuple):
+            return Lit(len(args[0]))
         if len(args) == 1 and isinstance(args[0], ArrayRef):
             return args[0].kept[0].length
         x = self.value(args[0]) if len(args) == 1 else None
@@ -272,13 +277,18 @@ class CallMixin:
         dtype = to_type(self.const_arg("dtype", dtype)) if dtype is not None else None
         typed = [a.type for a in args if isinstance(a, Value)]
         if dtype is None:
-            dtype = typed[0].scalar if typed else float32
+            bools = args and all(isinstance(a, Lit) and isinstance(a.value, bool) for a in args)
+            dtype = typed[0].scalar if typed else bool_ if bools else float32
         if is_vector:
             n = kwargs.get("length")
             if n is not None:
                 n = int(self.const_arg("length", n))
             elif len(args) == 1 and typed and typed[0].is_vector:
                 n = typed[0].length
+            elif not args:
+                raise KernelTypeError("vector() with no values needs length=: the `length` "
+                                      "argument must be specified when zero-initializing a "
+                                      "vector", self.b.loc)
             else:
                 n = len(args)
             target = Vector(n, dtype)
@@ -354,6 +364,11 @@ class CallMixin:
         return out
 
     def arg_fits(self, t: Type, x, strict: bool) -> bool:
+        if isinstance(x, tuple) or isinstance(t, tuples.TuplePattern):
+            if not isinstance(x, tuple):
+                return False
+            return t is ANY or isinstance(t, tuples.TuplePattern) and t.fits(
+                x, lambda et, item: self.arg_fits(et, item, strict))
         if structs.is_structish(x):
             return t is ANY or x.type == t
         if isinstance(x, Lit):

@@ -190,6 +190,9 @@ class ControlMixin:
         vals = []
         for p, a in zip(src.tree.args.args, args):
             t = annotation_type(pyfunc, p, src)
+            if isinstance(a, tuple):  # a tuple argument (its fit was checked on overload)
+                vals.append(a)
+                continue
             if structs.is_struct_type(t) or structs.is_structish(a):
                 vals.append(structs.check_func_arg(self, func, p.arg, t, a))
                 continue

@@ -11,7 +11,7 @@ import builtins
 import math
 import operator
 import types as _pytypes
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -31,9 +31,11 @@ from .suggest import hint_for_attribute, hint_for_name
 
 @dataclass
 class Lit:
-    """A Python number not yet given a kernel type."""
+    """A Python number not yet given a kernel type. ``source`` is the object it came from
+    when that was no plain number (an enum member: ``Color.RED.value`` reads through it)."""
 
     value: object
+    source: object = field(default=None, compare=False, repr=False)
 
     @property
     def default_type(self) -> Type:
@@ -231,10 +233,14 @@ class ExprMixin:
     def from_python(self, obj, name: str):
         """A global or closure value seen from kernel code."""
         if isinstance(obj, (bool, int, float)):
-            return Lit(obj)
+            if type(obj) in (bool, int, float):
+                return Lit(obj)
+            # an IntEnum/IntFlag member (or another number subclass) is its plain value
+            plain = bool if isinstance(obj, bool) else int if isinstance(obj, int) else float
+            return Lit(plain(obj), source=obj)
         if isinstance(obj, np.generic):
             return self.b.const(obj, to_type(obj.dtype))
-        if isinstance(obj, np.ndarray) and obj.ndim in (1, 2) and obj.dtype.kind in "fiu":
+        if isinstance(obj, np.ndarray) and obj.ndim in (1, 2) and obj.dtype.kind in "fiub":
             el = to_type(obj.dtype)
             t = Vector(obj.shape[0], el) if obj.ndim == 1 else Matrix(*obj.shape, el)
             return self.b.const(obj, getattr(obj, "kl_type", None) or t)  # quat, transform
@@ -254,6 +260,9 @@ class ExprMixin:
                 hint = hint_for_attribute(text, base.obj, node.attr)
                 raise KernelAttributeError(f"'{text}' has no attribute '{node.attr}'{hint}",
                                            self.b.loc) from None
+        if isinstance(base, Lit) and base.source is not None \
+                and not node.attr.startswith("_") and hasattr(base.source, node.attr):
+            return self.from_python(getattr(base.source, node.attr), node.attr)  # E.A.value
         if isinstance(base, Value) and base.type.is_array and node.attr == "shape":
             return ShapeOf(base)
         if isinstance(base, Value) and node.attr in ("p", "q") \
@@ -290,6 +299,9 @@ class ExprMixin:
                                       f"0..{base.array.type.ndim - 1}", self.b.loc)
             return self.b.emit(Op.SHAPE, [base.array], int32, dim=d.value)
         raw = [self.expr(i) for i in idx]
+        if isinstance(base, tuple):
+            from . import tuples
+            return tuples.index(self, base, raw)
         if isinstance(base, structs.StructArray):
             return structs.index(self, base, [self.int_index(i) for i in raw])
         base = self.value(base)
@@ -349,11 +361,25 @@ class ExprMixin:
             except OverflowError as exc:
                 raise KernelTypeError(f"constant expression too large: {exc}",
                                       self.b.loc) from None
+        user = self.operator_overload(name, [lhs, rhs])
+        if user is not None:
+            return self.call_func(user, [lhs, rhs], {})
         if name == "pow":
             lhs = self.value(lhs, float32 if isinstance(rhs, Lit) else None)
             if isinstance(rhs, Lit):
                 rhs = Lit(float(rhs.value))
         return self.call_builtin(name, [lhs, rhs])
+
+    def operator_overload(self, name: str, operands):
+        """The user func an operator calls, as in Warp: a func visible to the kernel under
+        the operator's builtin name (``add`` for ``+``, ``mul`` for ``*``) that has an
+        overload for these operands (``a + b`` of two structs). None when there is none;
+        the builtin operator applies then."""
+        from ..kernel import Func  # the decorator module sits above the frontend
+        obj = resolve_global(self.pyfunc, name, self.extra_globals)
+        if not isinstance(obj, Func) or obj.pyfunc is self.pyfunc:
+            return None
+        return obj if self.resolve_overload(obj, operands, {}) is not None else None
 
     def expr_UnaryOp(self, node):
         x = self.expr(node.operand)
@@ -457,6 +483,18 @@ class ExprMixin:
         if len(vals) == 1 and not vals[0].type.is_scalar \
                 and getattr(vals[0].type, "shape", None) == target.shape:
             return self.b.cast(vals[0], target)  # a copy (of another scalar type: converted)
+        if type(target) is Vector:  # the sizes Warp rejects, in Warp's words
+            if len(vals) == 1 and type(vals[0].type) is Vector:
+                raise KernelTypeError(
+                    f"{target}() cannot copy a {vals[0].type}: incompatible vector of length "
+                    f"{target.length} given when copy constructing a vector of length "
+                    f"{vals[0].type.length}", self.b.loc)
+            if len(vals) > 1 and all(v.type.is_scalar for v in vals) \
+                    and len(vals) != target.length:
+                raise KernelTypeError(
+                    f"{target}() takes 1 or {target.length} values: incompatible number of "
+                    f"values given ({len(vals)}) when constructing a vector of length "
+                    f"{target.length}", self.b.loc)
         if target.is_vector and any(not v.type.is_scalar for v in vals):
             vals = self.components(vals)  # quat(v, w), transform(p, q), vec6(a, b)
         vals = [self.b.cast(v, target.scalar) if v.type.is_scalar and v.type.is_float
@@ -658,13 +696,17 @@ _KERNEL_ONLY_MODULES = ("kernlab.mesh", "kernlab.hashgrid", "kernlab.volume")
 
 
 def _bare_builtin(name: str):
-    """A builtin called without its module (``expect_eq(a, b)``, ``dot(u, v)``), as Warp
-    resolves a bare name it does not find: kernlab's kernel functions only, never a type,
-    class or constant. The missing marker when ``name`` is none of them."""
+    """A builtin or type named without its module (``expect_eq(a, b)``, ``dot(u, v)``,
+    ``vec3(1.0, 2.0, 3.0)``), as Warp resolves a bare name it does not find: kernlab's
+    kernel functions and value types, never a class or constant. The missing marker when
+    ``name`` is none of them."""
     from .source import _MISSING
     import kernlab
+    from ..types import Type
     obj = getattr(kernlab, name, None) if not name.startswith("_") else None
     if type(obj).__module__ == "kernlab.lang" and callable(obj):
+        return obj
+    if isinstance(obj, Type) and not obj.is_array:
         return obj
     if isinstance(obj, _pytypes.FunctionType) and obj.__module__ in _KERNEL_ONLY_MODULES:
         return obj

@@ -27,7 +27,7 @@ from .tiles import TileMixin
 from .mesh import MeshMixin, MeshQueryAABB
 from .volume import VolumeMixin
 from .source import ParsedSource, annotation_type, parse_function
-from . import structs
+from . import structs, tuples
 
 
 @dataclass
@@ -83,6 +83,8 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
             if found in self.grid_params:  # a grid or mesh id: a func it is passed to
                 self.handle_values[value] = found  # may query it too (bind_param)
             return value
+        if isinstance(found, tuples.TupleLocal):
+            return tuples.read(self, found)
         return found
 
     def site(self, arr: Value) -> int:
@@ -139,7 +141,9 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
         return verify(self.func)
 
     def bind_param(self, name, value: Value):
-        if structs.is_structish(value):
+        if isinstance(value, tuple):  # a func's tuple parameter: a tuple local
+            tuples.assign(self, name, value, None)
+        elif structs.is_structish(value):
             self.scope.names[name] = structs.bind_func_arg(self, name, value)
         elif value.type.is_array:
             self.scope.names[name] = value
@@ -212,7 +216,8 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
             if not isinstance(value, tuple) or len(value) != len(target.elts):
                 raise KernelTypeError("tuple assignment needs a tuple of the same length",
                                       self.b.loc)
-            vals = [v if isinstance(v, Lit) else self.value(v) for v in value]
+            vals = [v if isinstance(v, Lit) or structs.is_structish(v) else self.value(v)
+                    for v in value]
             for t, v in zip(target.elts, vals):
                 self.assign(t, v)
             return
@@ -301,6 +306,8 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
         if structs.is_structish(value):
             return structs.assign_name(self, name, value)
         current = self.scope.names.get(name)
+        if isinstance(value, tuple) or isinstance(current, tuples.TupleLocal):
+            return tuples.assign(self, name, value, current)  # frontend/tuples.py
         queries = (HashGridQuery, MeshQueryAABB)
         if isinstance(value, queries) or isinstance(current, queries):
             if not isinstance(value, queries) or not (
@@ -477,6 +484,26 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
             self.body(node.body)
         with self.b.at(else_block):
             self.body(node.orelse)
+
+    def stmt_Assert(self, node):
+        """``assert cond[, "message"]``: nothing in release mode (Warp's default); in debug
+        mode (kl.config.mode) a thread whose cond is false prints the assertion."""
+        from .. import config
+        if node.msg is not None and not (isinstance(node.msg, ast.Constant)
+                                         and isinstance(node.msg.value, str)):
+            raise KernelSyntaxError("an assert message must be a string literal", self.b.loc)
+        if config.mode != "debug":
+            return
+        failed = self.b.not_(self.truth(self.expr(node.test)))
+        then_block, _ = self.if_blocks(failed)
+        where = self.b.loc
+        text = f"Assertion failed: '{ast.unparse(node.test)}'"
+        if where is not None:
+            text += f" at {where}"
+        if node.msg is not None:
+            text += f": {node.msg.value}"
+        with self.b.at(then_block):
+            self.b.emit(Op.PRINT, [], fmt=text.replace("{}", "{ }"), printf=False)
 
     def stmt_Break(self, node):
         brk = self.scope.loops[-1][0] if self.scope.loops else None

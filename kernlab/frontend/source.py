@@ -115,6 +115,10 @@ def annotation_type(pyfunc, arg: ast.arg, src: ParsedSource) -> Type:
         ann = _eval_annotation(pyfunc, arg.annotation, loc)
     if isinstance(ann, array):
         return ann.type
+    from .tuples import TuplePattern
+    pattern = TuplePattern.from_annotation(ann)  # tuple[int, float]: a func's tuple argument
+    if pattern is not None:
+        return pattern
     try:
         return to_type(ann)
     except TypeError:

@@ -75,15 +75,22 @@ class Reshaped(ArrayRef):
         return [Axis(Lit(0), Lit(1), n) for n in self.shape]
 
 
+class ShapeTuple(tuple):
+    """A view's ``.shape``: indexing past its dimensions (up to 3) gives 0, as in Warp."""
+
+
 class ViewMixin:
     def subscript(self, base, node):
         idx = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         has_slice = any(isinstance(i, ast.Slice) for i in idx)
-        if isinstance(base, tuple):  # a view's .shape (0 past its dimensions, as in Warp)
+        if isinstance(base, tuple):  # a tuple value (frontend/tuples.py) or a view's .shape
             k = self.expr(idx[0])
-            if len(idx) != 1 or not isinstance(k, Lit) or not 0 <= k.value < 4:
-                raise KernelTypeError("shape index must be a constant in 0..3", self.b.loc)
-            return base[k.value] if k.value < len(base) else Lit(0)
+            if len(idx) == 1 and isinstance(k, Lit) and isinstance(k.value, int) \
+                    and len(base) <= k.value < 4 and isinstance(base, ShapeTuple):
+                return Lit(0)  # a .shape past the view's dimensions, as in Warp
+            from . import tuples
+            return tuples.index(self, base, [self.expr(i) for i in idx] if len(idx) > 1
+                                else [k])
         if isinstance(base, ArrayRef) or isinstance(base, Value) and base.type.is_array \
                 and (has_slice or len(idx) < base.type.ndim):
             return self.view_index(base, idx)
@@ -98,7 +105,7 @@ class ViewMixin:
                 or isinstance(base, structs.StructArray) and node.attr == "ptr":
             return PtrOf(base)
         if isinstance(base, ArrayRef) and node.attr == "shape":
-            return tuple(self.axis_length(a) for a in base.kept)
+            return ShapeTuple(self.axis_length(a) for a in base.kept)
         if isinstance(base, ArrayRef) and node.attr == "ndim":
             return Lit(len(base.kept))
         if isinstance(base, Value) and base.type.is_array and node.attr == "ndim":

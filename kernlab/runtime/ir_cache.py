@@ -89,6 +89,7 @@ def kernel_key(kernel) -> str | None:
         extra = [deps.describe(t) for t in kernel.param_types or ()]
         if kernel.extra_globals:
             extra += [f"{k}={deps.describe(v)}" for k, v in sorted(kernel.extra_globals.items())]
+        extra.append(f"mode={config.mode}")  # compiles asserts or not
         for scope, options in (("kernel", kernel.options), ("module", kernel.module.options)):
             extra += [f"{scope} option {k}={deps.describe(v)}" for k, v in
                       sorted(options.items(), key=lambda kv: str(kv[0]))]

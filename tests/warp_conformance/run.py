@@ -86,6 +86,19 @@ class _WarpAsKernlab(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         pass
 
 
+def _kernlab_counterpart(name: str):
+    """What kernlab has under the name ``warp.a.b`` (kernlab.a.b: a loaded kernlab module of
+    that name, else the attribute), or None."""
+    parts = name.split(".")[1:]
+    obj = sys.modules.get("kernlab")
+    for k, part in enumerate(parts):
+        real = sys.modules.get("kernlab." + ".".join(parts[:k + 1]))
+        obj = real if real is not None else getattr(obj, part, None)
+        if obj is None or isinstance(obj, _Internal):
+            return None
+    return obj
+
+
 def bind_warp_to_kernlab() -> None:
     """From now on, in this process, ``import warp`` gives kernlab and ``warp.tests.*`` the
     installed Warp test files (with our stand-in for their unittest_utils)."""
@@ -125,6 +138,11 @@ class _Internal(type(sys)):
     def __getattr__(self, attr):
         if attr.startswith("__"):
             raise AttributeError(attr)
+        # ``from warp._src import context`` binds this placeholder as kernlab._src: what
+        # kernlab has under the same name (wp._src.types.type_size) stays reachable
+        ours = _kernlab_counterpart(self.__name__)
+        if ours is not None and hasattr(ours, attr):
+            return getattr(ours, attr)
         return _Missing(f"{self.__name__}.{attr}")
 
 

@@ -36,6 +36,15 @@ EXTRA_FILES = [
     "tile/test_tile_construction",  # tile_zeros, tile_ones, tile_full, tile_arange ...
     "tile/test_tile_load",          # tile_load offsets, bounds, views
     "tile/test_tile_matmul",        # tile_matmul, with out/alpha/beta, and its gradients
+    "test_utils",             # kl.utils: array_sum/inner/scan/cast, sorts, runlength_encode
+    "test_array_reduce",      # kl.utils.array_sum / array_inner over axes and counts
+    "test_runlength_encode",  # kl.utils.runlength_encode and its errors
+    "test_tuple",             # tuples as kernel values and func parameters
+    "test_bool",              # bool scalars, vectors and matrices, constants
+    "test_enum",              # IntEnum / IntFlag members in kernels
+    "test_operators",         # operators, bare type names, struct operators via user funcs
+    "test_adam",              # kl.optim.Adam
+    "test_sgd",               # kl.optim.SGD
 ]
 
 # The quick subset CI runs (the whole run is a documented command: see README.md).

@@ -9,7 +9,7 @@ matrices ``<r*c x T>`` in row-major order.
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
+from . import textir as ir
 
 from ...builtins.linalg import cofactor_expand, det_expand
 from .tiles import TileContext, storage_type
@@ -211,9 +211,7 @@ class BuiltinContext(TileContext):
         return self._gather(ll_type(self.ret), out)
 
     def _op2(self, op, a, b):
-        if is_float(a.type):
-            return {"add": self.b.fadd, "sub": self.b.fsub, "mul": self.b.fmul}[op](a, b)
-        return {"add": self.b.add, "sub": self.b.sub, "mul": self.b.mul}[op](a, b)
+        return getattr(self.b, "f" + op if is_float(a.type) else op)(a, b)
 
     def div(self, a: ir.Value, b: ir.Value) -> ir.Value:
         a, b = self.splat(a, b.type), self.splat(b, a.type)

@@ -4,14 +4,14 @@ function for failed checks. The body of each thread is lowered by lower._BodyLow
 """
 from __future__ import annotations
 
-from llvmlite import ir
+from . import textir as ir
 
 from ...ir.nodes import Function, Op
 from ...types import ArrayType
 from .cx import I1, I8, I32, I64, PTR, BuiltinContext, ll_type, mem_type, slot_type
 from .tiles import pin_buffer
 from .lower import (INTERRUPT_SYMBOL, STATUS_GENERAL, ArrayView, _BodyLowering, _size,
-                    interrupt_checks, tid_values)
+                    interrupt_checks, tid_values, walked)
 
 PARTS = ("fast", "general")
 
@@ -19,7 +19,7 @@ PARTS = ("fast", "general")
 def has_fast_path(func: Function) -> bool:
     """Whether the kernel accesses arrays, so that a fast entry is worth having; a kernel
     that touches none has only the general one."""
-    return any(i.op in (Op.LOAD, Op.STORE, Op.ATOMIC) for i in func.body.walk())
+    return any(i.op in (Op.LOAD, Op.STORE, Op.ATOMIC) for i in walked(func))
 
 
 def optional_arrays(func: Function) -> list:
@@ -29,7 +29,7 @@ def optional_arrays(func: Function) -> list:
     vectorising except with masked loads and stores, slow on many CPUs and very slow on an
     absent array, whose masked-off lanes still point at unmapped memory)."""
     nullable, plain = set(), set()
-    for ins in func.body.walk():
+    for ins in walked(func):
         if ins.op in (Op.LOAD, Op.STORE, Op.ATOMIC):
             (nullable if ins.attrs.get("nullable") else plain).add(ins.args[0])
     return [k for k, p in enumerate(func.params) if p.value in nullable - plain]
@@ -49,10 +49,10 @@ def private_candidates(func: Function, verify_fp: bool = False) -> list:
     each value an atomic writes: nothing is privatised then.)"""
     if verify_fp:
         return []
-    used = {a for ins in func.body.walk() for a in ins.args}
-    used |= {r.result for ins in func.body.walk() for r in ins.regions if r.result is not None}
+    used = {a for ins in walked(func) for a in ins.args}
+    used |= {r.result for ins in walked(func) for r in ins.regions if r.result is not None}
     kinds: dict = {}
-    for ins in func.body.walk():
+    for ins in walked(func):
         for a in ins.args:
             if a.type.is_array and not (ins.op is Op.ATOMIC and a is ins.args[0]) \
                     and ins.op is not Op.SHAPE:
@@ -70,7 +70,8 @@ def private_candidates(func: Function, verify_fp: bool = False) -> list:
 def lower_to_llvm(func: Function, bounds_check: bool, offsets: dict, symbol: str,
                   verify_fp: bool = False, part: str = "general", absent=frozenset(),
                   private=frozenset()):
-    """The LLVM module (llvmlite.ir) holding ``symbol``, one entry function of the kernel:
+    """The LLVM module (a textir.Module: llvmlite.ir's API) holding ``symbol``, one entry
+    function of the kernel:
     ``part`` "fast" (contiguous arrays, thread-id indices in range, the optional arrays
     ``absent`` (parameter indices) absent and the others there, the arrays ``private``
     small enough to privatise (see private_candidates), else it only sets STATUS_GENERAL)
@@ -95,7 +96,7 @@ class _EntryBuilder:
         self.presence = presence or {}  # optional array param value -> there (fast entry)
         self.private_params = sorted(private)
         self.private: dict = {}  # array param value -> its _Private copy (fast entry)
-        self.consts = {i.result: int(i.attrs["value"]) for i in func.body.walk()
+        self.consts = {i.result: int(i.attrs["value"]) for i in walked(func)
                        if i.op is Op.CONST and i.result.type.is_scalar
                        and i.result.type.kind in "iu"}
         self.module = ir.Module(name=func.name)
@@ -105,7 +106,7 @@ class _EntryBuilder:
         self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
         self.cx = BuiltinContext(self.module, self.b)
         self.tids = tid_values(func)
-        self.uses_stack = any(i.op in (Op.PUSH, Op.POP) for i in func.body.walk())
+        self.uses_stack = any(i.op in (Op.PUSH, Op.POP) for i in walked(func))
         self.strings: dict = {}  # C string constants, by text
         self.checked_loops = interrupt_checks(func)
         self.interrupt = None
@@ -139,7 +140,7 @@ class _EntryBuilder:
         b.position_at_end(run)
         start32, end32 = b.trunc(start, I32, "start32"), b.trunc(end, I32, "end32")
         if self.fast:
-            accessed = {i.args[0] for i in func.body.walk()
+            accessed = {i.args[0] for i in walked(func)
                         if i.op in (Op.LOAD, Op.STORE, Op.ATOMIC)}
             arrays = [self.params[p.value] for p in func.params if p.value in accessed]
             fast, bail = self.fn.append_basic_block("fast"), self.fn.append_basic_block("bail")
@@ -193,7 +194,7 @@ class _EntryBuilder:
         optional arrays (an adjoint's) are there or absent as this entry was specialised
         for; an array accessed both ways may be absent, and its accesses test for it."""
         b = self.b
-        optional = {i.args[0] for i in self.func.body.walk() if i.attrs.get("nullable")}
+        optional = {i.args[0] for i in walked(self.func) if i.attrs.get("nullable")}
         absent = {}
 
         def holds(view, cond):
@@ -236,7 +237,7 @@ class _EntryBuilder:
         if not self.checks:
             return set()
         out = set()
-        for ins in self.func.body.walk():
+        for ins in walked(self.func):
             if ins.op in (Op.LOAD, Op.STORE, Op.ATOMIC):
                 ndim = ins.args[0].type.ndim
                 for axis, idx in enumerate(ins.args[1:1 + ndim]):
@@ -247,7 +248,7 @@ class _EntryBuilder:
         return out
 
     def _private_kind(self, k) -> str:
-        kinds = {i.attrs["kind"] for i in self.func.body.walk()
+        kinds = {i.attrs["kind"] for i in walked(self.func)
                  if i.op is Op.ATOMIC and i.args[0] is self.func.params[k].value}
         return "add" if kinds <= {"add", "sub"} else kinds.pop()
 
@@ -308,7 +309,8 @@ class _EntryBuilder:
 
     def _scalar_loop_md(self):
         """Loop metadata that keeps the vectoriser off a loop. A loop ID must list itself
-        first; llvmlite.ir has no self-referencing nodes, so the operand is patched in."""
+        first; textir (like llvmlite.ir) has no self-referencing nodes, so the operand is
+        patched in."""
         md = getattr(self, "_scalar_md", None)
         if md is None:
             off = self.module.add_metadata([ir.MetaDataString(self.module,

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from llvmlite import ir
+from . import textir as ir
 
 from ...errors import KernelError
 from ...ir import printf as printf_format
@@ -50,16 +50,27 @@ class ArrayView:
             param, type, ptr, shape, strides
 
 
+def walked(func: Function) -> list:
+    """Every instruction of the kernel body in program order (``func.body.walk()``), listed
+    once per Function: the lowering consults it a dozen times, and a 4,000-line adjoint has
+    100,000 instructions. (The IR is final once lowering starts; jit._body_size and
+    variants.arg_layout keep their answers on the Function too.)"""
+    out = getattr(func, "_walked", None)
+    if out is None:
+        out = func._walked = list(func.body.walk())
+    return out
+
+
 def tid_values(func: Function) -> dict:
     """Values that are certainly this thread's id along some launch dim: TID results and
     loads of a Var stored exactly once, at the top level, from a TID (after that store)."""
-    stores = Counter(ins.attrs["var"] for ins in func.body.walk() if ins.op is Op.STORE_VAR)
-    tids = {ins.result: ins.attrs["dim"] for ins in func.body.walk() if ins.op is Op.TID}
+    stores = Counter(ins.attrs["var"] for ins in walked(func) if ins.op is Op.STORE_VAR)
+    tids = {ins.result: ins.attrs["dim"] for ins in walked(func) if ins.op is Op.TID}
     candidates = {ins.attrs["var"]: tids[ins.args[0]] for ins in func.body.instrs
                   if ins.op is Op.STORE_VAR and ins.args[0] in tids
                   and stores[ins.attrs["var"]] == 1}
     stored, out = set(), dict(tids)
-    for ins in func.body.walk():
+    for ins in walked(func):
         var = ins.attrs.get("var")
         if ins.op is Op.STORE_VAR and var in candidates:
             stored.add(var)
@@ -75,9 +86,9 @@ SHORT_LOOP = 64  # a constant-trip FOR with no loop inside and at most this many
 def interrupt_checks(func: Function) -> set:
     """The FOR and WHILE instructions whose back-edge checks the interrupt flag: every
     WHILE, every FOR with a loop inside or a trip count that is not a small constant."""
-    consts = {i.result: i.attrs["value"] for i in func.body.walk() if i.op is Op.CONST}
+    consts = {i.result: i.attrs["value"] for i in walked(func) if i.op is Op.CONST}
     out = set()
-    for ins in func.body.walk():
+    for ins in walked(func):
         if ins.op is Op.WHILE:
             out.add(ins)
         elif ins.op is Op.FOR:
@@ -122,9 +133,11 @@ class _BodyLowering:
         if where != getattr(self, "_where", None):  # the user's line, once per run of ops
             self._where = where
             self.b.comment(f"{file_label(ins.loc.file)}:{ins.loc.line}")
-        method = getattr(self, "op_" + ins.op.name.lower())
+        method = _METHODS.get(ins.op)
+        if method is None:  # the lowering method of each Op, found once
+            method = _METHODS[ins.op] = getattr(_BodyLowering, "op_" + ins.op.name.lower())
         try:
-            result = method(ins)
+            result = method(self, ins)
         except KernelError:
             raise
         except Exception as exc:  # an internal bug: name the user's line, keep the detail
@@ -615,6 +628,9 @@ class _BodyLowering:
         v = self.b.load(ptr, typ=_stack_type(t), align=1)
         return self.b.icmp_unsigned("!=", v, ir.Constant(v.type, None)) \
             if t.scalar.kind == "b" else v
+
+
+_METHODS: dict = {}  # Op -> _BodyLowering.op_<name>
 
 
 def _stack_type(t: Type):

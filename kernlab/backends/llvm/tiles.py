@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from llvmlite import ir
+from . import textir as ir
 
 _I1, _I32, _I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 _PTR = ir.PointerType()
