@@ -9,6 +9,8 @@
 """
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from ..errors import GradientError
 from ..ir.nodes import Block, Function, Op
 
@@ -50,19 +52,33 @@ def _stale_loads(func: Function):
                 visit(r, inner)
 
     visit(func.body, ())
+    # per array: the positions of its writes (in order), and for each loop the first write
+    # inside it, so each load finds its first later or loop-sharing write without a scan
     writes: dict = {}
     for pos, (ins, loops) in enumerate(order):
         if ins.op in WRITES:
-            writes.setdefault(ins.args[0], []).append((pos, set(loops), ins))
+            positions, in_loop, found = writes.setdefault(ins.args[0], ([], {}, {}))
+            positions.append(pos)
+            found[pos] = ins
+            for loop in loops:
+                in_loop.setdefault(loop, pos)
     stale, flagged = set(), {}
     for pos, (ins, loops) in enumerate(order):
         if ins.op is not Op.LOAD or ins.attrs.get("snapshot"):
             continue  # a snapshot load reads the values before the launch (inplace.py)
-        for wpos, wloops, w in writes.get(ins.args[0], ()):
-            if wpos > pos or wloops & set(loops):
-                stale.add(ins)
-                flagged.setdefault(ins.args[0], w)
-                break
+        entry = writes.get(ins.args[0])
+        if entry is None:
+            continue
+        positions, in_loop, found = entry
+        k = bisect_right(positions, pos)
+        first = positions[k] if k < len(positions) else None  # the first write after it
+        for loop in loops:  # or an earlier one in a loop around both
+            w = in_loop.get(loop)
+            if w is not None and (first is None or w < first):
+                first = w
+        if first is not None:
+            stale.add(ins)
+            flagged.setdefault(ins.args[0], found[first])
     return stale, flagged
 
 
