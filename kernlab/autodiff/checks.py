@@ -47,9 +47,10 @@ def _stale_loads(func: Function):
     def visit(block: Block, loops: tuple):
         for ins in block.instrs:
             order.append((ins, loops))
-            inner = loops + (id(ins),) if ins.op in (Op.FOR, Op.WHILE) else loops
-            for r in ins.regions:
-                visit(r, inner)
+            if ins.regions:
+                inner = loops + (id(ins),) if ins.op in (Op.FOR, Op.WHILE) else loops
+                for r in ins.regions:
+                    visit(r, inner)
 
     visit(func.body, ())
     # per array: the positions of its writes (in order), and for each loop the first write
@@ -113,17 +114,28 @@ def taint(walk: list, seeds: set) -> set:
     tainted = set(seeds)
     tvars: set = set()
     changed = bool(tainted)
+    store_var, load_var = Op.STORE_VAR, Op.LOAD_VAR
     while changed:  # to a fixpoint: values flow around loops through locals
         changed = False
         for ins in walk:
-            if ins.op is Op.STORE_VAR:
+            if ins.op is store_var:
                 if ins.args[0] in tainted and ins.attrs["var"] not in tvars:
                     tvars.add(ins.attrs["var"])
                     changed = True
-            elif ins.result is not None and ins.result not in tainted and (
-                    any(a in tainted for a in ins.args)
-                    or (ins.op is Op.LOAD_VAR and ins.attrs["var"] in tvars)):
-                tainted.add(ins.result)
+                continue
+            result = ins.result
+            if result is None or result in tainted:
+                continue
+            if ins.op is load_var:
+                hit = ins.attrs["var"] in tvars
+            else:
+                hit = False
+                for a in ins.args:
+                    if a in tainted:
+                        hit = True
+                        break
+            if hit:
+                tainted.add(result)
                 changed = True
     return tainted
 

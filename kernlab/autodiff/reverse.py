@@ -219,7 +219,7 @@ class _Reverse:
     def accumulate(self, key, contribution: Value | None):
         if contribution is None or not _differentiable(key):
             return
-        if contribution.type != key.type:
+        if contribution.type is not key.type and contribution.type != key.type:
             contribution = self.g.cast(contribution, key.type)
         if key in self.local:
             prev = self.sym.get(key)
@@ -267,12 +267,13 @@ class _Reverse:
         return new
 
     def clone(self, ins: Instr, regions):
-        result = Value(ins.result.type, ins.result.name) if ins.result is not None else None
-        args = [self.map[a] for a in ins.args]
-        self.g.block.instrs.append(Instr(ins.op, args, result, ins.loc, dict(ins.attrs),
-                                         regions))
+        old, mapped = ins.result, self.map
+        result = Value(old.type, old.name) if old is not None else None
+        args = [mapped[a] for a in ins.args] if ins.args else []
+        self.g._blocks[-1].instrs.append(Instr(ins.op, args, result, ins.loc, dict(ins.attrs),
+                                               regions))
         if result is not None:
-            self.map[ins.result] = result
+            mapped[old] = result
 
     def push_snapshot(self, vars_):
         if vars_:

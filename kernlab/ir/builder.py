@@ -38,7 +38,8 @@ class Builder:
     def emit(self, op: Op, args=(), type: Type | None = None, name: str = "",
              regions=(), **attrs) -> Value | None:
         result = Value(type, name) if type is not None else None
-        self.block.instrs.append(Instr(op, list(args), result, self.loc, attrs, list(regions)))
+        self._blocks[-1].instrs.append(Instr(op, list(args), result, self.loc, attrs,
+                                             list(regions) if regions else []))
         return result
 
     # ---- values ---------------------------------------------------------------------
@@ -64,11 +65,12 @@ class Builder:
         return self.emit(Op.LOAD_VAR, (), var.type, name or var.name, var=var)
 
     def store(self, var: Var, value: Value):
-        assert value.type == var.type, (var, value.type)
+        assert value.type is var.type or value.type == var.type, (var, value.type)
         self.emit(Op.STORE_VAR, (value,), var=var)
 
     def cast(self, value: Value, type: Type) -> Value:
-        return value if value.type == type else self.call("cast", [value], target=type)
+        return value if value.type is type or value.type == type \
+            else self.call("cast", [value], target=type)
 
     # ---- builtin calls --------------------------------------------------------------
 
