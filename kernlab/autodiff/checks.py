@@ -9,6 +9,8 @@
 """
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from ..errors import GradientError
 from ..ir.nodes import Block, Function, Op
 
@@ -45,24 +47,39 @@ def _stale_loads(func: Function):
     def visit(block: Block, loops: tuple):
         for ins in block.instrs:
             order.append((ins, loops))
-            inner = loops + (id(ins),) if ins.op in (Op.FOR, Op.WHILE) else loops
-            for r in ins.regions:
-                visit(r, inner)
+            if ins.regions:
+                inner = loops + (id(ins),) if ins.op in (Op.FOR, Op.WHILE) else loops
+                for r in ins.regions:
+                    visit(r, inner)
 
     visit(func.body, ())
+    # per array: the positions of its writes (in order), and for each loop the first write
+    # inside it, so each load finds its first later or loop-sharing write without a scan
     writes: dict = {}
     for pos, (ins, loops) in enumerate(order):
         if ins.op in WRITES:
-            writes.setdefault(ins.args[0], []).append((pos, set(loops), ins))
+            positions, in_loop, found = writes.setdefault(ins.args[0], ([], {}, {}))
+            positions.append(pos)
+            found[pos] = ins
+            for loop in loops:
+                in_loop.setdefault(loop, pos)
     stale, flagged = set(), {}
     for pos, (ins, loops) in enumerate(order):
         if ins.op is not Op.LOAD or ins.attrs.get("snapshot"):
             continue  # a snapshot load reads the values before the launch (inplace.py)
-        for wpos, wloops, w in writes.get(ins.args[0], ()):
-            if wpos > pos or wloops & set(loops):
-                stale.add(ins)
-                flagged.setdefault(ins.args[0], w)
-                break
+        entry = writes.get(ins.args[0])
+        if entry is None:
+            continue
+        positions, in_loop, found = entry
+        k = bisect_right(positions, pos)
+        first = positions[k] if k < len(positions) else None  # the first write after it
+        for loop in loops:  # or an earlier one in a loop around both
+            w = in_loop.get(loop)
+            if w is not None and (first is None or w < first):
+                first = w
+        if first is not None:
+            stale.add(ins)
+            flagged.setdefault(ins.args[0], found[first])
     return stale, flagged
 
 
@@ -97,17 +114,28 @@ def taint(walk: list, seeds: set) -> set:
     tainted = set(seeds)
     tvars: set = set()
     changed = bool(tainted)
+    store_var, load_var = Op.STORE_VAR, Op.LOAD_VAR
     while changed:  # to a fixpoint: values flow around loops through locals
         changed = False
         for ins in walk:
-            if ins.op is Op.STORE_VAR:
+            if ins.op is store_var:
                 if ins.args[0] in tainted and ins.attrs["var"] not in tvars:
                     tvars.add(ins.attrs["var"])
                     changed = True
-            elif ins.result is not None and ins.result not in tainted and (
-                    any(a in tainted for a in ins.args)
-                    or (ins.op is Op.LOAD_VAR and ins.attrs["var"] in tvars)):
-                tainted.add(ins.result)
+                continue
+            result = ins.result
+            if result is None or result in tainted:
+                continue
+            if ins.op is load_var:
+                hit = ins.attrs["var"] in tvars
+            else:
+                hit = False
+                for a in ins.args:
+                    if a in tainted:
+                        hit = True
+                        break
+            if hit:
+                tainted.add(result)
                 changed = True
     return tainted
 

@@ -159,10 +159,12 @@ def _fixed_loads(func: Function) -> dict:
     single = {var: w[0] for var, w in stores.items() if len(w) == 1 and w[0].op is Op.STORE_VAR}
     out, stored = {}, {}
     for top in func.body.instrs:
-        for ins in [top, *(s for r in top.regions for s in r.walk())]:
-            var = ins.attrs.get("var")
-            if ins.op is Op.LOAD_VAR and var in stored:
-                out[ins] = stored[var]
+        for ins in [top, *(s for r in top.regions for s in r.walk())] if top.regions \
+                else (top,):
+            if ins.op is Op.LOAD_VAR:
+                var = ins.attrs.get("var")
+                if var in stored:
+                    out[ins] = stored[var]
         if top.op is Op.STORE_VAR and single.get(top.attrs["var"]) is top:
             stored[top.attrs["var"]] = top.args[0]
     return out

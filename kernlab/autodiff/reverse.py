@@ -41,6 +41,8 @@ from .inplace import localize
 from .ownership import owned_arrays
 
 STRUCTURED = (Op.IF, Op.FOR, Op.WHILE)
+_EFFECTS = (Op.STORE, Op.ATOMIC, Op.PRINT)  # left out of the forward replay
+_REV = {op: "rev_" + op.name for op in Op}  # the method reversing each op
 
 
 def reverse_mode(func: Function, retain: frozenset = frozenset(),
@@ -104,19 +106,38 @@ def snapshot_plan(body: Block) -> dict:
     anywhere in an enclosing loop — the next iteration comes after it)."""
     plan: dict = {}
 
-    def visit(block: Block, later_outside: set):
-        for k, ins in enumerate(block.instrs):
-            if not ins.regions:
-                continue
-            after = _written(block.instrs[k:]) | later_outside
-            touched = _touched_vars(ins)
-            plan[ins] = [v for v in touched if v in after]
-            inner_later = after | (_written([ins]) if ins.op in (Op.FOR, Op.WHILE) else set())
+    # "written later" is a chain of frames (last, k): a local is written later when some
+    # frame's block writes it at or after position k (last: local -> its last writer's
+    # position), so no set of later writes is built per region instruction
+    def visit(block: Block, later: tuple):
+        instrs = block.instrs
+        last: dict = {}
+        writes: dict = {}
+        for k, ins in enumerate(instrs):
+            if ins.regions:
+                writes[k] = _written([ins])
+                for var in writes[k]:
+                    last[var] = k
+            elif ins.op is Op.STORE_VAR or ins.op is Op.FOR:
+                last[ins.attrs["var"]] = k
+        for k in writes:
+            ins = instrs[k]
+            after = later + ((last, k),)
+            plan[ins] = [v for v in _touched_vars(ins) if _written_in(v, after)]
+            inner_later = after + (({v: 0 for v in writes[k]}, 0),) \
+                if ins.op in (Op.FOR, Op.WHILE) else after
             for region in ins.regions:
                 visit(region, inner_later)
 
-    visit(body, set())
+    visit(body, ())
     return plan
+
+
+def _written_in(var, frames: tuple) -> bool:
+    for last, k in frames:
+        if last.get(var, -1) >= k:
+            return True
+    return False
 
 
 def _block_local_values(body: Block) -> set:
@@ -198,7 +219,7 @@ class _Reverse:
     def accumulate(self, key, contribution: Value | None):
         if contribution is None or not _differentiable(key):
             return
-        if contribution.type != key.type:
+        if contribution.type is not key.type and contribution.type != key.type:
             contribution = self.g.cast(contribution, key.type)
         if key in self.local:
             prev = self.sym.get(key)
@@ -212,21 +233,29 @@ class _Reverse:
     def forward(self, block: Block, record: bool):
         """Emit a side-effect-free copy of block; with record, push region snapshots."""
         g = self.g
-        for ins in block.instrs:
-            with g.located(ins.loc):
-                if ins.op in (Op.STORE, Op.ATOMIC, Op.PRINT) and not self.effects:
+        saved = g.loc  # each instruction's copy (and what it adds) carries its location
+        try:
+            for ins in block.instrs:
+                g.loc = ins.loc
+                op = ins.op
+                if op in _EFFECTS and not self.effects:
                     continue
-                if ins.op is Op.CALL and ins.attrs["builtin"].effects and not self.effects:
+                if op is Op.CALL and ins.attrs["builtin"].effects and not self.effects:
                     if ins.result is not None:  # tile_atomic_add's old values: unused
                         self.map[ins.result] = g.zeros(ins.result.type)  # (checks.py)
                     continue
-                if ins.op is Op.CUSTOM and ins.attrs.get("replay"):
+                if op is Op.CUSTOM and ins.attrs.get("replay"):
                     self.forward(ins.regions[1], record)  # the replay, not the func
                     continue
-                if ins.op in STRUCTURED and record:
+                if op in STRUCTURED and record:
                     self.forward_recorded(ins)
                     continue
-                self.clone(ins, [self.sub_forward(r, ins) for r in ins.regions])
+                if ins.regions:
+                    self.clone(ins, [self.sub_forward(r, ins) for r in ins.regions])
+                else:
+                    self.clone(ins, [])
+        finally:
+            g.loc = saved
 
     def sub_forward(self, region: Block, ins: Instr) -> Block:
         if ins.op is Op.CUSTOM and region is ins.regions[1]:
@@ -238,12 +267,13 @@ class _Reverse:
         return new
 
     def clone(self, ins: Instr, regions):
-        result = Value(ins.result.type, ins.result.name) if ins.result is not None else None
-        args = [self.map[a] for a in ins.args]
-        self.g.block.instrs.append(Instr(ins.op, args, result, ins.loc, dict(ins.attrs),
-                                         regions))
+        old, mapped = ins.result, self.map
+        result = Value(old.type, old.name) if old is not None else None
+        args = [mapped[a] for a in ins.args] if ins.args else []
+        self.g._blocks[-1].instrs.append(Instr(ins.op, args, result, ins.loc, dict(ins.attrs),
+                                               regions))
         if result is not None:
-            self.map[ins.result] = result
+            mapped[old] = result
 
     def push_snapshot(self, vars_):
         if vars_:
@@ -274,10 +304,15 @@ class _Reverse:
     # ---- reverse sweep ---------------------------------------------------------------------
 
     def reverse(self, block: Block):
-        for ins in reversed(block.instrs):
-            with self.g.located(ins.loc):
-                getattr(self, "rev_" + ins.op.name, self.rev_nothing)(ins)
-            self.sym.pop(ins.result, None)  # e.g. a constant's adjoint: nobody consumes it
+        g, saved = self.g, self.g.loc
+        try:
+            for ins in reversed(block.instrs):
+                g.loc = ins.loc
+                getattr(self, _REV[ins.op], self.rev_nothing)(ins)
+                g.loc = saved
+                self.sym.pop(ins.result, None)  # e.g. a constant's adjoint: nobody takes it
+        finally:
+            g.loc = saved
 
     def rev_nothing(self, ins):
         pass  # CONST, TID, SHAPE, PRINT: no adjoint

@@ -570,20 +570,38 @@ def _describe_value(value) -> str:
 
 
 def _has_return(node) -> bool:
-    return any(isinstance(n, ast.Return) for n in ast.walk(node))
+    return _jumps(node)[0]
 
 
 def _may_jump(stmt) -> bool:
     """Whether stmt may break, continue or return (break/continue only for this loop)."""
-    return _has_return(stmt) or _has_jump(stmt)
+    returns, jumps = _jumps(stmt)
+    return returns or jumps
 
 
-def _has_jump(node) -> bool:
-    if isinstance(node, (ast.Break, ast.Continue)):
-        return True
-    if isinstance(node, (ast.For, ast.While)):
-        return False
-    return any(_has_jump(c) for c in ast.iter_child_nodes(node))
+_NESTED = ("body", "orelse", "finalbody", "handlers", "cases")  # fields holding statements
+
+
+def _jumps(node) -> tuple:
+    """(whether node holds a return anywhere, whether it breaks or continues the loop around
+    it). Only statements can hold these, so expressions are not visited: a kernel's lines
+    are each looked at once per enclosing block, not once per node."""
+    kind = node.__class__
+    if kind is ast.Return:
+        return True, False
+    if kind is ast.Break or kind is ast.Continue:
+        return False, True
+    returns = jumps = False
+    loop = kind is ast.For or kind is ast.While
+    for name in _NESTED:
+        stmts = getattr(node, name, None)
+        if not stmts:
+            continue
+        for sub in stmts:
+            r, j = _jumps(sub)
+            returns = returns or r
+            jumps = jumps or j
+    return returns, jumps and not loop
 
 
 def _component(node, loc):

@@ -9,6 +9,7 @@ import ast
 import builtins
 import inspect
 import linecache
+import re
 import textwrap
 from dataclasses import dataclass
 
@@ -60,11 +61,13 @@ def parse_function(pyfunc) -> ParsedSource:
         raise KernelSyntaxError("kernels cannot be async", SourceLoc(file, first))
     linecache.getlines(file)  # keep the cell's text available for error snippets
     parsed = ParsedSource(tree, file, first - 1, indent, pyfunc.__name__)
-    _check_name_lengths(parsed)
+    if not (dedented.isascii() and _LONG_WORD.search(dedented) is None):
+        _check_name_lengths(parsed)  # (an ASCII name is a run of word characters)
     return parsed
 
 
 MAX_NAME_LENGTH = 255  # characters in an identifier (LLVM truncates value names at 1,024)
+_LONG_WORD = re.compile(r"\w{%d}" % (MAX_NAME_LENGTH + 1), re.ASCII)
 
 
 def _check_name_lengths(parsed: ParsedSource) -> None:

@@ -6,8 +6,6 @@ raises KernelTypeError at ``b.loc`` when none fits.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import numpy as np
 
 from ..builtins import REGISTRY
@@ -29,27 +27,19 @@ class Builder:
     def block(self) -> Block:
         return self._blocks[-1]
 
-    @contextmanager
-    def at(self, block: Block):
+    def at(self, block: Block) -> "_At":
         """Emit into ``block`` (a region) for the duration of the with-statement."""
-        self._blocks.append(block)
-        try:
-            yield block
-        finally:
-            self._blocks.pop()
+        return _At(self, block)
 
-    @contextmanager
-    def located(self, loc: SourceLoc):
-        saved, self.loc = self.loc, loc
-        try:
-            yield
-        finally:
-            self.loc = saved
+    def located(self, loc: SourceLoc) -> "_Located":
+        """Give the instructions emitted in the with-statement ``loc``."""
+        return _Located(self, loc)
 
     def emit(self, op: Op, args=(), type: Type | None = None, name: str = "",
              regions=(), **attrs) -> Value | None:
         result = Value(type, name) if type is not None else None
-        self.block.instrs.append(Instr(op, list(args), result, self.loc, attrs, list(regions)))
+        self._blocks[-1].instrs.append(Instr(op, list(args), result, self.loc, attrs,
+                                             list(regions) if regions else []))
         return result
 
     # ---- values ---------------------------------------------------------------------
@@ -75,21 +65,20 @@ class Builder:
         return self.emit(Op.LOAD_VAR, (), var.type, name or var.name, var=var)
 
     def store(self, var: Var, value: Value):
-        assert value.type == var.type, (var, value.type)
+        assert value.type is var.type or value.type == var.type, (var, value.type)
         self.emit(Op.STORE_VAR, (value,), var=var)
 
     def cast(self, value: Value, type: Type) -> Value:
-        return value if value.type == type else self.call("cast", [value], target=type)
+        return value if value.type is type or value.type == type \
+            else self.call("cast", [value], target=type)
 
     # ---- builtin calls --------------------------------------------------------------
 
     def call(self, name: str, args, target: Type | None = None, hint: str = "") -> Value:
         types = [a.type for a in args]
-        ex = find_expansion(name, types)
+        ex, bi, ret = _resolve(name, types, target)
         if ex is not None:  # written as IR over other builtins (builtins/expand.py)
             return run_expansion(ex, self, args, target)
-        bi = REGISTRY.get(name)
-        ret = bi.resolve(types, target) if bi is not None else None
         if ret is None:
             shown = ", ".join(map(str, types))
             what = f"({shown})" + (f" -> {target}" if target is not None else "")
@@ -109,3 +98,66 @@ class Builder:
 
 
 _PY_CONST = {bool: bool_, int: int32, float: float32}
+
+
+class _At:
+    """``with b.at(block)``: a plain class, as a generator-based context manager costs
+    several times more and the autodiff pass enters one per region it writes."""
+
+    __slots__ = ("builder", "block")
+
+    def __init__(self, builder: Builder, block: Block):
+        self.builder, self.block = builder, block
+
+    def __enter__(self) -> Block:
+        self.builder._blocks.append(self.block)
+        return self.block
+
+    def __exit__(self, *exc):
+        self.builder._blocks.pop()
+        return False
+
+
+class _Located:
+    __slots__ = ("builder", "loc", "saved")
+
+    def __init__(self, builder: Builder, loc: SourceLoc):
+        self.builder, self.loc = builder, loc
+
+    def __enter__(self):
+        self.saved, self.builder.loc = self.builder.loc, self.loc
+
+    def __exit__(self, *exc):
+        self.builder.loc = self.saved
+        return False
+
+
+# (name, argument types, target) -> (expansion, builtin, result type, how many expansions
+# and signatures the name had): a long kernel calls the same few overloads thousands of
+# times. An entry is used only while the registry still holds the same records; the table
+# is emptied when it grows past _RESOLVED_MAX (it may hold struct types of redefined cells).
+_resolved: dict = {}
+_RESOLVED_MAX = 4096
+
+
+def _resolve(name: str, types: list, target: Type | None):
+    """The expansion of builtin ``name`` for these argument types, or else its Builtin
+    record and result type (None where no overload fits)."""
+    try:
+        key = (name, tuple(types), target)
+        hit = _resolved.get(key)
+    except TypeError:  # an unhashable type: resolve it afresh
+        key = hit = None
+    exs = EXPANSIONS.get(name, ())
+    bi = REGISTRY.get(name)
+    if hit is not None and hit[1] is bi and hit[3] == (len(exs), len(bi.sigs) if bi else 0):
+        return hit[0], bi, hit[2]
+    ex = find_expansion(name, types)
+    ret = None
+    if ex is None and bi is not None:
+        ret = bi.resolve(types, target)
+    if key is not None and (ex is not None or ret is not None):
+        if len(_resolved) >= _RESOLVED_MAX:
+            _resolved.clear()
+        _resolved[key] = (ex, bi, ret, (len(exs), len(bi.sigs) if bi else 0))
+    return ex, bi, ret

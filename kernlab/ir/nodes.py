@@ -120,8 +120,9 @@ class Block:
         """Every instruction in this block and its nested regions, in program order."""
         for ins in self.instrs:
             yield ins
-            for region in ins.regions:
-                yield from region.walk()
+            if ins.regions:
+                for region in ins.regions:
+                    yield from region.walk()
 
 
 @dataclass(eq=False)

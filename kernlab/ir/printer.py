@@ -10,6 +10,7 @@ from ..errors import _pretty_file
 from .nodes import Block, Function, Instr, Op
 
 COMMENT_COLUMN = 60
+_INDENT = tuple("  " * d for d in range(32))
 
 
 class _Names:
@@ -20,6 +21,7 @@ class _Names:
     def __init__(self, func: Function):
         self.values: dict = {}
         self.vars: dict = {}
+        self.types: dict = {}  # id(type) -> its text (a vector's str is costly)
         seen: dict = {}
         for var in func.vars:
             n = seen.get(var.name, 0)
@@ -33,7 +35,19 @@ class _Names:
         return name
 
     def var(self, v) -> str:
-        return self.vars.get(v, repr(v))
+        name = self.vars.get(v)
+        return name if name is not None else repr(v)
+
+    def typed(self, v) -> str:
+        """``%name:type``."""
+        name = self.values.get(v)
+        if name is None:
+            name = self.values[v] = f"%{v.name or 't'}{len(self.values)}"
+        t = v.type
+        text = self.types.get(id(t))
+        if text is None:
+            text = self.types[id(t)] = str(t)
+        return f"{name}:{text}"
 
 
 _names: _Names | None = None
@@ -84,7 +98,7 @@ def _where(loc) -> str:
 
 
 def _emit(lines, depth, text, loc):
-    line = "  " * depth + text
+    line = _INDENT[depth] + text if depth < len(_INDENT) else "  " * depth + text
     if not _locations:
         lines.append(line)
         return
@@ -101,31 +115,37 @@ def _var(ins) -> str:
 
 
 def _value(v) -> str:
-    return f"{_v(v)}:{v.type}"
+    return _names.typed(v)
 
 
 def _const(value) -> str:
-    if np.ndim(value) == 0:
+    ndim = getattr(value, "ndim", None)
+    if (np.ndim(value) if ndim is None else ndim) == 0:
         return repr(value.item())
     return "(" + ", ".join(repr(x) for x in np.asarray(value).reshape(-1).tolist()) + ")"
 
 
+_CALL, _LOAD_VAR, _STORE_VAR, _CONST = Op.CALL, Op.LOAD_VAR, Op.STORE_VAR, Op.CONST
+
+
 def _instr(ins: Instr, depth: int, lines: list):
     op, a = ins.op, ins.args
-    args = ", ".join(map(_v, a))
-    lhs = f"{_value(ins.result)} = " if ins.result is not None else ""
-    if op is Op.CONST:
+    names = _names  # values are numbered in order of appearance: operands, then the result
+    args = ", ".join(map(names.value, a)) if a else ""
+    lhs = f"{names.typed(ins.result)} = " if ins.result is not None else ""
+    if op is _CALL:
+        attrs = ins.attrs
+        target = attrs.get("target")
+        name = attrs["builtin"].name + (f"<{target}>" if target is not None else "")
+        text = f"{lhs}{name}({args})"
+    elif op is _LOAD_VAR:
+        text = f"{lhs}{names.var(ins.attrs['var'])}"
+    elif op is _STORE_VAR:
+        text = f"{names.var(ins.attrs['var'])} = {args}"
+    elif op is _CONST:
         text = f"{lhs}const {_const(ins.attrs['value'])}"
     elif op is Op.TID:
         text = f"{lhs}tid {ins.attrs['dim']}"
-    elif op is Op.LOAD_VAR:
-        text = f"{lhs}{_var(ins)}"
-    elif op is Op.STORE_VAR:
-        text = f"{_var(ins)} = {args}"
-    elif op is Op.CALL:
-        target = ins.attrs.get("target")
-        name = ins.attrs["builtin"].name + (f"<{target}>" if target is not None else "")
-        text = f"{lhs}{name}({args})"
     elif op in (Op.LOAD, Op.STORE, Op.ATOMIC):
         arr, rest = a[0], a[1:]
         idx = ", ".join(map(_v, rest[:-1] if op is not Op.LOAD else rest))

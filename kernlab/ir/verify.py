@@ -4,6 +4,9 @@ from __future__ import annotations
 from .nodes import Block, Function, Op
 
 
+_STORE_VAR, _CALL = Op.STORE_VAR, Op.CALL
+
+
 class IRError(AssertionError):
     """An internal inconsistency in generated IR (a compiler bug, never a user error)."""
 
@@ -15,30 +18,51 @@ def verify(func: Function) -> Function:
     return func
 
 
-def _check_block(func, block: Block, defined: set, known_vars: set):
-    scope = set(defined)  # values defined in a region are not visible after it
-    for ins in block.instrs:
-        for a in ins.args:
-            if a not in scope:
-                raise IRError(f"{func.name}: {ins.op.value} at {ins.loc} uses {a!r} "
-                              "before its definition")
-        var = ins.attrs.get("var")
-        if var is not None and var not in known_vars:
-            raise IRError(f"{func.name}: {ins.op.value} uses undeclared variable {var!r}")
-        if ins.op is Op.STORE_VAR and ins.args[0].type != var.type:
-            raise IRError(f"{func.name}: storing {ins.args[0].type} into {var!r}:{var.type}")
-        if ins.op is Op.CALL and "builtin" not in ins.attrs:
-            raise IRError(f"{func.name}: call without a builtin at {ins.loc}")
-        for k, region in enumerate(ins.regions):
-            inside = scope
-            if ins.op is Op.CUSTOM and k == 1:  # a gradient body names the adjoint arrays
-                inside = scope | {ph for ph, _ in ins.attrs.get("adj_arrays", ())}
-            _check_block(func, region, inside, known_vars)
-            if region.result is not None:
-                inner = scope | {i.result for i in region.walk() if i.result is not None}
-                if region.result not in inner:
-                    raise IRError(f"{func.name}: region result {region.result!r} undefined")
-        if ins.result is not None:
-            if ins.result.type is None:
-                raise IRError(f"{func.name}: untyped result of {ins.op.value}")
-            scope.add(ins.result)
+def _check_block(func, block: Block, scope: set, known_vars: set):
+    """Check block with ``scope`` the values visible on entry. The values the block defines
+    are added to scope while it is checked and taken out again at its end (values defined in
+    a region are not visible after it), so no region copies what encloses it."""
+    added = []
+    try:
+        for ins in block.instrs:
+            op = ins.op
+            for a in ins.args:
+                if a not in scope:
+                    raise IRError(f"{func.name}: {op.value} at {ins.loc} uses {a!r} "
+                                  "before its definition")
+            attrs = ins.attrs
+            var = attrs.get("var")
+            if var is not None and var not in known_vars:
+                raise IRError(f"{func.name}: {op.value} uses undeclared variable {var!r}")
+            if op is _STORE_VAR:
+                stored = ins.args[0].type
+                if stored is not var.type and stored != var.type:
+                    raise IRError(f"{func.name}: storing {stored} into {var!r}:{var.type}")
+            elif op is _CALL and "builtin" not in attrs:
+                raise IRError(f"{func.name}: call without a builtin at {ins.loc}")
+            if ins.regions:
+                _check_regions(func, ins, scope, known_vars)
+            result = ins.result
+            if result is not None:
+                if result.type is None:
+                    raise IRError(f"{func.name}: untyped result of {op.value}")
+                if result not in scope:  # (SSA: each value is defined once)
+                    scope.add(result)
+                    added.append(result)
+    finally:
+        scope.difference_update(added)
+
+
+def _check_regions(func, ins, scope: set, known_vars: set):
+    for k, region in enumerate(ins.regions):
+        extra = ()
+        if ins.op is Op.CUSTOM and k == 1:  # a gradient body names the adjoint arrays
+            extra = [ph for ph, _ in ins.attrs.get("adj_arrays", ()) if ph not in scope]
+            scope.update(extra)
+        try:
+            _check_block(func, region, scope, known_vars)
+        finally:
+            scope.difference_update(extra)
+        if region.result is not None and region.result not in scope and \
+                region.result not in {i.result for i in region.walk()}:
+            raise IRError(f"{func.name}: region result {region.result!r} undefined")
