@@ -104,3 +104,30 @@ def test_a_generic_kernel_takes_a_bfloat16_vector(backend, capfd):
               adjoint=True)
     kl.synchronize()
     assert capfd.readouterr().out == "0.5 -3 \nadj: 2 0.25\n"
+
+
+@kl.kernel
+def loop_sum(x: kl.array(dtype=float), y: kl.array(dtype=float)):
+    s = float(0.0)
+    for i in range(2):
+        t = x[i] * float(i + 1)
+        print(t)
+        s += t * t
+    y[0] = s
+
+
+def test_print_in_a_loop_replays_once_and_reverses_per_iteration(backend, capfd):
+    x = kl.array([1.5, -0.5], dtype=float, requires_grad=True)
+    y = kl.zeros(1, dtype=float, requires_grad=True)
+    tape = kl.Tape()
+    with tape:
+        kl.launch(loop_sum, 1, inputs=[x, y])
+    kl.synchronize()
+    capfd.readouterr()
+    tape.backward(loss=y)
+    kl.synchronize()
+    t = np.array([1.5 * 1, -0.5 * 2])
+    # the replay prints t per iteration; the reverse sweep d(sum t^2)/dt = 2t, last first
+    expected = "".join("%g\n" % v for v in t) + "".join("adj: %g\n" % (2 * v) for v in t[::-1])
+    assert capfd.readouterr().out == expected
+    np.testing.assert_allclose(x.grad.numpy(), 2 * t * [1, 2])
