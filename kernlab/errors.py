@@ -172,7 +172,10 @@ def too_deeply_nested(loc, kernel: str | None) -> KernelLimitError:
 
 
 def out_of_bounds_error(func, site, axis: int, index: int, shape: tuple) -> KernelIndexError:
-    """The error for an index outside ``shape`` at ``site`` (a Site of ``func``)."""
+    """The error for an index outside ``shape`` at ``site`` (a Site of ``func``), or the
+    failure of the runtime check a guard site is."""
+    if getattr(site, "guard", None):
+        return KernelValueError(site.guard, site.loc, kernel=func.name)
     return KernelIndexError(f"index {index} is out of bounds for axis {axis} of {site.kind} "
                             f"'{site.array}' with shape {tuple(shape)}", site.loc,
                             kernel=func.name)

@@ -14,7 +14,7 @@ import numpy as np
 
 from .errors import KernelTypeError, LaunchError
 from .types import ANY, ArrayType, Matrix, Type, Vector, bool_, float32, int32, is_generic, \
-    to_type
+    numpy_kind, to_type
 
 
 def annotated_types(pyfunc) -> list[Type]:
@@ -163,7 +163,7 @@ def value_type(value, pattern: Type | None = None) -> Type | None:
             return None
     if isinstance(value, (np.ndarray, list, tuple)):
         a = np.asarray(value)
-        if a.dtype.kind not in "biuf":
+        if numpy_kind(a.dtype) not in "biuf":  # bfloat16 included
             return None
         el = pattern.dtype if isinstance(pattern, (Vector, Matrix)) and pattern.dtype is not \
             ANY else (float32 if a.dtype == np.float64 and not isinstance(value, np.ndarray)

@@ -3,9 +3,11 @@
 The adjoint kernel takes the kernel's parameters followed by one adjoint per parameter
 (``adj_x``; an array's may be absent) and has two sections:
 
-* **forward replay** — the kernel again, without its side effects (array stores, atomics,
-  prints), so every value the reverse sweep needs is recomputed;
-* **reverse** — each instruction's adjoint in reverse order. Adjoints live in local
+* **forward replay** — the kernel again, without its side effects (array stores, atomics),
+  so every value the reverse sweep needs is recomputed; its prints print again, as in Warp
+  (the regions the reverse sweep recomputes do not);
+* **reverse** — each instruction's adjoint in reverse order (a print()'s adjoint prints
+  "adj: " and the adjoint of each value it showed, as Warp's adj_print does). Adjoints live in local
   variables (``adj_v``) that start at zero and are reset when their value's definition
   has been reversed, so a value defined inside a loop gets a fresh adjoint per iteration.
 
@@ -32,16 +34,17 @@ atomic returns.
 from __future__ import annotations
 
 from ..errors import GradientError
+from ..ir import print_layout
 from ..ir.builder import Builder
 from ..ir.nodes import Block, Function, Instr, Op, Param, Value, Var
 from ..ir.verify import verify
 from ..types import int32
-from .checks import check_differentiable
+from .checks import check_differentiable, fixed_vars
 from .inplace import localize
 from .ownership import owned_arrays
 
 STRUCTURED = (Op.IF, Op.FOR, Op.WHILE)
-_EFFECTS = (Op.STORE, Op.ATOMIC, Op.PRINT)  # left out of the forward replay
+_EFFECTS = (Op.STORE, Op.ATOMIC, Op.PRINT)  # left out of replays (the forward replay prints)
 _REV = {op: "rev_" + op.name for op in Op}  # the method reversing each op
 
 
@@ -70,10 +73,25 @@ def reverse_mode(func: Function, retain: frozenset = frozenset(),
     ad = _Reverse(func, out, {p.value: a.value for p, a in zip(func.params, adj_params)},
                   {func.params[k].value for k in retain},
                   {func.params[k].value for k in owned})
+    ad.replaying = True
     ad.forward(func.body, record=True)
+    ad.replaying = False
     out.reverse_start = len(out.body.instrs)
     ad.reverse(func.body)
     return verify(out)
+
+
+def _print_sources(func: Function) -> dict:
+    """For print's adjoint: each value read from a local -> the local, and each local
+    assigned once at the top from a scalar parameter (checks.fixed_vars) -> the parameter."""
+    fixed = fixed_vars(func)
+    sources = {}
+    for ins in func.body.walk():
+        if ins.op is Op.LOAD_VAR:
+            sources[ins.result] = ins.attrs["var"]
+        elif ins.op is Op.STORE_VAR and ins.attrs["var"] in fixed:
+            sources[ins.attrs["var"]] = ins.args[0]
+    return sources
 
 
 def _differentiable(v) -> bool:
@@ -192,6 +210,8 @@ class _Reverse:
         self.snapshots = snapshot_plan(func.body)
         self.sym: dict = {}
         self.effects = False  # True while emitting a custom gradient body (it writes adj_a)
+        self.replaying = False  # True while emitting the forward replay (it prints)
+        self.sources = None  # print's adjoint: _print_sources(func), made on first use
 
     # ---- adjoint storage -------------------------------------------------------------------
     # A value whose uses all sit in its own block gets its adjoint as a plain SSA value,
@@ -238,7 +258,8 @@ class _Reverse:
             for ins in block.instrs:
                 g.loc = ins.loc
                 op = ins.op
-                if op in _EFFECTS and not self.effects:
+                if op in _EFFECTS and not self.effects \
+                        and not (op is Op.PRINT and self.replaying):
                     continue
                 if op is Op.CALL and ins.attrs["builtin"].effects and not self.effects:
                     if ins.result is not None:  # tile_atomic_add's old values: unused
@@ -315,7 +336,37 @@ class _Reverse:
             g.loc = saved
 
     def rev_nothing(self, ins):
-        pass  # CONST, TID, SHAPE, PRINT: no adjoint
+        pass  # CONST, TID, SHAPE, printf: no adjoint
+
+    def rev_PRINT(self, ins):
+        """print()'s adjoint: each item it showed, a value's adjoint as it stands here (what
+        flowed back from the later uses of the value, or of the local it was read from;
+        for a parameter also the adjoint passed in), laid out as Warp's adj_print does
+        (ir/print_layout.py). printf and expect_* print nothing here."""
+        for item in ins.attrs.get("shows", ()):
+            if isinstance(item, str):  # a label, or a struct's or array's placeholder
+                print_layout.text(self.g, item, adjoint=True)
+            else:
+                print_layout.warp_form(self.g, self.current_adjoint(item), adjoint=True)
+
+    def current_adjoint(self, v: Value) -> Value:
+        """v's adjoint at this point of the reverse sweep, not consumed."""
+        g, parts = self.g, []
+        if self.sources is None:
+            self.sources = _print_sources(self.func)
+        var = self.sources.get(v)  # the local v was read from
+        if _differentiable(v):
+            own = self.sym.get(v) if v in self.local else g.load(self.adj(v))
+            parts += [own] if own is not None else []
+            if var is not None:
+                parts.append(g.load(self.adj(var)))
+        param = self.sources.get(var, v)  # a parameter, or the local holding one
+        if param in self.adj_arrays and not param.type.is_array:
+            parts.append(self.adj_arrays[param])
+        total = parts[0] if parts else g.zeros(v.type)
+        for p in parts[1:]:
+            total = g.add(total, p)
+        return total
 
     def rev_LOAD_VAR(self, ins):
         if _differentiable(ins.result):

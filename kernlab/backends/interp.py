@@ -199,7 +199,7 @@ class Interpreter:
             pieces = printf_format.parse(ins.attrs["fmt"], [a.type for a in ins.args])
             print(printf_format.python_render(pieces, vals, _show), end="")
         else:
-            print(ins.attrs["fmt"].format(*vals))
+            print(ins.attrs["fmt"].format(*map(_show, vals)))  # %g floats, as compiled
 
     def op_PUSH(self, ins, env):
         self.stack.extend(env[a] for a in ins.args)

@@ -21,7 +21,7 @@ from ..builtins.core import comparison_type
 from ..errors import (KernelAttributeError, KernelNameError, KernelSyntaxError, KernelTypeError,
                       KernelUnsupportedTypeError)
 from ..ir.nodes import Op, Site, Value
-from ..ir import printf as printf_format
+from ..ir import print_layout, printf as printf_format
 from ..types import (Matrix, Transformation, Type, Vector, bool_, float32, int32, int64,
                      to_type)
 from . import structs
@@ -606,19 +606,26 @@ class ExprMixin:
                 raise KernelTypeError(str(err), self.b.loc) from None
             self.b.emit(Op.PRINT, vals, fmt=fmt, printf=True)
             return None
-        else:
-            fmt = None
-        vals = [self.value(a) for a in args if not isinstance(a, PyObj)]
         labels = [a.obj for a in args if isinstance(a, PyObj) and isinstance(a.obj, str)]
-        _check_printable(vals, "print", self.b.loc)
-        if fmt is None:
-            fmt = " ".join(labels + ["{}"] * len(vals))
-        self.b.emit(Op.PRINT, vals, fmt=fmt, printf=formatted)
+        # a struct or array shows as Warp's placeholder text (ir/print_layout.py)
+        vals = [print_layout.UNPRINTABLE if structs.is_structish(a) else self.value(a)
+                for a in args if not isinstance(a, PyObj)]
+        vals = [print_layout.UNPRINTABLE if isinstance(v, Value) and
+                print_layout.is_placeholder(v.type) else v for v in vals]
+        shown = [v for v in vals if isinstance(v, Value)]
+        _check_printable(shown, "print", self.b.loc)
+        shows = tuple(labels) + tuple(vals)  # what the adjoint prints the adjoints of
+        if len(vals) == 1 and not labels and shown:  # Warp's print(x), in Warp's layout
+            print_layout.warp_form(self.b, shown[0], shows=shows)
+            return None
+        pieces = ["{}" if isinstance(v, Value) else v for v in vals]
+        self.b.emit(Op.PRINT, shown, fmt=" ".join(labels + pieces), printf=False, shows=shows)
         return None
 
 
 def _check_printable(vals, what: str, loc) -> None:
-    """print and printf show scalars, vectors and matrices."""
+    """printf shows scalars, vectors and matrices; print also structs and arrays, as Warp's
+    placeholder line."""
     for v in vals:
         t = v.type
         if not (t.is_scalar or t.is_vector or t.is_matrix):

@@ -16,7 +16,7 @@ import ast
 from dataclasses import dataclass
 
 from ..errors import KernelTypeError, KernelValueError
-from ..ir.nodes import Op, Value
+from ..ir.nodes import Op, Site, Value
 from ..types import ArrayType, Matrix, Vector, int32
 from .exprs import EmptyVector, Lit, ShapeOf
 
@@ -339,6 +339,7 @@ class ViewMixin:
             lo, span = up if k.value > 0 else down
             size = Lit(abs(k.value))
         else:  # a step known only at run time: both, chosen by its sign
+            k = self.nonzero_step(k)
             pos = self.b.gt(self.value(k, int32), self.b.zeros(k.type))
             lo = self.pick(pos, up[0], down[0])
             span = self.pick(pos, up[1], down[1])
@@ -349,6 +350,21 @@ class ViewMixin:
             if star is None else None
         return Axis(self.add(axis.start, self.mul(lo, axis.step)), self.mul(axis.step, k),
                     length, unpacked), star
+
+    def nonzero_step(self, k: Value) -> Value:
+        """A slice step known only at run time, checked: zero fails the launch with
+        Warp's "slice step cannot be zero" (a KernelValueError at the slice's line), bounds
+        checks on or off. The step is read back as component (step == 0) of a
+        one-component vector holding it, a guard Site (ir/nodes.py) that every backend's
+        runtime component check reports."""
+        b = self.b
+        box = b.call("construct", [k], target=Vector(1, k.type))
+        bad = b.cast(b.eq(k, b.zeros(k.type)), int32)
+        checked = b.call("index", [box, bad])
+        self.func.sites.append(Site(b.loc, "slice", (1,), "slice step",
+                                    guard="slice step cannot be zero"))
+        b.block.instrs[-1].attrs["site"] = len(self.func.sites) - 1
+        return checked
 
     def forward_part(self, start, stop, n):
         lo = Lit(0) if start is None else self.clamp(self.from_end(start, n), 0, n)

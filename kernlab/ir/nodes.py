@@ -135,12 +135,16 @@ class Param:
 @dataclass(eq=False)
 class Site:
     """An array access that a bounds check may report on (or a vector/matrix component
-    access with a runtime index: then ``shape`` holds its extents and ``kind`` its type)."""
+    access with a runtime index: then ``shape`` holds its extents and ``kind`` its type).
+    A site with a ``guard`` is a runtime check written as such a component access (the
+    index is 1 of extent 1 when the check fails): every launch checks it, bounds checks on
+    or off, and its failure is a KernelValueError with that message (errors.py)."""
 
     loc: SourceLoc
     array: str  # the user's name for the array (or the vector)
     shape: tuple | None = None
     kind: str = "array"
+    guard: str | None = None
 
 
 @dataclass(eq=False)

@@ -267,8 +267,8 @@ class CudaKernel:
         # adjoint stack out of heap). One that cannot is launched asynchronously, as Warp
         # launches everything: a later synchronising call (kl.synchronize, a.numpy(), a
         # copy) waits for it, and reports a CUDA error it caused.
-        self.reports = bounds_check or verify_fp or any(
-            i.op in (Op.PUSH, Op.POP) for i in func.body.walk())
+        self.reports = bounds_check or verify_fp or any(site.guard for site in func.sites) \
+            or any(i.op in (Op.PUSH, Op.POP) for i in func.body.walk())
         self._functions: dict = {}   # ordinal -> (module, function, status address)
 
     def _load(self, ordinal: int):

@@ -363,7 +363,7 @@ class _Renderer:
         self.emit(f"{self.name(ins.attrs['var'])} = {self.arg(ins.args[0])};")
 
     def op_CALL(self, ins: Instr):
-        if "site" in ins.attrs and self.checks:  # a component at a runtime index
+        if "site" in ins.attrs and (self.checks or self.func.sites[ins.attrs["site"]].guard):
             site = ins.attrs["site"]
             bounds = [f"{self.arg(v)}, {n}" for v, n in
                       zip(ins.args[1:], self.func.sites[site].shape)]

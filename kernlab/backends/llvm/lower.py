@@ -178,7 +178,7 @@ class _BodyLowering:
         bi = ins.attrs["builtin"]
         if bi.llvm is None:  # every registered builtin has one (tests/test_llvm.py)
             raise _internal(self.func, f"builtin '{bi.name}' has no LLVM lowering", ins.loc)
-        if "site" in ins.attrs and self.e.checks:  # a component at a runtime index
+        if "site" in ins.attrs and (self.e.checks or self.func.sites[ins.attrs["site"]].guard):
             self._check_components(ins)
         return self.cx.call_builtin(bi, [self.get(a) for a in ins.args],
                                     [a.type for a in ins.args],
