@@ -339,11 +339,9 @@ def gc_paused():
     them all: a third of a 4,000-line adjoint's compile time went there. The collector's
     state is restored when the last compile under way (on any thread) ends, and the cycles
     the compile left are collected then as usual.
-
-    On that exit, what was allocated meanwhile is moved straight into the oldest generation
-    (gc.freeze then gc.unfreeze: no traversal) unless the program froze objects itself. Left
-    in the youngest generation, the next young collections would each walk all of it (a
-    4,000-line adjoint leaves 600,000 objects: about 0.4 s per walk), only to promote it."""
+    (Moving what a compile allocated straight into the oldest generation, with gc.freeze and
+    gc.unfreeze, saves the young collections' walks but leaves a re-run cell's garbage
+    cycles to the rare full collections: tests/test_reliability_memory.py then fails.)"""
     with _gc_lock:
         if not _gc_pauses[0]:
             _gc_pauses[1] = gc.isenabled()
@@ -355,9 +353,6 @@ def gc_paused():
         with _gc_lock:
             _gc_pauses[0] -= 1
             if not _gc_pauses[0] and _gc_pauses[1]:
-                if not gc.get_freeze_count():
-                    gc.freeze()
-                    gc.unfreeze()
                 gc.enable()
 
 

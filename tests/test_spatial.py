@@ -295,6 +295,7 @@ SPECIAL |= set(RANDOM)  # tests/test_random.py, tests/test_sampling.py
 SPECIAL |= set(MATRICES) | {"transform_expand"}  # tests/test_linalg_more.py
 SPECIAL |= set(BITS)  # tests/test_bits.py
 SPECIAL |= set(DECOMPOSITIONS)  # tests/test_decompositions.py
+SPECIAL |= {"div_approx"}  # tests/test_warp_overloads.py
 
 
 def jacobians(kernel, inputs, outputs):
