@@ -193,6 +193,26 @@ def _call(entry: int, released, buf, total: int, plan: list, boxes: tuple = ()):
     return counting
 
 
+def param_kinds(params) -> list | None:
+    """What the generated checks test of each parameter: (0, dtype, ndim) for an array,
+    (1, -max, max) for a float and (2, min, max) for an integer (the values struct packs
+    without an error); None when one is of a kind the short paths do not take."""
+    kinds = []
+    for p in params:
+        t = p.type
+        if t.is_array:
+            kinds.append((0, t.dtype, t.ndim))
+        elif t.is_scalar and t.scalar.kind == "f" and t.name != "bfloat16":
+            limit = float(np.finfo(t.np).max)
+            kinds.append((1, -limit, limit))
+        elif t.is_scalar and t.scalar.kind in "iu":
+            info = np.iinfo(t.np)
+            kinds.append((2, int(info.min), int(info.max)))
+        else:
+            return None
+    return kinds
+
+
 class ShortPath:
     """A kernel's short launch path: ``run(total, args)`` for kl.launch's inputs and outputs,
     ``run_converted(total, params)`` for a kl.Launch's (converted when set: NumPy scalars).
@@ -215,20 +235,9 @@ class ShortPath:
         if getattr(func, "handle_hidden", None) \
                 or getattr(func, "struct_signature", None) is not None:
             return False
-        kinds = []
-        for p in func.params:
-            t = p.type
-            if t.is_array:
-                kinds.append((0, t.dtype, t.ndim))
-            elif t.is_scalar and t.scalar.kind == "f" and t.name != "bfloat16":
-                # a value in range: what struct packs without an error
-                limit = float(np.finfo(t.np).max)
-                kinds.append((1, -limit, limit))
-            elif t.is_scalar and t.scalar.kind in "iu":
-                info = np.iinfo(t.np)
-                kinds.append((2, int(info.min), int(info.max)))
-            else:
-                return False
+        kinds = param_kinds(func.params)
+        if kinds is None:
+            return False
         runner = kernel.compiled("llvm")
         released = runner.inline_entry() if hasattr(runner, "inline_entry") else None
         if released is None:
@@ -444,19 +453,9 @@ class AdjointShortPath:
         if getattr(func, "handle_hidden", None) \
                 or getattr(func, "struct_signature", None) is not None or func.ndim > 1:
             return False
-        kinds = []
-        for p in kernel.adjoint_ir.params:
-            t = p.type
-            if t.is_array:
-                kinds.append((0, t.dtype, t.ndim))
-            elif t.is_scalar and t.scalar.kind == "f" and t.name != "bfloat16":
-                limit = float(np.finfo(t.np).max)
-                kinds.append((1, -limit, limit))
-            elif t.is_scalar and t.scalar.kind in "iu":
-                info = np.iinfo(t.np)
-                kinds.append((2, int(info.min), int(info.max)))
-            else:
-                return False
+        kinds = param_kinds(kernel.adjoint_ir.params)
+        if kinds is None:
+            return False
         n = len(func.params)
         checked = frozenset(k for k in range(n, 2 * n) if kinds[k][0] == 0)
         keyed = [k for k in range(2 * n) if kinds[k][0] == 0]
