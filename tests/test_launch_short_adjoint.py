@@ -1,4 +1,4 @@
-"""The short path of small adjoint launches (runtime/launch_short.py, AdjointShortPath):
+"""The short path of small adjoint launches (runtime/launch_short_adjoint.py):
 ``kl.launch(..., adjoint=True)``, recorded adjoint launches and a tape's replay of small
 launches skip the general path after the kernel's first adjoint launch. Results must equal
 the general path's and analytic or float64 finite-difference values; gradients passed as

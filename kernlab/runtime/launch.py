@@ -22,8 +22,8 @@ from . import tape as _tape
 from .array import array
 from .device import _CPU, get_device
 from .launch_args import _adjoint_args, _launch_device, _plan, convert_arg
-from .launch_short import AdjointShortPath as _QuickAdjoint
 from .launch_short import ShortPath as _Quick
+from .launch_short_adjoint import AdjointShortPath as _QuickAdjoint
 
 
 MAX_THREADS = 2**31 - 1  # thread ids are int32
