@@ -129,6 +129,20 @@ def array_sum(values: array, out: array | None = None, value_count: int | None =
     return _reduce("array_sum", (values,), out, value_count, axis, values.dtype, combine)
 
 
+_PAIR_CHECKS = {"device": "storage devices", "size": "storage sizes", "dtype": "data types"}
+
+
+def _check_pair(label: str, x, y, what) -> None:
+    """Warp's RuntimeError when two arrays differ in one of ``what`` (device, size, dtype),
+    in its wording: "<label> array <storage devices> do not match (x vs y)"."""
+    for attr in what:
+        u, v = getattr(x, attr), getattr(y, attr)
+        if u != v:
+            if attr == "dtype":
+                u, v = _name(u), _name(v)
+            raise RuntimeError(f"{label} array {_PAIR_CHECKS[attr]} do not match ({u} vs {v})")
+
+
 def array_inner(a: array, b: array, out: array | None = None, count: int | None = None,
                 axis: int | None = None):
     """The inner product of a and b (same shape and dtype; vectors and matrices contribute
@@ -137,12 +151,7 @@ def array_inner(a: array, b: array, out: array | None = None, count: int | None 
     if a.shape != b.shape:
         raise ValueError(f"array_inner() arguments must have the same shape, got {a.shape} "
                          f"and {b.shape}")
-    if a.device != b.device:
-        raise RuntimeError(f"A and b array storage devices do not match ({a.device} vs "
-                           f"{b.device})")
-    if a.dtype != b.dtype:
-        raise RuntimeError(f"A and b array data types do not match ({_name(a.dtype)} vs "
-                           f"{_name(b.dtype)})")
+    _check_pair("A and b", a, b, ("device", "dtype"))
 
     def combine(x, y):
         prod = x.astype(np.float64) * y
@@ -157,15 +166,7 @@ def array_scan(in_array: array, out_array: array, inclusive: bool = True) -> Non
     sum of elements 0..i, of an exclusive scan the sum of 0..i-1 (0 for the first).
     Multi-dimensional arrays scan in flat order and must be contiguous; a 1-D array may be
     strided."""
-    if in_array.device != out_array.device:
-        raise RuntimeError(f"In and out array storage devices do not match "
-                           f"({in_array.device} vs {out_array.device})")
-    if in_array.size != out_array.size:
-        raise RuntimeError(f"In and out array storage sizes do not match ({in_array.size} vs "
-                           f"{out_array.size})")
-    if in_array.dtype != out_array.dtype:
-        raise RuntimeError(f"In and out array data types do not match "
-                           f"({_name(in_array.dtype)} vs {_name(out_array.dtype)})")
+    _check_pair("In and out", in_array, out_array, ("device", "size", "dtype"))
     if in_array.size == 0:
         return
     if not _contiguous(in_array) and in_array.ndim != 1:
@@ -210,9 +211,7 @@ def radix_sort_pairs(keys: array, values: array, count: int, begin_bit: int = 0,
     order-preserving encoding). keys: int32, uint32, float32, int64, uint64 or float64;
     values: any 4- or 8-byte dtype. Both arrays must be contiguous and hold 2*count
     elements (Warp uses the second half as scratch space; here it is left as it was)."""
-    if keys.device != values.device:
-        raise RuntimeError(f"Keys and values array storage devices do not match "
-                           f"({keys.device} vs {values.device})")
+    _check_pair("Keys and values", keys, values, ("device",))
     if count == 0:
         return
     if keys.size < 2 * count or values.size < 2 * count:
