@@ -113,37 +113,32 @@ class DoubleType(_FloatBase):
     _name, _pack, intrinsic_name = "double", "d", "f64"
 
 
-class VoidType(Type):
+class _Singleton(Type):
+    """A type with one instance, whose text is the class's ``_text``."""
     __slots__ = ()
+    _text = ""
 
-    def __new__(cls):  # one instance
+    def __new__(cls):
         t = cls.__dict__.get("_instance")
         if t is None:
             t = cls._instance = object.__new__(cls)
-            t._s = "void"
+            t._s = cls._text
         return t
 
 
-class LabelType(Type):
+class VoidType(_Singleton):
     __slots__ = ()
-
-    def __new__(cls):  # one instance
-        t = cls.__dict__.get("_instance")
-        if t is None:
-            t = cls._instance = object.__new__(cls)
-            t._s = "label"
-        return t
+    _text = "void"
 
 
-class MetaDataType(Type):
+class LabelType(_Singleton):
     __slots__ = ()
+    _text = "label"
 
-    def __new__(cls):  # one instance
-        t = cls.__dict__.get("_instance")
-        if t is None:
-            t = cls._instance = object.__new__(cls)
-            t._s = "metadata"
-        return t
+
+class MetaDataType(_Singleton):
+    __slots__ = ()
+    _text = "metadata"
 
 
 class PointerType(Type):
