@@ -25,12 +25,13 @@ and the boxes in one vec3 array (``bounds``): ``bounds[2k]``, ``bounds[2k + 1]``
 k's lower and upper corners and ``bounds[2n]`` holds (average edge length, 0, 0), which
 ``mesh_query_point_sign_normal`` scales its tolerance by.
 
-The walks (kernlab/mesh_queries.py) are written in kernlab's kernel language, so every backend runs the same
-code. They find *which* triangle (an integer); the barycentric coordinates, distances and
-hit parameters are then recomputed from that triangle by differentiable funcs, so reverse
-mode gives the derivatives Warp gives: with respect to the query point, the ray and the
-barycentrics, never into the mesh's points (a kernel reads them through an alias without
-a gradient, as Warp's mesh queries do not write ``points.grad``).
+The walks (kernlab/mesh_walks.py, with the geometry of kernlab/mesh_geometry.py) are
+written in kernlab's kernel language, so every backend runs the same code. They find
+*which* triangle (an integer); the barycentric coordinates, distances and hit parameters
+are then recomputed from that triangle by differentiable funcs, so reverse mode gives the
+derivatives Warp gives: with respect to the query point, the ray and the barycentrics,
+never into the mesh's points (a kernel reads them through an alias without a gradient, as
+Warp's mesh queries do not write ``points.grad``).
 """
 from __future__ import annotations
 
