@@ -24,7 +24,7 @@ import weakref
 import numpy as np
 
 import kernlab as kl
-from .handles import register
+from .handles import kernel_only, live_object, register
 from .volume_nanovdb import (KIND_FLOAT, KIND_INT, KIND_VEC3, KIND_VEC4, decode_grid,
                              encode_grid, file_bytes, from_leaves, grid_bytes)
 from .volume_nanovdb import VolumeError  # noqa: F401  (kernlab.volume.VolumeError, as before)
@@ -273,11 +273,7 @@ def _value_kind(bg_value):
 
 def volume_arrays(kernel_key: str, param: str, volume_id) -> tuple:
     """(tree, values, map64) of the volume whose id a launch passes for ``param``."""
-    from .errors import LaunchError
-    vol = _VOLUMES.get(int(volume_id)) if isinstance(volume_id, (int, np.integer)) else None
-    if vol is None:
-        raise LaunchError(f"kernel '{kernel_key}': argument '{param}' is used as a volume but "
-                          f"{volume_id!r} is not the id of a live kl.Volume (pass volume.id)")
+    vol = live_object(_VOLUMES, kernel_key, param, volume_id, "volume", "Volume", "volume")
     return vol._kernel_arrays()
 
 
@@ -288,21 +284,11 @@ register("volume", "volume", KERNEL_ARRAYS, volume_arrays)
 
 # ---- Python stand-ins: these names are what kernels call -------------------------------
 
-def _kernel_only(name):
-    def f(*args, **kwargs):
-        raise RuntimeError(f"{name} can only be called inside a kernel")
-    f.__name__ = name
-    f.__qualname__ = name
-    f.__module__ = __name__
-    f.__doc__ = f"In kernels only; see the kernlab builtin reference for {name}."
-    return f
-
-
 FUNCTIONS = ("volume_sample", "volume_sample_grad", "volume_lookup", "volume_sample_f",
              "volume_sample_grad_f", "volume_lookup_f", "volume_sample_v", "volume_lookup_v",
              "volume_sample_i", "volume_lookup_i", "volume_index_to_world",
              "volume_world_to_index", "volume_index_to_world_dir", "volume_world_to_index_dir",
              "volume_store", "volume_store_f", "volume_store_v", "volume_store_i")
 for _name in FUNCTIONS:
-    globals()[_name] = _kernel_only(_name)
+    globals()[_name] = kernel_only(_name, __name__)
 del _name
