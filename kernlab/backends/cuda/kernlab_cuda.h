@@ -524,6 +524,8 @@ template <typename T> __device__ inline T kl_max(T a, T b) { return a >= b ? a :
 template <typename T> __device__ inline T kl_clamp(T x, T lo, T hi) {
     return kl_min(kl_max(lo, x), hi);
 }
+// asin / acos take their argument through this first, as Warp (a NaN becomes -1)
+template <typename T> __device__ inline T kl_unit_clamp(T x) { return kl_clamp(x, T(-1), T(1)); }
 template <typename T> __device__ inline T kl_route_min(T a, T b, T adj) {
     return (a == a && (b != b || a < b)) ? adj : T(0);
 }
@@ -588,7 +590,7 @@ template <typename V, typename T> __device__ inline V lerp(const V& a, const V& 
 }
 template <typename T> __device__ inline T smoothstep(T e0, T e1, T x) {
     T t = (x - e0) / (e1 - e0);
-    t = t < T(0) ? T(0) : (t > T(1) ? T(1) : t);
+    t = kl_clamp(t, T(0), T(1));  // a NaN t becomes 0, as Warp's fmin / fmax clamp
     return t * t * (T(3) - T(2) * t);
 }
 

@@ -1,0 +1,154 @@
+"""Corners where kernlab once disagreed with NVIDIA Warp 1.19 (found by running the same small
+programs on both): each test asserts the value worked out by hand or with NumPy / float64
+finite differences, and, where warp-lang is installed, that Warp computes the same.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import kernlab as kl
+
+
+def _warp():
+    wp = pytest.importorskip("warp", reason="warp-lang is not installed")
+    wp.config.quiet = True
+    wp.init()
+    return wp
+
+
+def _compile(m, body):
+    """body(m) -> a kernel function for module m (kernlab or warp), compiled by m."""
+    if m is kl:
+        return kl.kernel(body(kl))
+    return m.kernel(body(m), module="unique")
+
+
+def _run_unary(m, body, xs, dtype_name="float32", grad=False):
+    """Launch body's kernel (a, out) over xs on module m; return (out, a.grad or None)."""
+    kernel = _compile(m, body)
+    dtype = getattr(m, dtype_name)
+    dev = {} if m is kl else {"device": "cpu"}
+    a = m.array(np.asarray(xs), dtype=dtype, requires_grad=grad, **dev)
+    out = m.zeros(len(xs), dtype=dtype, requires_grad=grad, **dev)
+    if not grad:
+        m.launch(kernel, len(xs), inputs=[a], outputs=[out], **dev)
+        return out.numpy(), None
+    tape = m.Tape()
+    with tape:
+        m.launch(kernel, len(xs), inputs=[a], outputs=[out], **dev)
+    tape.backward(grads={out: m.array(np.ones(len(xs)), dtype=dtype, **dev)})
+    return out.numpy(), a.grad.numpy()
+
+
+def _acos(m):
+    def k(a: m.array(dtype=m.float64), out: m.array(dtype=m.float64)):
+        i = m.tid()
+        out[i] = m.acos(a[i])
+    return k
+
+
+def _asin(m):
+    def k(a: m.array(dtype=m.float64), out: m.array(dtype=m.float64)):
+        i = m.tid()
+        out[i] = m.asin(a[i])
+    return k
+
+
+def _asin32(m):
+    def k(a: m.array(dtype=float), out: m.array(dtype=float)):
+        i = m.tid()
+        out[i] = m.asin(a[i])
+    return k
+
+
+# outside [-1, 1] the argument is clamped first; a NaN is clamped to -1 (fmax drops it)
+ARC_X = [2.0, -3.0, 1.0, -1.0, 0.5, -0.25, 0.0, math.nan]
+ARC_CLAMPED = [1.0, -1.0, 1.0, -1.0, 0.5, -0.25, 0.0, -1.0]
+
+
+@pytest.mark.parametrize("name", ["acos", "asin"])
+def test_acos_asin_clamp_their_argument_and_have_no_infinite_slope(backend, name):
+    body, ref = (_acos, np.arccos) if name == "acos" else (_asin, np.arcsin)
+    out, grad = _run_unary(kl, body, ARC_X, "float64", grad=True)
+    np.testing.assert_allclose(out, ref(np.array(ARC_CLAMPED)), rtol=1e-12)
+    # the slope -+1/sqrt(1 - x^2) inside (-1, 1); 0 where that root is not positive
+    x = np.array(ARC_X[4:7])
+    slope = 1.0 / np.sqrt(1.0 - x * x)
+    h = 1e-6
+    fd = (ref(x + h) - ref(x - h)) / (2 * h)
+    np.testing.assert_allclose(fd, slope if name == "asin" else -slope, rtol=1e-6)
+    np.testing.assert_allclose(grad[4:7], fd, rtol=1e-6)
+    assert np.all(grad[[0, 1, 2, 3, 7]] == 0.0)
+
+
+def test_asin_float32_clamps_in_a_constant_folded_call_too(backend):
+    def body(m):
+        def k(a: m.array(dtype=float), out: m.array(dtype=float)):
+            i = m.tid()
+            out[i] = m.asin(1.5) + m.acos(-7.0) + a[i]
+        return k
+    out, _ = _run_unary(kl, body, [0.0])
+    np.testing.assert_allclose(out, [np.pi / 2 + np.pi], rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["acos", "asin"])
+def test_acos_asin_match_warp(name):
+    wp = _warp()
+    body = _acos if name == "acos" else _asin
+    kl_out, kl_grad = _run_unary(kl, body, ARC_X, "float64", grad=True)
+    wp_out, wp_grad = _run_unary(wp, body, ARC_X, "float64", grad=True)
+    np.testing.assert_allclose(kl_out, wp_out, rtol=1e-12)
+    np.testing.assert_allclose(kl_grad, wp_grad, rtol=1e-12)
+    kl_out32, _ = _run_unary(kl, _asin32, ARC_X)
+    wp_out32, _ = _run_unary(wp, _asin32, ARC_X)
+    np.testing.assert_allclose(kl_out32, wp_out32, rtol=1e-6)
+
+
+def _smooth_nan(m):
+    def k(a: m.array(dtype=float), out: m.array(dtype=float)):
+        i = m.tid()
+        out[i] = m.smoothstep(0.0, 1.0, a[i]) + m.smoothstep(1.0, 0.0, a[i] * 2.0)
+    return k
+
+
+def _smooth_edges(m):
+    def k(e: m.array(dtype=m.float64), out: m.array(dtype=m.float64)):
+        i = m.tid()
+        # edge0 == edge1: a step, flat on either side of the edge
+        out[i] = m.smoothstep(e[i], e[i], m.float64(0.5))
+    return k
+
+
+def _smooth_edges_ref(e, x=0.5):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.fmin(np.fmax((x - e) / (e - e), 0.0), 1.0)
+    return t * t * (3 - 2 * t)
+
+
+def test_smoothstep_of_nan_is_zero_as_warps_clamp(backend):
+    out, _ = _run_unary(kl, _smooth_nan, [math.nan, 0.25])
+    t2 = 1.0 - 0.5  # smoothstep(1, 0, 0.5): t = (0.5 - 1) / (0 - 1)
+    np.testing.assert_allclose(out, [0.0, 0.25 * 0.25 * (3 - 0.5) + t2 * t2 * (3 - 2 * t2)],
+                               rtol=1e-6)
+
+
+def test_smoothstep_with_equal_edges_has_zero_gradient_not_nan(backend):
+    e = np.array([2.0, -1.0, 0.25])
+    out, grad = _run_unary(kl, _smooth_edges, e, "float64", grad=True)
+    np.testing.assert_array_equal(out, _smooth_edges_ref(e))
+    h = 1e-6  # the value is piecewise constant in e away from e == 0.5
+    fd = (_smooth_edges_ref(e + h) - _smooth_edges_ref(e - h)) / (2 * h)
+    np.testing.assert_array_equal(fd, 0.0)
+    np.testing.assert_array_equal(grad, fd)
+
+
+def test_smoothstep_corners_match_warp():
+    wp = _warp()
+    for body, xs, dt in ((_smooth_nan, [math.nan, 0.25, 3.0], "float32"),
+                         (_smooth_edges, [2.0, -1.0, 0.25], "float64")):
+        kl_out, kl_grad = _run_unary(kl, body, xs, dt, grad=True)
+        wp_out, wp_grad = _run_unary(wp, body, xs, dt, grad=True)
+        np.testing.assert_allclose(kl_out, wp_out, rtol=1e-6)
+        finite = np.isfinite(xs)  # (at a NaN x Warp's slope is NaN, kernlab's 0)
+        np.testing.assert_allclose(kl_grad[finite], wp_grad[finite], rtol=1e-6)
