@@ -543,6 +543,23 @@ class Value(np.ndarray):
         self[...] = np.fmod(self, other)
         return self
 
+    # * with a matrix on either side and a vector or matrix on the other is the matrix
+    # product, as in kernels and Warp (M * v = M v, v * M = v^T M); otherwise element-wise
+    def __mul__(self, other):
+        if isinstance(other, Value) and 2 in (self.ndim, other.ndim):
+            return np.matmul(self, other)
+        return np.ndarray.__mul__(self, other)
+
+    def __rmul__(self, other):
+        if isinstance(other, Value) and 2 in (self.ndim, other.ndim):
+            return np.matmul(other, self)
+        return np.ndarray.__rmul__(self, other)
+
+    def __imul__(self, other):
+        if isinstance(other, Value) and 2 in (self.ndim, other.ndim):
+            return np.matmul(self, other)  # a new value, as Warp (the shape may change)
+        return np.ndarray.__imul__(self, other)
+
     __hash__ = None
 
     def __str__(self):

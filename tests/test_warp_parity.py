@@ -152,3 +152,80 @@ def test_smoothstep_corners_match_warp():
         np.testing.assert_allclose(kl_out, wp_out, rtol=1e-6)
         finite = np.isfinite(xs)  # (at a NaN x Warp's slope is NaN, kernlab's 0)
         np.testing.assert_allclose(kl_grad[finite], wp_grad[finite], rtol=1e-6)
+
+
+def _vec_mat(m):
+    def k(v: m.array(dtype=m.vec3d), a: m.array(dtype=m.types.matrix((3, 2), m.float64)),
+          out: m.array(dtype=m.vec2d), out2: m.array(dtype=m.vec2d)):
+        i = m.tid()
+        out[i] = v[i] * a[i]
+        out2[i] = m.mul(v[i], a[i]) * m.float64(2.0)
+    return k
+
+
+def _vec_mat_run(m, v, a, seed, seed2):
+    kernel = _compile(m, _vec_mat)
+    dev = {} if m is kl else {"device": "cpu"}
+    mat32 = m.types.matrix((3, 2), m.float64)
+    vs = m.array(v, dtype=m.vec3d, requires_grad=True, **dev)
+    ms = m.array(a, dtype=mat32, requires_grad=True, **dev)
+    out = m.zeros(len(v), dtype=m.vec2d, requires_grad=True, **dev)
+    out2 = m.zeros(len(v), dtype=m.vec2d, requires_grad=True, **dev)
+    tape = m.Tape()
+    with tape:
+        m.launch(kernel, len(v), inputs=[vs, ms], outputs=[out, out2], **dev)
+    tape.backward(grads={out: m.array(seed, dtype=m.vec2d, **dev),
+                         out2: m.array(seed2, dtype=m.vec2d, **dev)})
+    return out.numpy(), out2.numpy(), vs.grad.numpy(), ms.grad.numpy()
+
+
+def test_vector_times_matrix_is_the_row_vector_product_with_its_gradient(backend, rng):
+    v, a = rng.standard_normal((4, 3)), rng.standard_normal((4, 3, 2))
+    seed, seed2 = rng.standard_normal((4, 2)), rng.standard_normal((4, 2))
+    out, out2, gv, ga = _vec_mat_run(kl, v, a, seed, seed2)
+    expect = np.einsum("nk,nkj->nj", v, a)
+    np.testing.assert_allclose(out, expect, rtol=1e-12)
+    np.testing.assert_allclose(out2, 2 * expect, rtol=1e-12)
+    w = seed + 2 * seed2  # the loss is sum(seed * v^T A) + sum(seed2 * 2 v^T A)
+
+    def loss(v, a):
+        return np.sum(w * np.einsum("nk,nkj->nj", v, a))
+    h = 1e-6
+    fd_v, fd_a = np.zeros_like(v), np.zeros_like(a)
+    for idx in np.ndindex(*v.shape):
+        d = np.zeros_like(v); d[idx] = h
+        fd_v[idx] = (loss(v + d, a) - loss(v - d, a)) / (2 * h)
+    for idx in np.ndindex(*a.shape):
+        d = np.zeros_like(a); d[idx] = h
+        fd_a[idx] = (loss(v, a + d) - loss(v, a - d)) / (2 * h)
+    np.testing.assert_allclose(gv, fd_v, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(ga, fd_a, rtol=1e-6, atol=1e-8)
+
+
+def test_vector_times_matrix_matches_warp(rng):
+    wp = _warp()
+    v, a = rng.standard_normal((3, 3)), rng.standard_normal((3, 3, 2))
+    seed, seed2 = rng.standard_normal((3, 2)), rng.standard_normal((3, 2))
+    for x, y in zip(_vec_mat_run(kl, v, a, seed, seed2), _vec_mat_run(wp, v, a, seed, seed2)):
+        np.testing.assert_allclose(x, y, rtol=1e-12)
+
+
+def test_python_scope_star_of_matrices_is_the_matrix_product():
+    a = np.array([[1.0, 2.0], [3.0, 4.0]])
+    m, v = kl.mat22(*a.ravel()), kl.vec2(1.0, 10.0)
+    np.testing.assert_array_equal(m * m, a @ a)           # Warp: matmul, not element-wise
+    np.testing.assert_array_equal(m * v, a @ [1.0, 10.0])
+    np.testing.assert_array_equal(v * m, [1.0, 10.0] @ a)
+    np.testing.assert_array_equal(m * 2.0, 2.0 * a)
+    np.testing.assert_array_equal(kl.cw_mul(m, m), a * a)
+    p = kl.mat22(m)
+    p *= m
+    np.testing.assert_array_equal(p, a @ a)
+    np.testing.assert_array_equal(m, a)  # *= made a new value
+
+
+def test_python_scope_matrix_product_matches_warp():
+    wp = _warp()
+    a = [1.0, 2.0, 3.0, 4.0]
+    np.testing.assert_array_equal(np.array(kl.mat22(*a) * kl.mat22(*a)),
+                                  np.array(wp.mat22(*a) * wp.mat22(*a)).reshape(2, 2))

@@ -195,6 +195,8 @@ class BuiltinContext(TileContext):
             return self._matmul(a, ta.rows, ta.cols, b, 1)
         if ta.is_matrix and tb.is_matrix:
             return self._matmul(a, ta.rows, ta.cols, b, tb.cols)
+        if ta.is_vector and tb.is_matrix:  # a row vector: (1 x rows) @ (rows x cols)
+            return self._matmul(a, 1, tb.rows, b, tb.cols)
         return self.arith("mul", a, b)
 
     def _matmul(self, a, rows, inner, b, cols):
