@@ -229,3 +229,48 @@ def test_python_scope_matrix_product_matches_warp():
     a = [1.0, 2.0, 3.0, 4.0]
     np.testing.assert_array_equal(np.array(kl.mat22(*a) * kl.mat22(*a)),
                                   np.array(wp.mat22(*a) * wp.mat22(*a)).reshape(2, 2))
+
+
+def _ids(m):
+    def k(o: m.array(dtype=m.int32)):
+        i = m.tid()
+        o[i] = i
+    return k
+
+
+def _dot3(m):
+    def k(s: m.vec3, o: m.array(dtype=float)):
+        o[0] = m.dot(s, m.vec3(1.0, 2.0, 3.0))
+    return k
+
+
+# (what is passed, the Python exception class Warp 1.19 raises for it)
+BAD_LAUNCHES = [
+    ("dim", -1, ValueError), ("dim", (1, 1, 1, 1, 1), ValueError), ("dim", 2.0, TypeError),
+    ("dim", None, TypeError), ("device", "tpu", ValueError), ("vec", (1.0, 2.0), ValueError),
+]
+
+
+def _bad_launch(m, what, value):
+    dev = "cpu" if value != "tpu" else value
+    if what == "vec":
+        m.launch(_compile(m, _dot3), 1, inputs=[value, m.zeros(1, dtype=float, device="cpu")],
+                 device="cpu")
+    else:
+        m.launch(_compile(m, _ids), value if what == "dim" else 1,
+                 inputs=[m.zeros(2, dtype=m.int32, device="cpu")], device=dev)
+
+
+@pytest.mark.parametrize("what,value,exc", BAD_LAUNCHES)
+def test_bad_launch_arguments_raise_warps_exception_class(what, value, exc):
+    with pytest.raises(exc) as info:
+        _bad_launch(kl, what, value)
+    assert isinstance(info.value, kl.LaunchError)  # and still a kernlab launch error
+    assert {"dim": "dim", "device": "'tpu'", "vec": "2 component(s)"}[what] in str(info.value)
+
+
+@pytest.mark.parametrize("what,value,exc", BAD_LAUNCHES)
+def test_warp_raises_the_same_class_for_bad_launch_arguments(what, value, exc):
+    wp = _warp()
+    with pytest.raises(exc):
+        _bad_launch(wp, what, value)

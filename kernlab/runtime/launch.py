@@ -14,7 +14,7 @@ import weakref
 import numpy as np
 
 from .. import config
-from ..errors import LaunchError
+from ..errors import LaunchError, LaunchTypeError, LaunchValueError
 from ..ir.nodes import Op
 from ..kernel import Kernel, _user_facing
 from . import capture as _capture
@@ -36,8 +36,12 @@ def _dims(dim) -> tuple:
         tuple(dim) if isinstance(dim, (tuple, list)) else None
     if dims is None or not 1 <= len(dims) <= 4 \
             or not all(isinstance(d, (int, np.integer)) and d >= 0 for d in dims):
-        raise LaunchError(f"launch dim must be an int or a tuple of 1 to 4 non-negative ints, "
-                          f"not {dim!r}")
+        # as Warp: a count or sign that is wrong is a ValueError, a dim that is no int a
+        # TypeError (both are LaunchErrors, RuntimeErrors)
+        kind = LaunchTypeError if dims is None or not all(
+            isinstance(d, (int, np.integer)) for d in dims) else LaunchValueError
+        raise kind(f"launch dim must be an int or a tuple of 1 to 4 non-negative ints, "
+                   f"not {dim!r}")
     dims = tuple(int(d) for d in dims)
     if math.prod(dims) > MAX_THREADS:
         raise LaunchError(f"a launch of {math.prod(dims)} threads is too large (thread ids are "
@@ -233,7 +237,7 @@ def _launch(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, adjoi
     if not isinstance(kernel, Kernel):
         raise LaunchError(f"kl.launch needs a @kl.kernel, got {kernel!r}")
     if dim is None:
-        raise LaunchError(f"kl.launch({kernel.key}): give dim, the number of threads")
+        raise LaunchTypeError(f"kl.launch({kernel.key}): give dim, the number of threads")
     dims = (dim,) if type(dim) is int and 0 <= dim <= MAX_THREADS else _dims(dim)
     inputs, outputs = inputs or (), outputs or ()
     n_in = len(inputs)
