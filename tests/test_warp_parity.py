@@ -274,3 +274,46 @@ def test_warp_raises_the_same_class_for_bad_launch_arguments(what, value, exc):
     wp = _warp()
     with pytest.raises(exc):
         _bad_launch(wp, what, value)
+
+
+def _weighted_sum(m):
+    def k(a: m.array(dtype=float), out: m.array(dtype=float)):
+        i = m.tid()
+        m.atomic_add(out, 0, a[i] * float(i + 1))
+    return k
+
+
+def _clone_twice_backward(m, retain=False):
+    """loss = sum((i + 1) * clone(a)[i]), backward twice."""
+    dev = {} if m is kl else {"device": "cpu"}
+    kernel = _compile(m, _weighted_sum)
+    a = m.array([1.0, 2.0, 3.0], dtype=float, requires_grad=True, **dev)
+    loss = m.zeros(1, dtype=float, requires_grad=True, **dev)
+    tape = m.Tape()
+    with tape:
+        b = m.clone(a, retain_grad=retain)
+        m.launch(kernel, 3, inputs=[b], outputs=[loss], **dev)
+    tape.backward(loss)
+    first = a.grad.numpy().copy(), b.grad.numpy().copy()
+    tape.backward(loss)
+    return first, (a.grad.numpy().copy(), b.grad.numpy().copy())
+
+
+def test_a_clones_gradient_is_consumed_so_backward_twice_accumulates_once_more():
+    (a1, b1), (a2, b2) = _clone_twice_backward(kl)
+    slope = np.array([1.0, 2.0, 3.0])  # d loss / d a
+    np.testing.assert_array_equal(a1, slope)
+    np.testing.assert_array_equal(a2, 2 * slope)  # was 3 * slope: the clone's kept gradient
+    np.testing.assert_array_equal(b1, 0.0)        # went back to the source a second time
+    np.testing.assert_array_equal(b2, 0.0)
+    (a1, b1), (a2, b2) = _clone_twice_backward(kl, retain=True)
+    np.testing.assert_array_equal(b1, slope)      # retain_grad keeps it (and so adds it again)
+    np.testing.assert_array_equal(a2, a1 + b2)
+
+
+def test_clone_gradients_match_warp():
+    wp = _warp()
+    for retain in (False, True):
+        for x, y in zip(_clone_twice_backward(kl, retain), _clone_twice_backward(wp, retain)):
+            np.testing.assert_array_equal(x[0], y[0])
+            np.testing.assert_array_equal(x[1], y[1])
