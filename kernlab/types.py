@@ -6,6 +6,7 @@ scalar, ``vec3(1, 2, 3)`` a NumPy array of shape (3,), ``mat22(...)`` one of sha
 from __future__ import annotations
 
 import ctypes
+import math
 import typing
 from dataclasses import dataclass
 
@@ -637,10 +638,20 @@ def _construct(t, args):
         out = np.zeros(t.shape, t.dtype.np)
     elif len(args) == 1:
         a = _wrapped(args[0], t.dtype.np)
-        out = np.full(t.shape, a, t.dtype.np) if a.ndim == 0 else a.reshape(t.shape).copy()
+        out = np.full(t.shape, a, t.dtype.np) if a.ndim == 0 else _shaped(t, a).copy()
     else:
-        out = np.array(_wrapped(args, t.dtype.np)).reshape(t.shape)
+        out = _shaped(t, np.array(_wrapped(args, t.dtype.np)))
     return out.view(Value)
+
+
+def _shaped(t, a: np.ndarray) -> np.ndarray:
+    """a's values in t's shape, or Warp's ValueError naming the count expected."""
+    if a.size != math.prod(t.shape):
+        kind = "vector" if len(t.shape) == 1 else "matrix"
+        raise ValueError(f"Invalid number of arguments in {kind} constructor "
+                         f"{getattr(t, '__name__', t)}(...), expected {math.prod(t.shape)} "
+                         f"elements, got {a.size}")
+    return a.reshape(t.shape)
 
 
 def vector(length: int, dtype=float32) -> Vector:

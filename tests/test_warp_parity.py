@@ -317,3 +317,11 @@ def test_clone_gradients_match_warp():
         for x, y in zip(_clone_twice_backward(kl, retain), _clone_twice_backward(wp, retain)):
             np.testing.assert_array_equal(x[0], y[0])
             np.testing.assert_array_equal(x[1], y[1])
+
+
+@pytest.mark.parametrize("make,expected,got", [
+    (lambda: kl.vec3(1.0, 2.0), 3, 2), (lambda: kl.vec3([1.0, 2.0, 3.0, 4.0]), 3, 4),
+    (lambda: kl.mat22(1.0, 2.0, 3.0), 4, 3), (lambda: kl.mat22(kl.vec2(1.0, 2.0)), 4, 2)])
+def test_a_constructor_with_the_wrong_count_names_it_as_warp(make, expected, got):
+    with pytest.raises(ValueError, match=f"expected {expected} elements, got {got}"):
+        make()
