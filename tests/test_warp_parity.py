@@ -325,3 +325,54 @@ def test_clone_gradients_match_warp():
 def test_a_constructor_with_the_wrong_count_names_it_as_warp(make, expected, got):
     with pytest.raises(ValueError, match=f"expected {expected} elements, got {got}"):
         make()
+
+
+def _where_conditions(m):
+    def k(a: m.array(dtype=float), b: m.array(dtype=float), o: m.array(dtype=float, ndim=2)):
+        i = m.tid()
+        o[i, 0] = m.where(a, 1.0, 2.0)          # an array: not null
+        o[i, 1] = m.where(b, 1.0, 2.0)          # a null array
+        o[i, 2] = m.where(m.int64(i) - m.int64(1), a[i], 5.0)  # an integer: not 0
+        o[i, 3] = m.where(m.uint8(i), m.vec2(1.0, 2.0), m.vec2(3.0, 4.0))[1]
+    return k
+
+
+def _where_run(m):
+    dev = {} if m is kl else {"device": "cpu"}
+    a = m.array([1.0, -1.0, 0.5], dtype=float, requires_grad=True, **dev)
+    o = m.zeros((3, 4), dtype=float, requires_grad=True, **dev)
+    tape = m.Tape()
+    with tape:
+        m.launch(_compile(m, _where_conditions), 3, inputs=[a, None, o], **dev)
+    tape.backward(grads={o: m.array(np.ones((3, 4)), dtype=float, **dev)})
+    return o.numpy(), a.grad.numpy()
+
+
+def test_where_takes_an_integer_or_an_array_as_its_condition(backend):
+    out, grad = _where_run(kl)
+    np.testing.assert_array_equal(out, [[1, 2, 1, 4], [1, 2, 5, 2], [1, 2, 0.5, 2]])
+    np.testing.assert_array_equal(grad, [1, 0, 1])  # a[i] is chosen where i - 1 != 0
+
+
+def test_select_takes_an_integer_condition_too(backend):
+    @kl.kernel
+    def k(o: kl.array(dtype=float)):
+        i = kl.tid()
+        o[i] = kl.select(i, 1.0, 2.0)  # select(cond, value_if_false, value_if_true)
+    o = kl.zeros(2, dtype=float)
+    kl.launch(k, 2, outputs=[o])
+    np.testing.assert_array_equal(o.numpy(), [1.0, 2.0])
+
+
+def test_where_of_a_float_condition_is_still_a_type_error():
+    @kl.kernel
+    def k(o: kl.array(dtype=float)):
+        o[0] = kl.where(o[0], 1.0, 2.0)
+    with pytest.raises(kl.KernelTypeError if hasattr(kl, "KernelTypeError") else TypeError):
+        kl.launch(k, 1, outputs=[kl.zeros(1, dtype=float)])
+
+
+def test_where_conditions_match_warp():
+    wp = _warp()
+    for x, y in zip(_where_run(kl), _where_run(wp)):
+        np.testing.assert_array_equal(x, y)
