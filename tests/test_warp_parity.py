@@ -376,3 +376,23 @@ def test_where_conditions_match_warp():
     wp = _warp()
     for x, y in zip(_where_run(kl), _where_run(wp)):
         np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.zeros(2, device="cpu").assign(m.zeros(3, device="cpu")),
+    lambda m: m.copy(m.zeros(2, device="cpu"), m.zeros(3, device="cpu"), count=3)])
+def test_a_copy_or_assign_that_does_not_fit_is_a_runtime_error_as_in_warp(make):
+    with pytest.raises(RuntimeError, match="3"):
+        make(kl)
+    with pytest.raises(ValueError):  # and still the ValueError kernlab raised before
+        make(kl)
+
+
+def test_tape_seeding_with_a_gradient_of_the_wrong_shape_is_a_runtime_error():
+    a = kl.array([1.0, 2.0], dtype=float, requires_grad=True)
+    o = kl.zeros(2, dtype=float, requires_grad=True)
+    tape = kl.Tape()
+    with tape:
+        kl.copy(o, a)
+    with pytest.raises(RuntimeError):
+        tape.backward(grads={o: kl.array([1.0, 1.0, 1.0], dtype=float)})
