@@ -396,3 +396,10 @@ def test_tape_seeding_with_a_gradient_of_the_wrong_shape_is_a_runtime_error():
         kl.copy(o, a)
     with pytest.raises(RuntimeError):
         tape.backward(grads={o: kl.array([1.0, 1.0, 1.0], dtype=float)})
+
+
+def test_python_scope_math_at_the_edges_is_silent_and_matches_c(recwarn):
+    assert kl.log(0.0) == -math.inf and kl.exp(100.0) == math.inf
+    assert math.isnan(kl.sqrt(-1.0))
+    assert kl.acos(2.0) == 0.0 and kl.asin(-3.0) == pytest.approx(-math.pi / 2)
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]

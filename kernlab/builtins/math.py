@@ -20,8 +20,15 @@ def _unary(name, ref, grad, intrinsic=None, libm=None, cuda=None, differentiable
         llvm = lambda cx, x: cx.intr(intrinsic, x)  # noqa: E731
     elif llvm is None:
         llvm = lambda cx, x: cx.libm(libm or name, x)  # noqa: E731
-    builtin(name, FLOAT1, lambda x: x.dtype.type(ref(x)), llvm=llvm,
+    builtin(name, FLOAT1, lambda x: x.dtype.type(_quiet(ref, x)), llvm=llvm,
             cuda=cuda or f"{name}({{0}})", grad=grad, differentiable=differentiable)
+
+
+def _quiet(ref, x):
+    """ref(x) without NumPy's warnings: log(0) is -inf and exp(100) inf, as compiled code
+    (and Warp at Python scope) give them, silently."""
+    with np.errstate(all="ignore"):
+        return ref(x)
 
 
 def one(g, x):
