@@ -563,6 +563,12 @@ class Value(np.ndarray):
 
     __hash__ = None
 
+    def __repr__(self):  # Warp's: vec3f([1.0, 2.0, 3.0]), quatf([...])
+        if self.ndim not in (1, 2):
+            return super().__repr__()
+        name = self._type_name() if type(self) is Value else type(self).__name__
+        return f"{name}({np.asarray(self).tolist()})"
+
     def __str__(self):
         a = np.asarray(self)
         if a.ndim == 2:

@@ -403,3 +403,11 @@ def test_python_scope_math_at_the_edges_is_silent_and_matches_c(recwarn):
     assert math.isnan(kl.sqrt(-1.0))
     assert kl.acos(2.0) == 0.0 and kl.asin(-3.0) == pytest.approx(-math.pi / 2)
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_vector_and_matrix_values_repr_as_warp():
+    assert repr(kl.vec3(1.0, 2.0, 3.0)) == "vec3f([1.0, 2.0, 3.0])"  # Warp's, exactly
+    assert repr(kl.vec3i(1, 2, 3)) == "vec3i([1, 2, 3])"
+    assert repr(kl.quat()) == "quatf([0.0, 0.0, 0.0, 0.0])"
+    assert repr(kl.mat22(1.0, 2.0, 3.0, 4.0)) == "mat22f([[1.0, 2.0], [3.0, 4.0]])"
+    assert str(kl.vec3(1.0, 2.0, 3.0)) == "[1.0, 2.0, 3.0]"
