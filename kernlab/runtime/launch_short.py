@@ -40,11 +40,13 @@ import ctypes
 import functools
 import struct
 import threading
+import weakref
 
 import numpy as np
 
 from .. import config
 from .array import array
+from . import launch_short_native as native_front
 from .device import _CPU, _default
 
 _ZERO = ctypes.c_int64(0)
@@ -75,6 +77,7 @@ _CLEAN = object()  # what a native call returns when the kernel left its status 
 
 _native: dict = {"state": "unmade", "calls": 0}  # unmade, making, made or failed
 _native_lock = threading.Lock()
+_waiting: weakref.WeakSet = weakref.WeakSet()  # short paths to get a native front once made
 
 
 def _native_source() -> str:
@@ -143,14 +146,16 @@ def _make_native_now() -> None:
     try:
         import llvmlite.binding as llvm
         api = ctypes.pythonapi
-        for name in ("PyTuple_GetItem", "PyLong_AsVoidPtr", "Py_IncRef", "PyEval_SaveThread",
+        found = native_front.layout()  # (None: no native front, the calls still made)
+        for name in {"PyTuple_GetItem", "PyLong_AsVoidPtr", "Py_IncRef", "PyEval_SaveThread",
                      "PyEval_RestoreThread", "PyTuple_Size", "PyList_GetItem",
                      "PyLong_AsLongLong", "PyLong_FromLongLong", "PyList_SetItem",
-                     "PyErr_Clear"):
+                     "PyErr_Clear", *(native_front.SYMBOLS if found else ())}:
             llvm.add_symbol(name, ctypes.cast(getattr(api, name), ctypes.c_void_p).value)
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
-        module = llvm.parse_assembly(_native_source())
+        module = llvm.parse_assembly(_native_source() + (
+            native_front.DECLARATIONS + native_front.source(*found) if found else ""))
         module.verify()
         machine = llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine(
             opt=1)
@@ -162,10 +167,15 @@ def _make_native_now() -> None:
         defs = {held: _MethodDef(b"kernlab_short_launch", engine.get_function_address(name),
                                  0x0004, None)  # METH_NOARGS
                 for held, name in ((True, "kl_short_held"), (False, "kl_short_released"))}
+        front = _MethodDef(b"kernlab_short_launch", engine.get_function_address(
+            "kl_short_fast"), 0x0080, None) if found else None  # METH_FASTCALL
     except Exception:  # noqa: BLE001 - any failure: ctypes stays
         return
     # the engine (its code) and the method definitions live as long as the process
-    _native.update(state="made", engine=engine, defs=defs, new=new)
+    _native.update(state="made", engine=engine, defs=defs, new=new, front=front)
+    for q in list(_waiting):  # the short paths written meanwhile get their native front
+        q.front()
+    _waiting.clear()
 
 
 def _call(entry: int, released, buf, total: int, plan: list, boxes: tuple = ()):
@@ -219,7 +229,8 @@ class ShortPath:
     Either returns True when it ran the launch (or raised the kernel's own error), False to
     take the general path."""
 
-    __slots__ = ("kernel", "runner", "state", "changes", "run", "run_converted")
+    __slots__ = ("kernel", "runner", "state", "changes", "run", "run_converted", "python",
+                 "spec", "__weakref__")
 
     @classmethod
     def make(cls, kernel):
@@ -273,6 +284,15 @@ class ShortPath:
             plan = [None, buf, total, status, *keys, *([None] * (len(kinds) - len(types)))]
             plan[0] = _call(runner.entry.address, released, buf, total, plan, boxes)
             return plan
+        def tail(plan, total, args):
+            """After a launch by the native front whose kernel set its status: as the Python
+            path does, the plan is dropped and the runner settles the launch."""
+            for at in range(len(last) - 1, -1, -1):
+                if last[at] is plan:
+                    del last[at]
+                    break
+            runner.settle(plan[1], [0, total], list(args))
+            return True
         names = {"CPU": _CPU, "DEFAULT": _default, "describe": describe,
                  "generic": np.generic, "Q": q, "config": config,
                  "LAST": last, "NOPLAN": [None, None, -1, None, *([None] * len(kinds))],
@@ -286,6 +306,11 @@ class ShortPath:
                 names[f"O{k}"] = layout.offsets[f"p{k}"]
         parts = (kinds, written_params(func), inplace_plan(func).snapshot,
                  jit.PARALLEL_THRESHOLD, runner.layout.status_offset)
+        q.python = None
+        q.spec = (kinds, {k: jit._scalar_format(p.type.scalar) for k, p in enumerate(func.params)
+                          if not p.type.is_array},
+                  {k: names[f"O{k}"] for k in range(len(kinds)) if kinds[k][0]}, *parts[1:4],
+                  runner.entry.address, status, last, tail)
         for which in ("run", "run_converted"):  # each written on its first call
             setattr(q, which, _deferred(q, which, names, parts))
         return q
@@ -294,6 +319,24 @@ class ShortPath:
     def settings(kernel):
         return (config.cpu_backend, config.bounds_check, config.verify_fp,
                 kernel.options.get("bounds_check", ShortPath))
+
+    def front(self) -> None:
+        """Put the native front (launch_short_native.py) before the Python ``run`` where
+        it can be made; until the native calls are made, wait in _waiting."""
+        if self.python is None:  # run not written yet: its first call comes back here
+            return
+        if _native["state"] in ("unmade", "making"):
+            _waiting.add(self)
+            return
+        if _native["state"] != "made" or _native.get("front") is None:
+            return
+        kinds, formats, offsets, written, snapshot, most, entry, status, last, tail = self.spec
+        desc = native_front.descriptor(kinds, formats, offsets, written, snapshot, entry, status,
+                                       min(most, HOLD_GIL_BELOW))
+        if desc is not None:
+            new, front = _native["new"], ctypes.byref(_native["front"])
+            self.run = native_front.bind(lambda bound: new(front, bound, None), self.python,
+                                         last, desc, config, self, self.kernel.key, tail)
 
     def still(self) -> bool:
         """After a setting was assigned: whether those the compiled code depends on are
@@ -316,6 +359,9 @@ def _deferred(q, which, names, parts):
         exec(compile(text, f"<kernlab short launch of {q.kernel.key}>", "exec"), scope)
         fn = scope.pop("run")
         setattr(q, which, fn)
+        if which == "run":  # the native front calls it for what it does not take
+            q.python = fn
+            q.front()
         return fn(total, args)
     return first
 
