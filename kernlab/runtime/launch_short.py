@@ -285,12 +285,8 @@ class ShortPath:
             plan[0] = _call(runner.entry.address, released, buf, total, plan, boxes)
             return plan
         def tail(plan, total, args):
-            """After a launch by the native front whose kernel set its status: as the Python
-            path does, the plan is dropped and the runner settles the launch."""
-            for at in range(len(last) - 1, -1, -1):
-                if last[at] is plan:
-                    del last[at]
-                    break
+            """After a launch by the native front whose kernel set its status (its plan
+            not put back): the runner settles it, as on the Python path."""
             runner.settle(plan[1], [0, total], list(args))
             return True
         names = {"CPU": _CPU, "DEFAULT": _default, "describe": describe,
@@ -386,7 +382,7 @@ def source(kinds, written, snapshot, most, status, converted) -> str:
            "    try:",
            f"        {names}= args" if n else "        if args: return False"]
     out += [f"        d{k} = a{k}._described" for k in descs]
-    out += ["    except (TypeError, ValueError, AttributeError):  # not n arguments, not arrays",
+    out += ["    except Exception:  # not n arguments, not arrays, an attribute that fails oddly",
             "        return False"]
     for k in descs:
         out += [f"    if d{k} is None:",

@@ -16,17 +16,17 @@ parameters. A call ``fast(total, args)`` with ``args`` a list or tuple does:
    per array parameter ``a._described`` (and ``a._data``, ``a._vbox`` where the kernel
    writes it or marks it for the tape's in-place check); ``config.changes`` is the
    ShortPath's;
-2. the plan waiting in LAST (not taken out: the GIL is held from here to the end) has the
-   same thread count and the same array keys (by identity); a written array's NumPy data
+2. the plan waiting in LAST has the same thread count and the same array keys (by identity); a written array's NumPy data
    is writeable; a float parameter gets an exact ``float`` (or an ``int`` of at most 2**53
    in magnitude) within its type's range, an integer parameter an exact ``int`` within its
    type's range;
-3. the scalars are stored into the plan's argument block (and into the plan, as the Python
-   path does), the entry is called with the GIL held, the written arrays' versions are
-   counted up and the in-place marks set as launch_short.py's generated code does;
+3. the plan is taken out of LAST, the scalars are stored into its argument block (and into
+   the plan, as the Python path does), the entry is called with the GIL held and the plan
+   put back unless the kernel set its status; the written arrays' versions are counted up
+   and the in-place marks set as launch_short.py's generated code does;
 4. True; or, when the kernel set its status (an index out of bounds, or the fast entry
-   declined), ``tail(plan, total, args)`` (ShortPath.make), which drops the plan and lets
-   the runner settle it as the Python path does.
+   declined), ``tail(plan, total, args)`` (ShortPath.make): the runner settles the launch
+   as on the Python path.
 
 A failure in steps 1–2 (any exception, any mismatch) clears the error and returns
 ``run(total, args)``. Nothing in it raises by itself; a type or layout this file assumes
@@ -43,6 +43,7 @@ import numpy as np
 
 # The C API functions the code calls (resolved in this process by launch_short.py).
 SYMBOLS = ("PyTuple_GetItem", "PyTuple_Size", "PyList_GetItem", "PyList_Size", "PyList_SetItem",
+           "PyList_SetSlice", "PyList_Append",
            "PyBytes_AsString", "PyObject_GetAttr", "PyObject_SetAttr", "PyObject_Vectorcall",
            "PyObject_CallFunctionObjArgs", "PyLong_AsLongLong", "PyLong_FromLongLong",
            "PyFloat_AsDouble", "PyTuple_Pack", "Py_IncRef", "Py_DecRef", "PyErr_Clear",
@@ -52,9 +53,10 @@ TYPE_AT = 8  # the offset of ob_type in a PyObject (a release build of CPython)
 WRITEABLE = 0x0400  # NPY_ARRAY_WRITEABLE
 HEADER = 9  # i64 fields before the parameters' (see descriptor)
 FIELDS = 5  # per parameter: kind, block offset, low, high, plan slot
-# kinds: arrays 1 | 2 (written) | 4 (marked for the in-place check); scalars by store
-_SCALARS = {"f": 16, "d": 17, "b": 33, "B": 33, "h": 34, "H": 34, "i": 36, "I": 36, "q": 40,
-            "Q": 40}
+# kinds: arrays 1 | 2 (written) | 4 (marked for the in-place check); scalars by how they
+# are stored, each with bit 16 (which tells them from arrays)
+_SCALARS = {"f": 16, "d": 17, "b": 49, "B": 49, "h": 50, "H": 50, "i": 52, "I": 52, "q": 56,
+            "Q": 56}
 _BIG = 2 ** 63 - 1
 
 
@@ -154,7 +156,10 @@ def source(flags: int, data: int) -> str:
                 f"  %{name} = ptrtoint ptr %{name}.t to i64\n")
 
     def bit(name, kind, mask):
-        return f"  %{name}.b = and i64 {kind}, {mask}\n  %{name} = icmp ne i64 %{name}.b, 0\n"
+        """%{name}: whether the kind is an array's with the bit(s) ``mask`` (1: an array, 2:
+        written, 4: marked); a scalar's kind has bit 16, which no array's has."""
+        return (f"  %{name}.b = and i64 {kind}, {mask | 16}\n"
+                f"  %{name} = icmp eq i64 %{name}.b, {mask}\n")
 
     def getattr_(k, at, self_at, name):
         """slot ``at`` of parameter %k = getattr(item, the name in self[self_at])."""
@@ -186,8 +191,8 @@ def source(flags: int, data: int) -> str:
         + "  br i1 %one.isw, label %one.data, label %one.v\n"
         "one.data:\n" + getattr_("%one.k", 2, 9, "one.da")
         + "  br i1 %one.da.null, label %bail, label %one.v\n"
-        "one.v:\n" + bit("one.isv", "%one.kind", 6)
-        + "  br i1 %one.isv, label %one.vbox, label %one.next\n"
+        "one.v:\n  %one.isv.b = and i64 %one.kind, 6\n  %one.isv = icmp ne i64 %one.isv.b, 0\n"
+        "  br i1 %one.isv, label %one.vbox, label %one.next\n"
         "one.vbox:\n" + getattr_("%one.k", 3, 10, "one.vb")
         + "  br i1 %one.vb.null, label %bail, label %one.next\n")
 
@@ -256,8 +261,8 @@ def source(flags: int, data: int) -> str:
         "  %three.vp = getelementptr i64, ptr %vals, i64 %three.k\n"
         "  %three.val = load i64, ptr %three.vp\n"
         "  switch i64 %three.kind, label %three.plan [i64 16, label %three.f32\n"
-        "    i64 17, label %three.q i64 33, label %three.b i64 34, label %three.h\n"
-        "    i64 36, label %three.i i64 40, label %three.q]\n"
+        "    i64 17, label %three.q i64 49, label %three.b i64 50, label %three.h\n"
+        "    i64 52, label %three.i i64 56, label %three.q]\n"
         "three.f32:\n  %three.d = bitcast i64 %three.val to double\n"
         "  %three.f = fptrunc double %three.d to float\n"
         "  store float %three.f, ptr %three.at, align 1\n  br label %three.plan\n"
@@ -360,14 +365,18 @@ def source(flags: int, data: int) -> str:
         "  %pt = call i64 @PyLong_AsLongLong(ptr %ptot)\n  %samet = icmp eq i64 %pt, %t\n"
         "  br i1 %samet, label %two.start, label %bail\n"
         "two.start:\n" + loop("two", "%n", stage_two, "block")
-        + "block:\n  %bufo = call ptr @PyList_GetItem(ptr %plan, i64 1)\n"
+        + "block:\n  %taken = call i32 @PyList_SetSlice(ptr %lastl, i64 %ln1, i64 %ln, ptr null)\n"
+        "  %bufo = call ptr @PyList_GetItem(ptr %plan, i64 1)\n"
         f"  %bufp = getelementptr i8, ptr %bufo, i64 {data}\n  %buf = load ptr, ptr %bufp\n"
         + loop("three", "%n", stage_three, "call")
         + "call:\n  %entryf = inttoptr i64 %entryi to ptr\n"
         "  call void %entryf(ptr %buf, i64 0, i64 %t)\n"
         "  %flag = getelementptr i8, ptr %buf, i64 %status\n  %flagv = load i8, ptr %flag\n"
-        "  store i8 %flagv, ptr %flag.a\n"
-        + loop("four", "%n", stage_four, "marks")
+        "  store i8 %flagv, ptr %flag.a\n  %unset = icmp eq i8 %flagv, 0\n"
+        "  br i1 %unset, label %putback, label %counts\n"
+        "putback:\n  %put = call i32 @PyList_Append(ptr %lastl, ptr %plan)\n"
+        "  br label %counts\n"
+        "counts:\n" + loop("four", "%n", stage_four, "marks")
         + "marks:\n" + loop("five", "%n", stage_five, "done")
         + "done:\n  store i1 true, ptr %ok.a\n  br label %clean.start\n"
         "bail:\n  br label %clean.start\n"
@@ -393,6 +402,7 @@ def source(flags: int, data: int) -> str:
 
 DECLARATIONS = (
     "declare i64 @PyList_Size(ptr)\n"
+    "declare i32 @PyList_SetSlice(ptr, i64, i64, ptr)\ndeclare i32 @PyList_Append(ptr, ptr)\n"
     "declare ptr @PyBytes_AsString(ptr)\ndeclare ptr @PyObject_GetAttr(ptr, ptr)\n"
     "declare i32 @PyObject_SetAttr(ptr, ptr, ptr)\n"
     "declare ptr @PyObject_Vectorcall(ptr, ptr, i64, ptr)\n"
