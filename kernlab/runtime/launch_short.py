@@ -261,11 +261,11 @@ class ShortPath:
         plans, last = {}, []
         types = [(a, b) for kind, a, b in kinds if kind == 0]  # the arrays' dtype and ndim
 
-        def find(old, keys, total, boxes):
+        def find(old, keys, total, boxes, arrays):
             """The plan for these arrays' keys and thread count (None when an array does
             not fit its parameter), after ``old``, the latest one, went back to PLANS;
             ``boxes``: the version lists of the arrays the kernel writes (the native call
-            counts them up)."""
+            counts them up); ``arrays``: the arrays, for the native front's extras."""
             if old[0] is not None:
                 if len(plans) >= PLANS_KEPT:
                     plans.clear()
@@ -283,6 +283,8 @@ class ShortPath:
             # the plan holds the keys: their ids in PLANS stay theirs while it lives
             plan = [None, buf, total, status, *keys, *([None] * (len(kinds) - len(types)))]
             plan[0] = _call(runner.entry.address, released, buf, total, plan, boxes)
+            for a in arrays:  # what the native front reads instead of the keys
+                plan += native_front.extras(a)
             return plan
         def tail(plan, total, args):
             """After a launch by the native front whose kernel set its status (its plan
@@ -413,7 +415,8 @@ def source(kinds, written, snapshot, most, status, converted) -> str:
             "        plan = NOPLAN",
             f"    if {same}:",
             f"        plan = FIND(plan, ({''.join(f'd{k}, ' for k in descs)}), total, "
-            f"({''.join(f'a{k}._vbox, ' for k in written)}))",
+            f"({''.join(f'a{k}._vbox, ' for k in written)}), "
+            f"({''.join(f'a{k}, ' for k in descs)}))",
             "        if plan is None:  # an array of another dtype, ndim or device",
             "            return False",
             "    buf = plan[1]"]

@@ -12,14 +12,14 @@ launch_short.py's native calls, and bound per kernel to a tuple (see ``bind``) t
 the kernel's Python ``run``, its latest-plan list LAST and a descriptor (bytes) of its
 parameters. A call ``fast(total, args)`` with ``args`` a list or tuple does:
 
-1. ``total`` an ``int`` with 0 < total < HOLD_GIL_BELOW (and below the parallel threshold);
-   per array parameter ``a._described`` (and ``a._data``, ``a._vbox`` where the kernel
-   writes it or marks it for the tape's in-place check); ``config.changes`` is the
-   ShortPath's;
-2. the plan waiting in LAST has the same thread count and the same array keys (by identity); a written array's NumPy data
-   is writeable; a float parameter gets an exact ``float`` (or an ``int`` of at most 2**53
-   in magnitude) within its type's range, an integer parameter an exact ``int`` within its
-   type's range;
+1. ``total`` an ``int`` with 0 < total < HOLD_GIL_BELOW (and below the parallel threshold),
+   ``config.changes`` the ShortPath's;
+2. the plan waiting in LAST has the same thread count and, per array parameter, the same
+   array object (a weak reference the plan holds: see ``extras``; the same object has the
+   same key, so this is the Python path's test by the keys' identity, without reading an
+   attribute); a written array's NumPy data is writeable; a float parameter gets an exact
+   ``float`` (or an ``int`` of at most 2**53 in magnitude) within its type's range, an
+   integer parameter an exact ``int`` within its type's range;
 3. the plan is taken out of LAST, the scalars are stored into its argument block (and into
    the plan, as the Python path does), the entry is called with the GIL held and the plan
    put back unless the kernel set its status; the written arrays' versions are counted up
@@ -38,6 +38,7 @@ from __future__ import annotations
 import ctypes
 import struct
 import sys
+import weakref
 
 import numpy as np
 
@@ -47,7 +48,7 @@ SYMBOLS = ("PyTuple_GetItem", "PyTuple_Size", "PyList_GetItem", "PyList_Size", "
            "PyBytes_AsString", "PyObject_GetAttr", "PyObject_SetAttr", "PyObject_Vectorcall",
            "PyObject_CallFunctionObjArgs", "PyLong_AsLongLong", "PyLong_FromLongLong",
            "PyFloat_AsDouble", "PyTuple_Pack", "Py_IncRef", "Py_DecRef", "PyErr_Clear",
-           "PyErr_Occurred")
+           "PyErr_Occurred", "PyWeakref_GetObject")
 
 TYPE_AT = 8  # the offset of ob_type in a PyObject (a release build of CPython)
 WRITEABLE = 0x0400  # NPY_ARRAY_WRITEABLE
@@ -98,7 +99,7 @@ def descriptor(kinds, formats, offsets, written, snapshot, entry, status, most) 
     for k, (kind, low, high) in enumerate(kinds):
         if kind == 0:
             code = 1 | (2 if k in written else 0) | (4 if k in snapshot else 0)
-            fields += [code, 0, 0, 0, 4 + j]
+            fields += [code, 0, 4 + len(kinds) + 3 * j, 0, 4 + j]  # low: its plan extras
             j += 1
             continue
         code = _SCALARS.get(formats[k])
@@ -115,11 +116,21 @@ def descriptor(kinds, formats, offsets, written, snapshot, entry, status, most) 
     return struct.pack(f"<{len(fields)}q", *fields)
 
 
+def extras(a) -> list:
+    """What a plan holds of array ``a`` for the native front (after the keys and scalars):
+    weak references to it and to its NumPy data (a plan must not keep an array alive), and
+    its version list. The front compares the argument with the first (the same object has
+    the same key) and reads the writeable flag through the second."""
+    try:
+        return [weakref.ref(a), weakref.ref(a._data), a._vbox]
+    except TypeError:  # (not to be referred to weakly: the front declines this plan)
+        return [None, None, None]
+
+
 def bind(make, run, last, desc, config, short, key, tail):
     """The fast front of one kernel: the builtin bound to what it reads (the order is the
     code's). ``make`` is PyCFunction_NewEx over the process's method definition."""
-    names = [sys.intern(s) for s in ("_described", "_data", "_vbox", "changes",
-                                     "_overwritten_by")]
+    names = [sys.intern(s) for s in ("changes", "_overwritten_by")]
     return make((run, last, desc, config, short, key, tail, True, *names))
 
 
@@ -144,11 +155,16 @@ def source(flags: int, data: int) -> str:
                 f"  %{name}.p = getelementptr i64, ptr %d, i64 %{name}.i1\n"
                 f"  %{name} = load i64, ptr %{name}.p\n")
 
-    def slot(name, k, at):
-        """%{name}: slot ``at`` of parameter %k (the item, its key, data, version list)."""
-        return (f"  %{name}.i0 = mul i64 {k}, 4\n  %{name}.i1 = add i64 %{name}.i0, {at}\n"
-                f"  %{name}.p = getelementptr ptr, ptr %slots, i64 %{name}.i1\n"
+    def slot(name, k):
+        """%{name}: the argument for parameter %k (a reference the code holds)."""
+        return (f"  %{name}.p = getelementptr ptr, ptr %slots, i64 {k}\n"
                 f"  %{name} = load ptr, ptr %{name}.p\n")
+
+    def planned(name, at, plus):
+        """%{name}: the plan's item ``at`` + ``plus`` (one of an array's three: its weak
+        reference, its data's, its version list)."""
+        return (f"  %{name}.i = add i64 {at}, {plus}\n"
+                f"  %{name} = call ptr @PyList_GetItem(ptr %plan, i64 %{name}.i)\n")
 
     def type_of(name, obj):
         return (f"  %{name}.p = getelementptr i8, ptr {obj}, i64 {TYPE_AT}\n"
@@ -161,16 +177,7 @@ def source(flags: int, data: int) -> str:
         return (f"  %{name}.b = and i64 {kind}, {mask | 16}\n"
                 f"  %{name} = icmp eq i64 %{name}.b, {mask}\n")
 
-    def getattr_(k, at, self_at, name):
-        """slot ``at`` of parameter %k = getattr(item, the name in self[self_at])."""
-        return (f"  %{name}.n = call ptr @PyTuple_GetItem(ptr %self, i64 {self_at})\n"
-                f"  %{name} = call ptr @PyObject_GetAttr(ptr %one.item, ptr %{name}.n)\n"
-                f"  %{name}.i0 = mul i64 {k}, 4\n  %{name}.i1 = add i64 %{name}.i0, {at}\n"
-                f"  %{name}.p = getelementptr ptr, ptr %slots, i64 %{name}.i1\n"
-                f"  store ptr %{name}, ptr %{name}.p\n"
-                f"  %{name}.null = icmp eq ptr %{name}, null\n")
-
-    stage_one = (  # take each argument, and the attributes of the arrays
+    stage_one = (  # take each argument (a reference: the marks may run a finalizer)
         "one.body:\n  br i1 %islist, label %one.litem, label %one.titem\n"
         "one.litem:\n  %one.li = call ptr @PyList_GetItem(ptr %seq, i64 %one.k)\n"
         "  br label %one.got\n"
@@ -180,36 +187,27 @@ def source(flags: int, data: int) -> str:
         "  %one.none = icmp eq ptr %one.item, null\n"
         "  br i1 %one.none, label %bail, label %one.keep\n"
         "one.keep:\n  call void @Py_IncRef(ptr %one.item)\n"
-        "  %one.s0 = mul i64 %one.k, 4\n"
-        "  %one.sp = getelementptr ptr, ptr %slots, i64 %one.s0\n"
-        "  store ptr %one.item, ptr %one.sp\n"
-        + field("one.kind", "%one.k", 0) + bit("one.arr", "%one.kind", 1)
-        + "  br i1 %one.arr, label %one.desc, label %one.next\n"
-        "one.desc:\n" + getattr_("%one.k", 1, 8, "one.de")
-        + "  br i1 %one.de.null, label %bail, label %one.w\n"
-        "one.w:\n" + bit("one.isw", "%one.kind", 2)
-        + "  br i1 %one.isw, label %one.data, label %one.v\n"
-        "one.data:\n" + getattr_("%one.k", 2, 9, "one.da")
-        + "  br i1 %one.da.null, label %bail, label %one.v\n"
-        "one.v:\n  %one.isv.b = and i64 %one.kind, 6\n  %one.isv = icmp ne i64 %one.isv.b, 0\n"
-        "  br i1 %one.isv, label %one.vbox, label %one.next\n"
-        "one.vbox:\n" + getattr_("%one.k", 3, 10, "one.vb")
-        + "  br i1 %one.vb.null, label %bail, label %one.next\n")
+        "  %one.sp = getelementptr ptr, ptr %slots, i64 %one.k\n"
+        "  store ptr %one.item, ptr %one.sp\n  br label %one.next\n")
 
     stage_two = (  # compare with the plan; check and convert the scalars
         "two.body:\n" + field("two.kind", "%two.k", 0) + field("two.lo", "%two.k", 2)
         + field("two.hi", "%two.k", 3) + field("two.slot", "%two.k", 4)
-        + slot("two.item", "%two.k", 0) + type_of("two.type", "%two.item")
+        + slot("two.item", "%two.k") + type_of("two.type", "%two.item")
         + "  %two.val = getelementptr i64, ptr %vals, i64 %two.k\n"
         + bit("two.arr", "%two.kind", 1)
         + "  br i1 %two.arr, label %two.key, label %two.scalar\n"
-        "two.key:\n  %two.planned = call ptr @PyList_GetItem(ptr %plan, i64 %two.slot)\n"
-        + slot("two.de", "%two.k", 1)
-        + "  %two.same = icmp eq ptr %two.planned, %two.de\n"
+        "two.key:\n" + planned("two.ref", "%two.lo", 0)
+        + "  %two.obj = call ptr @PyWeakref_GetObject(ptr %two.ref)\n"
+        "  %two.same = icmp eq ptr %two.obj, %two.item\n"
         "  br i1 %two.same, label %two.w, label %bail\n"
         "two.w:\n" + bit("two.isw", "%two.kind", 2)
         + "  br i1 %two.isw, label %two.flags, label %two.next\n"
-        "two.flags:\n" + slot("two.da", "%two.k", 2) + type_of("two.dt", "%two.da")
+        "two.flags:\n" + planned("two.dref", "%two.lo", 1)
+        + "  %two.da = call ptr @PyWeakref_GetObject(ptr %two.dref)\n"
+        "  %two.dnull = icmp eq ptr %two.da, null\n"
+        "  br i1 %two.dnull, label %bail, label %two.dtype\n"
+        "two.dtype:\n" + type_of("two.dt", "%two.da")
         + "  %two.nd = icmp eq i64 %two.dt, %ndarray\n"
         "  br i1 %two.nd, label %two.writeable, label %bail\n"
         f"two.writeable:\n  %two.fp = getelementptr i8, ptr %two.da, i64 {flags}\n"
@@ -268,7 +266,7 @@ def source(flags: int, data: int) -> str:
         "  store float %three.f, ptr %three.at, align 1\n  br label %three.plan\n"
         "three.q:\n  store i64 %three.val, ptr %three.at, align 1\n  br label %three.plan\n"
         + store(1, "b", "i8") + store(2, "h", "i16") + store(4, "i", "i32")
-        + "three.plan:\n" + slot("three.item", "%three.k", 0)
+        + "three.plan:\n" + slot("three.item", "%three.k")
         + "  call void @Py_IncRef(ptr %three.item)\n"
         "  %three.set = call i32 @PyList_SetItem(ptr %plan, i64 %three.slot, ptr %three.item)\n"
         "  br label %three.next\n")
@@ -276,7 +274,7 @@ def source(flags: int, data: int) -> str:
     stage_four = (  # count up the versions of the written arrays
         "four.body:\n" + field("four.kind", "%four.k", 0) + bit("four.w", "%four.kind", 2)
         + "  br i1 %four.w, label %four.bump, label %four.next\n"
-        "four.bump:\n" + slot("four.vb", "%four.k", 3)
+        "four.bump:\n" + field("four.lo", "%four.k", 2) + planned("four.vb", "%four.lo", 2)
         + "  %four.old = call ptr @PyList_GetItem(ptr %four.vb, i64 0)\n"
         "  %four.none = icmp eq ptr %four.old, null\n"
         "  br i1 %four.none, label %four.clear, label %four.count\n"
@@ -292,7 +290,8 @@ def source(flags: int, data: int) -> str:
     stage_five = (  # the in-place marks: a._overwritten_by = (kernel key, a._vbox[0])
         "five.body:\n" + field("five.kind", "%five.k", 0) + bit("five.s", "%five.kind", 4)
         + "  br i1 %five.s, label %five.mark, label %five.next\n"
-        "five.mark:\n" + slot("five.vb", "%five.k", 3) + slot("five.item", "%five.k", 0)
+        "five.mark:\n" + field("five.lo", "%five.k", 2) + planned("five.vb", "%five.lo", 2)
+        + slot("five.item", "%five.k")
         + "  %five.v = call ptr @PyList_GetItem(ptr %five.vb, i64 0)\n"
         "  %five.none = icmp eq ptr %five.v, null\n"
         "  br i1 %five.none, label %five.clear, label %five.pack\n"
@@ -300,7 +299,7 @@ def source(flags: int, data: int) -> str:
         "  %five.t = call ptr (i64, ...) @PyTuple_Pack(i64 2, ptr %five.key, ptr %five.v)\n"
         "  %five.not = icmp eq ptr %five.t, null\n"
         "  br i1 %five.not, label %five.clear, label %five.set\n"
-        "five.set:\n  %five.n = call ptr @PyTuple_GetItem(ptr %self, i64 12)\n"
+        "five.set:\n  %five.n = call ptr @PyTuple_GetItem(ptr %self, i64 9)\n"
         "  %five.r = call i32 @PyObject_SetAttr(ptr %five.item, ptr %five.n, ptr %five.t)\n"
         "  call void @Py_DecRef(ptr %five.t)\n  %five.bad = icmp slt i32 %five.r, 0\n"
         "  br i1 %five.bad, label %five.clear, label %five.next\n"
@@ -338,10 +337,10 @@ def source(flags: int, data: int) -> str:
         "tsize:\n  %ts = call i64 @PyTuple_Size(ptr %seq)\n  br label %sized\n"
         "sized:\n  %size = phi i64 [%ls, %lsize], [%ts, %tsize]\n"
         "  %sizeok = icmp eq i64 %size, %n\n  br i1 %sizeok, label %prep, label %late\n"
-        "prep:\n  %n4 = mul i64 %n, 4\n  %slots = alloca ptr, i64 %n4\n"
+        "prep:\n  %slots = alloca ptr, i64 %n\n"
         "  %vals = alloca i64, i64 %n\n"
         "  store i1 false, ptr %ok.a\n  store i64 0, ptr %k.a\n  br label %zero.head\n"
-        "zero.head:\n  %zero.k = load i64, ptr %k.a\n  %zero.more = icmp slt i64 %zero.k, %n4\n"
+        "zero.head:\n  %zero.k = load i64, ptr %k.a\n  %zero.more = icmp slt i64 %zero.k, %n\n"
         "  br i1 %zero.more, label %zero.body, label %one.start\n"
         "zero.body:\n  %zero.p = getelementptr ptr, ptr %slots, i64 %zero.k\n"
         "  store ptr null, ptr %zero.p\n  %zero.k1 = add i64 %zero.k, 1\n"
@@ -349,7 +348,7 @@ def source(flags: int, data: int) -> str:
         "one.start:\n" + loop("one", "%n", stage_one, "changes")
         + "changes:\n  %cfg = call ptr @PyTuple_GetItem(ptr %self, i64 3)\n"
         "  %short = call ptr @PyTuple_GetItem(ptr %self, i64 4)\n"
-        "  %nch = call ptr @PyTuple_GetItem(ptr %self, i64 11)\n"
+        "  %nch = call ptr @PyTuple_GetItem(ptr %self, i64 8)\n"
         "  %c1 = call ptr @PyObject_GetAttr(ptr %cfg, ptr %nch)\n"
         "  %c2 = call ptr @PyObject_GetAttr(ptr %short, ptr %nch)\n"
         "  call void @Py_DecRef(ptr %c1)\n  call void @Py_DecRef(ptr %c2)\n"
@@ -380,7 +379,7 @@ def source(flags: int, data: int) -> str:
         + "marks:\n" + loop("five", "%n", stage_five, "done")
         + "done:\n  store i1 true, ptr %ok.a\n  br label %clean.start\n"
         "bail:\n  br label %clean.start\n"
-        "clean.start:\n" + loop("clean", "%n4", release, "cleaned")
+        "clean.start:\n" + loop("clean", "%n", release, "cleaned")
         + "cleaned:\n  %okv = load i1, ptr %ok.a\n"
         "  br i1 %okv, label %finish, label %bailed\n"
         "finish:\n  %plan2 = load ptr, ptr %plan.a\n  %flagw = load i8, ptr %flag.a\n  %clear = icmp eq i8 %flagw, 0\n"
@@ -408,4 +407,5 @@ DECLARATIONS = (
     "declare ptr @PyObject_Vectorcall(ptr, ptr, i64, ptr)\n"
     "declare ptr @PyObject_CallFunctionObjArgs(ptr, ...)\n"
     "declare double @PyFloat_AsDouble(ptr)\ndeclare ptr @PyTuple_Pack(i64, ...)\n"
-    "declare void @Py_DecRef(ptr)\ndeclare ptr @PyErr_Occurred()\n")
+    "declare void @Py_DecRef(ptr)\ndeclare ptr @PyErr_Occurred()\n"
+    "declare ptr @PyWeakref_GetObject(ptr)\n")
