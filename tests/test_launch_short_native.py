@@ -234,3 +234,25 @@ def test_a_kernel_and_its_front_are_freed_together(tmp_path, monkeypatch):
     variants._recent.clear()  # (the latest entries are kept a while: not this test's point)
     gc.collect()
     assert all(ref() is None for ref in gone)
+
+
+def test_short_paths_written_before_the_native_calls_get_the_front_once_they_are_made(
+        monkeypatch):
+    """A process's first short launches go through ctypes; the short paths written meanwhile
+    get their front when the native calls are made (after NATIVE_AFTER calls)."""
+    monkeypatch.setattr(launch_short, "_native", {"state": "unmade", "calls": 0})
+    monkeypatch.setattr(launch_short, "NATIVE_AFTER", 5)
+    xs = np.arange(4, dtype=np.float32)
+    x, y = kl.array(xs), kl.zeros(4)
+    kl.launch(axpy, 4, inputs=[x, y, 1.0])
+    kl.launch(axpy, 4, inputs=[x, y, 1.0])
+    assert type(axpy._quick.run).__name__ == "function"  # waiting for the native calls
+    for _ in range(6):
+        kl.launch(axpy, 4, inputs=[x, y, 0.5])
+    assert launch_short._native["state"] == "made"
+    assert type(axpy._quick.run).__name__ == "builtin_function_or_method"
+    ran = front_only(axpy, monkeypatch)
+    kl.launch(axpy, 4, inputs=[x, y, 2.0])
+    assert ran == []
+    np.testing.assert_allclose(y.numpy(), (2.0 + 3.0 + 2.0) * xs, rtol=1e-6)
+    assert y._version == 9

@@ -24,6 +24,11 @@ nothing more:
 * the bookkeeping of the general path: version counts of written arrays, the in-place
   snapshot marks, the error of a bounds check or of the general entry (``Runner.settle``).
 
+Once the native calls are made, ``run`` is a builtin in front of that Python function
+(launch_short_native.py): for a launch whose plan is the latest one, with Python numbers for
+the scalars, it does the same checks and the call in native code (about 0.2 µs less per
+launch) and hands everything else to the Python function.
+
 Whatever it does not accept (a NumPy array to wrap, a value to convert, a null array, a
 read-only array, a tape or capture open, settings changed since) it declines by returning
 False, and kl.launch takes its general path, which checks, converts and reports errors as it
