@@ -334,12 +334,16 @@ class ShortPath:
         if _native["state"] != "made" or _native.get("front") is None:
             return
         kinds, formats, offsets, written, snapshot, most, entry, status, last, tail = self.spec
-        desc = native_front.descriptor(kinds, formats, offsets, written, snapshot, entry, status,
-                                       min(most, HOLD_GIL_BELOW))
-        if desc is not None:
-            new, front = _native["new"], ctypes.byref(_native["front"])
-            self.run = native_front.bind(lambda bound: new(front, bound, None), self.python,
-                                         last, desc, config, self, self.kernel.key, tail)
+        try:
+            desc = native_front.descriptor(kinds, formats, offsets, written, snapshot, entry,
+                                           status, min(most, HOLD_GIL_BELOW))
+            if desc is not None:
+                new, front = _native["new"], ctypes.byref(_native["front"])
+                self.run = native_front.bind(lambda bound: new(front, bound, None),
+                                             self.python, last, desc, config, self,
+                                             self.kernel.key, tail)
+        except Exception:  # noqa: BLE001 - (none expected) the Python run stays
+            self.run = self.python
 
     def still(self) -> bool:
         """After a setting was assigned: whether those the compiled code depends on are

@@ -106,14 +106,14 @@ def descriptor(kinds, formats, offsets, written, snapshot, entry, status, most) 
         if code is None:
             return None
         if kind == 1:  # the range as the double's bits
-            low, high = (struct.unpack("<q", struct.pack("<d", v))[0] for v in (low, high))
+            low, high = (struct.unpack("=q", struct.pack("=d", v))[0] for v in (low, high))
         else:  # (an integer beyond int64 takes the Python path)
             low, high = max(low, -_BIG - 1), min(high, _BIG)
         fields += [code, offsets[k], low, high, 4 + arrays + s]
         s += 1
     if not arrays:  # such a launch's device is the default one: the Python path asks
         return None
-    return struct.pack(f"<{len(fields)}q", *fields)
+    return struct.pack(f"={len(fields)}q", *fields)  # (the machine's byte order)
 
 
 def extras(a) -> list:
