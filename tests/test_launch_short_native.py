@@ -14,7 +14,8 @@ import kernlab as kl
 from kernlab.errors import LaunchError
 from kernlab.runtime import launch_short
 from test_launch_short import *  # noqa: F401,F403 - run again with the native front
-from test_launch_short import axpy, counts, doubled64, general_path_only, shifted
+from test_launch_short import (axpy, counts, doubled64, general_path_only, shifted,
+                               short_path_only)
 
 pytestmark = pytest.mark.cpu_only("LLVM machine code")
 
@@ -59,7 +60,7 @@ def front_only(kernel, monkeypatch):
         call = plan[0]
         plan[0] = lambda call=call: ran.append(1) or call()
     monkeypatch.setattr(launch_short, "NATIVE_AFTER", 10 ** 9)
-    short_path_only(monkeypatch)  # noqa: F405
+    short_path_only(monkeypatch)
     return ran
 
 

@@ -312,7 +312,8 @@ def source(flags: int, data: int) -> str:
 
     return (
         "define ptr @kl_short_fast(ptr %self, ptr %argv, i64 %nargs) {\n"
-        "entry:\n  %k.a = alloca i64\n  %flag.a = alloca i8\n  %ok.a = alloca i1\n  %plan.a = alloca ptr\n"
+        "entry:\n  %k.a = alloca i64\n  %flag.a = alloca i8\n  %ok.a = alloca i1\n"
+        "  %plan.a = alloca ptr\n"
         "  store ptr null, ptr %plan.a\n"
         "  %fallback = call ptr @PyTuple_GetItem(ptr %self, i64 0)\n"
         "  %two = icmp eq i64 %nargs, 2\n  br i1 %two, label %args, label %late\n"
@@ -382,7 +383,8 @@ def source(flags: int, data: int) -> str:
         "clean.start:\n" + loop("clean", "%n", release, "cleaned")
         + "cleaned:\n  %okv = load i1, ptr %ok.a\n"
         "  br i1 %okv, label %finish, label %bailed\n"
-        "finish:\n  %plan2 = load ptr, ptr %plan.a\n  %flagw = load i8, ptr %flag.a\n  %clear = icmp eq i8 %flagw, 0\n"
+        "finish:\n  %plan2 = load ptr, ptr %plan.a\n  %flagw = load i8, ptr %flag.a\n"
+        "  %clear = icmp eq i8 %flagw, 0\n"
         "  br i1 %clear, label %clean_true, label %settle\n"
         "clean_true:\n  call void @Py_DecRef(ptr %plan2)\n"
         "  %truev = call ptr @PyTuple_GetItem(ptr %self, i64 7)\n"
