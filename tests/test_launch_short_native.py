@@ -171,7 +171,41 @@ def test_an_out_of_bounds_index_through_the_front_is_the_general_paths_error(mon
             kl.launch(shifted, 8, inputs=[xb, yb])
     assert str(front.value) == str(general.value) and "x[i + 1]" in str(front.value)
     np.testing.assert_array_equal(yb.numpy()[:7], np.arange(1, 8, dtype=np.float32))
-    assert len(ran) == 3  # the 8-thread launches: a new plan each, made by the Python path
+    # a failed launch's plan is dropped, so each 7-thread launch after one finds its plan
+    # on the Python path (and puts it back in LAST for the front)
+    assert len(ran) == 3
+
+
+@kl.kernel
+def offset(x: kl.array(dtype=float), y: kl.array(dtype=float), k: int):
+    i = kl.tid()
+    y[i] = x[i + k]
+
+
+def test_an_index_out_of_bounds_in_a_launch_the_front_took(monkeypatch):
+    """The same plan fails for one scalar and not another: the front runs the failing
+    launch itself, and the runner settles it (tail) with the general path's error."""
+    xs = np.arange(8, dtype=np.float32)
+    x, y = kl.array(xs), kl.zeros(8)
+    errors = []
+    for front in (True, False):
+        with monkeypatch.context() as m:
+            if not front:
+                general_path_only(m)
+            offset._quick = None
+            kl.launch(offset, 6, inputs=[x, y, 0])
+            kl.launch(offset, 6, inputs=[x, y, 0])
+            if front:
+                ran = front_only(offset, m)
+            with pytest.raises(IndexError) as info:
+                kl.launch(offset, 6, inputs=[x, y, 3])
+            errors.append(str(info.value))
+            before = y._version
+            kl.launch(offset, 6, inputs=[x, y, 2])  # a plan made anew: the next one clean
+            kl.launch(offset, 6, inputs=[x, y, 1])
+            assert y._version == before + 2
+            np.testing.assert_array_equal(y.numpy()[:6], xs[1:7])
+    assert ran == [] and errors[0] == errors[1] and "x[i + k]" in errors[0]
 
 
 def test_versions_and_in_place_marks_are_the_general_paths(monkeypatch):
