@@ -50,8 +50,8 @@ import weakref
 import numpy as np
 
 from .. import config
-from .array import array
 from . import launch_short_native as native_front
+from .array import array
 from .device import _CPU, _default
 
 _ZERO = ctypes.c_int64(0)
@@ -291,6 +291,7 @@ class ShortPath:
             for a in arrays:  # what the native front reads instead of the keys
                 plan += native_front.extras(a)
             return plan
+
         def tail(plan, total, args):
             """After a launch by the native front whose kernel set its status (its plan
             not put back): the runner settles it, as on the Python path."""
