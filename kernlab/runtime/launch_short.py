@@ -83,6 +83,7 @@ _CLEAN = object()  # what a native call returns when the kernel left its status 
 _native: dict = {"state": "unmade", "calls": 0}  # unmade, making, made or failed
 _native_lock = threading.Lock()
 _waiting: weakref.WeakSet = weakref.WeakSet()  # short paths to get a native front once made
+_forever: list = []  # every engine made, with its method definitions: never freed
 
 
 def _native_source() -> str:
@@ -176,7 +177,9 @@ def _make_native_now() -> None:
             "kl_short_fast"), 0x0080, None) if found else None  # METH_FASTCALL
     except Exception:  # noqa: BLE001 - any failure: ctypes stays
         return
-    # the engine (its code) and the method definitions live as long as the process
+    # the engine (its code) and the method definitions live as long as the process (also
+    # where _native is replaced, as tests do: builtins made from them may outlive it)
+    _forever.append((engine, defs, front))
     _native.update(state="made", engine=engine, defs=defs, new=new, front=front)
     for q in list(_waiting):  # the short paths written meanwhile get their native front
         q.front()
