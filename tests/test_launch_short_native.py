@@ -84,6 +84,24 @@ def test_the_front_runs_mixed_scalars_with_numpys_values(monkeypatch):
     assert ran == [] and y._version == 2 + len(cases) and x._version == 0
 
 
+def test_numpy_scalars_are_taken_with_the_python_paths_values(monkeypatch):
+    xs = np.linspace(-3, 3, 9, dtype=np.float32)
+    x, y = kl.array(xs), kl.zeros(9, dtype=kl.float64)
+    kl.launch(mixed, 9, inputs=[x, y, 1.0, 1.0, 1, 1])
+    kl.launch(mixed, 9, inputs=[x, y, 1.0, 1.0, 1, 1])
+    ran = front_only(mixed, monkeypatch)
+    floats = [np.float16(0.1), np.float32(-2.5), np.float64(1e-3), np.int64(2**60),
+              np.uint8(7), np.int8(-3), np.uint64(2**64 - 1)]
+    ints = [np.int8(-5), np.uint16(65535), np.int32(-2**31), np.int64(2**31 - 1)]
+    for k, a in enumerate(floats):
+        b, c, d = floats[-1 - k], ints[k % len(ints)], np.uint8(k)
+        kl.launch(mixed, 9, inputs=[x, y, a, b, c, d])
+        want = (xs * np.float32(float(a))).astype(np.float64) \
+            + np.float64(float(b)) * np.float64(int(c)) - np.float64(int(d))
+        np.testing.assert_array_equal(y.numpy(), want)
+    assert ran == [] and y._version == 2 + len(floats)
+
+
 def test_every_integer_width_is_stored_as_numpy_converts_it(monkeypatch):
     y = kl.zeros(5, dtype=kl.int64)
     kl.launch(mixed_ints, 5, inputs=[y, 0, 0, 0, 0, 0])
@@ -105,8 +123,10 @@ def test_what_the_front_does_not_take_goes_to_the_python_path(monkeypatch):
     kl.launch(mixed, 6, inputs=[x, y, 1.0, 1.0, 1, 1])
     kl.launch(mixed, 6, inputs=[x, y, 1.0, 1.0, 1, 1])
     ran = front_only(mixed, monkeypatch)
-    # NumPy scalars, a thread count of another plan, an int beyond 2**53 for a float
-    kl.launch(mixed, 6, inputs=[x, y, np.float32(2.0), np.float64(0.5), np.int32(2), np.uint8(3)])
+    class Args(list):  # (a list of another type)
+        pass
+    # another sequence, a thread count of another plan, an int beyond 2**53 for a float
+    kl.launch(mixed, 6, inputs=Args([x, y, 2.0, 0.5, 2, 3]))
     np.testing.assert_array_equal(y.numpy(), 2.0 * xs.astype(np.float64) + 1.0 - 3.0)
     assert len(ran) == 1  # (the plans the Python path makes next are not counted)
     kl.launch(mixed, 4, inputs=[x, y, 1.0, 2**53 + 2, 0, 0])
@@ -128,7 +148,11 @@ def bad_launches(x, y):
             [x, y, 1.0, 1.0, 1, -1], [x, y, float("nan"), 1.0, 1.0, 1], [x, y, True, 1.0, 1, 1],
             [x, y, 1.0, 1.0, 1], [x, y, 1.0, 1.0, 1, 1, 1], [x, kl.zeros(8), 1.0, 1.0, 1, 1],
             [x, kl.from_numpy(frozen), 1.0, 1.0, 1, 1], [Odd(), y, 1.0, 1.0, 1, 1],
-            [x, y, "1", 1.0, 1, 1], [x, None, 1.0, 1.0, 1, 1], [x, y, 1.0, 1.0, 1.5, 1]]
+            [x, y, "1", 1.0, 1, 1], [x, None, 1.0, 1.0, 1, 1], [x, y, 1.0, 1.0, 1.5, 1],
+            [x, y, np.float64(1e39), 1.0, 1, 1], [x, y, 1.0, 1.0, np.int64(2**31), 1],
+            [x, y, 1.0, 1.0, np.uint64(2**64 - 1), 1], [x, y, 1.0, 1.0, 1, np.int16(-1)],
+            [x, y, 1.0, 1.0, np.float32(1.0), 1], [x, y, np.bool_(True), 1.0, 1, 1],
+            [x, y, np.float32("nan"), 1.0, 1, 1], [x, y, np.complex64(1), 1.0, 1, 1]]
 
 
 def outcome(kernel, n, args):

@@ -17,9 +17,11 @@ parameters. A call ``fast(total, args)`` with ``args`` a list or tuple does:
 2. the plan waiting in LAST has the same thread count and, per array parameter, the same
    array object (a weak reference the plan holds: see ``extras``; the same object has the
    same key, so this is the Python path's test by the keys' identity, without reading an
-   attribute); a written array's NumPy data is writeable; a float parameter gets an exact
-   ``float`` (or an ``int`` of at most 2**53 in magnitude) within its type's range, an
-   integer parameter an exact ``int`` within its type's range;
+   attribute); a written array's NumPy data is writeable; a float parameter gets a
+   ``float``, an ``int`` of at most 2**53 in magnitude or a NumPy integer or float, within
+   its type's range; an integer parameter an ``int`` or a NumPy integer within its range
+   (what the Python path takes, converted as ``struct`` converts them: ``float()`` and
+   ``__index__``);
 3. the plan is taken out of LAST, the scalars are stored into its argument block (and into
    the plan, as the Python path does), the entry is called with the GIL held and the plan
    put back unless the kernel set its status; the written arrays' versions are counted up
@@ -52,13 +54,19 @@ SYMBOLS = ("PyTuple_GetItem", "PyTuple_Size", "PyList_GetItem", "PyList_Size", "
 
 TYPE_AT = 8  # the offset of ob_type in a PyObject (a release build of CPython)
 WRITEABLE = 0x0400  # NPY_ARRAY_WRITEABLE
-HEADER = 9  # i64 fields before the parameters' (see descriptor)
+TYPES = 16  # room for NumPy's scalar types (see descriptor)
+HEADER = 10 + 2 * TYPES  # i64 fields before the parameters' (see descriptor)
 FIELDS = 5  # per parameter: kind, block offset, low, high, plan slot
 # kinds: arrays 1 | 2 (written) | 4 (marked for the in-place check); scalars by how they
 # are stored, each with bit 16 (which tells them from arrays)
 _SCALARS = {"f": 16, "d": 17, "b": 49, "B": 49, "h": 50, "H": 50, "i": 52, "I": 52, "q": 56,
             "Q": 56}
 _BIG = 2 ** 63 - 1
+# NumPy's scalars the Python path takes (launch_short.py _INTS and _FLOATS): an integer for
+# an integer or float parameter (flags 1 | 2), a float for a float parameter (flags 2)
+_NUMPY_INTS = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+               np.uint64)
+_NUMPY_FLOATS = (np.float16, np.float32, np.float64)
 
 
 def layout() -> tuple[int, int] | None:
@@ -89,11 +97,15 @@ def layout() -> tuple[int, int] | None:
 
 def descriptor(kinds, formats, offsets, written, snapshot, entry, status, most) -> bytes | None:
     """The bytes the code reads of a kernel: a header (parameter count, entry address,
-    status offset, the thread limit, the addresses of int, float, list, tuple and ndarray)
-    and per parameter (kind, block offset, low, high, plan slot); None for parameters it
-    does not take (a half-precision scalar)."""
+    status offset, the thread limit, the addresses of int, float, list, tuple and ndarray,
+    then a table of NumPy's scalar types: their count, then TYPES pairs of address and
+    flags) and per parameter (kind, block offset, low, high, plan slot); None for
+    parameters it does not take (a half-precision scalar)."""
+    numpy = [(t, 3) for t in _NUMPY_INTS] + [(t, 2) for t in _NUMPY_FLOATS]
     fields = [len(kinds), entry, status, most, id(int), id(float), id(list), id(tuple),
-              id(np.ndarray)]
+              id(np.ndarray), len(numpy)]
+    for t, flags in numpy + [(None, 0)] * (TYPES - len(numpy)):
+        fields += [id(t) if t is not None else 0, flags]
     arrays = sum(1 for kind, _, _ in kinds if kind == 0)
     j = s = 0
     for k, (kind, low, high) in enumerate(kinds):
@@ -221,7 +233,13 @@ def source(flags: int, data: int) -> str:
         "two.fromfloat:\n  %two.fv = call double @PyFloat_AsDouble(ptr %two.item)\n"
         "  br label %two.frange\n"
         "two.fint:\n  %two.fisint = icmp eq i64 %two.type, %longT\n"
-        "  br i1 %two.fisint, label %two.fint1, label %bail\n"
+        "  br i1 %two.fisint, label %two.fint1, label %two.fnumpy\n"
+        "two.fnumpy:\n  %two.ff = call i64 @kl_type_flags(ptr %d, i64 %two.type)\n"
+        "  %two.ffb = and i64 %two.ff, 2\n  %two.isnf = icmp ne i64 %two.ffb, 0\n"
+        "  br i1 %two.isnf, label %two.fromnumpy, label %bail\n"
+        "two.fromnumpy:\n  %two.nv = call double @PyFloat_AsDouble(ptr %two.item)\n"
+        "  %two.e3 = call ptr @PyErr_Occurred()\n  %two.noe3 = icmp eq ptr %two.e3, null\n"
+        "  br i1 %two.noe3, label %two.frange, label %bail\n"
         "two.fint1:\n  %two.iv = call i64 @PyLong_AsLongLong(ptr %two.item)\n"
         "  %two.e1 = call ptr @PyErr_Occurred()\n  %two.noe1 = icmp eq ptr %two.e1, null\n"
         "  %two.ivlo = icmp sge i64 %two.iv, -9007199254740992\n"
@@ -229,7 +247,8 @@ def source(flags: int, data: int) -> str:
         "  %two.ivin = and i1 %two.ivlo, %two.ivhi\n  %two.ivok = and i1 %two.ivin, %two.noe1\n"
         "  br i1 %two.ivok, label %two.fint2, label %bail\n"
         "two.fint2:\n  %two.ivd = sitofp i64 %two.iv to double\n  br label %two.frange\n"
-        "two.frange:\n  %two.v = phi double [%two.fv, %two.fromfloat], [%two.ivd, %two.fint2]\n"
+        "two.frange:\n  %two.v = phi double [%two.fv, %two.fromfloat], [%two.ivd, %two.fint2],"
+        " [%two.nv, %two.fromnumpy]\n"
         "  %two.lod = bitcast i64 %two.lo to double\n"
         "  %two.hid = bitcast i64 %two.hi to double\n"
         "  %two.ge = fcmp oge double %two.v, %two.lod\n"
@@ -238,7 +257,10 @@ def source(flags: int, data: int) -> str:
         "two.fstore:\n  %two.vbits = bitcast double %two.v to i64\n"
         "  store i64 %two.vbits, ptr %two.val\n  br label %two.next\n"
         "two.int:\n  %two.isint = icmp eq i64 %two.type, %longT\n"
-        "  br i1 %two.isint, label %two.int1, label %bail\n"
+        "  br i1 %two.isint, label %two.int1, label %two.inumpy\n"
+        "two.inumpy:\n  %two.if = call i64 @kl_type_flags(ptr %d, i64 %two.type)\n"
+        "  %two.ifb = and i64 %two.if, 1\n  %two.isni = icmp ne i64 %two.ifb, 0\n"
+        "  br i1 %two.isni, label %two.int1, label %bail\n"
         "two.int1:\n  %two.jv = call i64 @PyLong_AsLongLong(ptr %two.item)\n"
         "  %two.e2 = call ptr @PyErr_Occurred()\n  %two.noe2 = icmp eq ptr %two.e2, null\n"
         "  %two.jge = icmp sge i64 %two.jv, %two.lo\n"
@@ -310,7 +332,7 @@ def source(flags: int, data: int) -> str:
         "  %clean.o = load ptr, ptr %clean.p\n  call void @Py_DecRef(ptr %clean.o)\n"
         "  br label %clean.next\n")
 
-    return (
+    return TYPE_FLAGS + (
         "define ptr @kl_short_fast(ptr %self, ptr %argv, i64 %nargs) {\n"
         "entry:\n  %k.a = alloca i64\n  %flag.a = alloca i8\n  %ok.a = alloca i1\n"
         "  %plan.a = alloca ptr\n"
@@ -400,6 +422,34 @@ def source(flags: int, data: int) -> str:
         "  %back = call ptr @PyObject_Vectorcall(ptr %fallback, ptr %argv, i64 %nargs, ptr null)\n"
         "  ret ptr %back\n}\n")
 
+
+TYPE_FLAGS = """define internal i64 @kl_type_flags(ptr %d, i64 %type) {
+entry:
+  %mp = getelementptr i64, ptr %d, i64 9
+  %m = load i64, ptr %mp
+  br label %head
+head:
+  %i = phi i64 [0, %entry], [%i1, %next]
+  %more = icmp slt i64 %i, %m
+  br i1 %more, label %body, label %none
+body:
+  %at0 = mul i64 %i, 2
+  %at = add i64 %at0, 10
+  %ap = getelementptr i64, ptr %d, i64 %at
+  %a = load i64, ptr %ap
+  %eq = icmp eq i64 %a, %type
+  br i1 %eq, label %found, label %next
+next:
+  %i1 = add i64 %i, 1
+  br label %head
+found:
+  %fp = getelementptr i64, ptr %ap, i64 1
+  %f = load i64, ptr %fp
+  ret i64 %f
+none:
+  ret i64 0
+}
+"""  # the flags of a NumPy scalar type in the descriptor's table (0: not there)
 
 DECLARATIONS = (
     "declare i64 @PyList_Size(ptr)\n"
