@@ -12,7 +12,7 @@ import pytest
 
 import kernlab as kl
 from kernlab.errors import LaunchError
-from kernlab.runtime import launch_short
+from kernlab.runtime import launch_short, launch_short_native
 from test_launch_short import *  # noqa: F401,F403 - run again with the native front
 from test_launch_short import (axpy, counts, doubled64, general_path_only, shifted,
                                short_path_only)
@@ -22,9 +22,10 @@ pytestmark = pytest.mark.cpu_only("LLVM machine code")
 
 @pytest.fixture(autouse=True)
 def native_front():
-    launch_short._make_native()
-    if launch_short._native["state"] != "made" or launch_short._native.get("front") is None:
-        pytest.skip("no native front in this Python")
+    if launch_short_native.layout() is None:
+        pytest.skip("no native front in this Python (another object layout)")
+    launch_short._make_native()  # (made where the layout is known: its IR must compile)
+    assert launch_short._native["state"] == "made" and launch_short._native["front"]
     for k in (axpy, counts, doubled64, shifted, mixed, in_place, mixed_ints):
         k._quick = None  # made anew, with the front
 
@@ -56,7 +57,7 @@ def front_only(kernel, monkeypatch):
     ran = []
     q = kernel._quick
     assert type(q.run).__name__ == "builtin_function_or_method"  # the front is in place
-    for plan in q.python.__globals__["LAST"]:
+    for plan in [*q.python.__globals__["LAST"], *q.spec[-1].values()]:  # latest, others
         call = plan[0]
         plan[0] = lambda call=call: ran.append(1) or call()
     monkeypatch.setattr(launch_short, "NATIVE_AFTER", 10 ** 9)
@@ -82,6 +83,30 @@ def test_the_front_runs_mixed_scalars_with_numpys_values(monkeypatch):
                 - np.float64(d)
         np.testing.assert_array_equal(y.numpy(), want)
     assert ran == [] and y._version == 2 + len(cases) and x._version == 0
+
+
+def test_alternating_arrays_are_taken_by_the_front_from_the_kept_plans(monkeypatch):
+    a = kl.array(np.arange(6, dtype=np.float64))
+    b = kl.zeros(6, dtype=kl.float64)
+    kl.launch(doubled64, 6, inputs=[a, b, 1.0])
+    kl.launch(doubled64, 6, inputs=[b, a, 1.0])  # the two plans made (Python path)
+    kl.launch(doubled64, 5, inputs=[b, a, 1.0])  # and a third, of another thread count
+    ran = front_only(doubled64, monkeypatch)
+    want_a, want_b = np.arange(6, dtype=np.float64), np.arange(6, dtype=np.float64)
+    want_a[:5] = want_b[:5]
+    for step in range(9):  # ping-pong, and now and then the 5-thread plan
+        if step % 3 == 2:
+            kl.launch(doubled64, 5, inputs=[b, a, 0.5])
+            want_a[:5] = 0.5 * want_b[:5]
+        elif step % 3 == 0:
+            kl.launch(doubled64, 6, inputs=[a, b, 2.0])
+            want_b = 2.0 * want_a
+        else:
+            kl.launch(doubled64, 6, inputs=(b, a, 3.0))
+            want_a = 3.0 * want_b
+        np.testing.assert_array_equal(a.numpy(), want_a)
+        np.testing.assert_array_equal(b.numpy(), want_b)
+    assert ran == [] and a._version + b._version == 3 + 9
 
 
 def test_numpy_scalars_are_taken_with_the_python_paths_values(monkeypatch):
@@ -195,9 +220,9 @@ def test_an_out_of_bounds_index_through_the_front_is_the_general_paths_error(mon
             kl.launch(shifted, 8, inputs=[xb, yb])
     assert str(front.value) == str(general.value) and "x[i + 1]" in str(front.value)
     np.testing.assert_array_equal(yb.numpy()[:7], np.arange(1, 8, dtype=np.float32))
-    # a failed launch's plan is dropped, so each 7-thread launch after one finds its plan
-    # on the Python path (and puts it back in LAST for the front)
-    assert len(ran) == 3
+    # a failed launch's plan is dropped (made anew by the Python path each time); the
+    # 7-thread plan waits among the others, where the front finds it
+    assert ran == []
 
 
 @kl.kernel

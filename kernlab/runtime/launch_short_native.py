@@ -9,22 +9,23 @@ the general path's.
 
 It is one builtin (METH_FASTCALL) generated once per process with llvmlite, beside
 launch_short.py's native calls, and bound per kernel to a tuple (see ``bind``) that holds
-the kernel's Python ``run``, its latest-plan list LAST and a descriptor (bytes) of its
-parameters. A call ``fast(total, args)`` with ``args`` a list or tuple does:
+the kernel's Python ``run``, its plans (the latest in the list LAST, the others in the
+dict PLANS) and a descriptor (bytes) of its parameters. A call ``fast(total, args)`` with ``args`` a list or tuple does:
 
 1. ``total`` an ``int`` with 0 < total < HOLD_GIL_BELOW (and below the parallel threshold),
    ``config.changes`` the ShortPath's;
-2. the plan waiting in LAST has the same thread count and, per array parameter, the same
-   array object (a weak reference the plan holds: see ``extras``; the same object has the
-   same key, so this is the Python path's test by the keys' identity, without reading an
+2. a plan is found (``kl_matches``: the one waiting in LAST first, then the others kept
+   in the dict PLANS) with the same thread count and, per array parameter, the same array
+   object (a weak reference the plan holds: see ``extras``; the same object has the same
+   key, so this is the Python path's test by the keys' identity, without reading an
    attribute); a written array's NumPy data is writeable; a float parameter gets a
    ``float``, an ``int`` of at most 2**53 in magnitude or a NumPy integer or float, within
    its type's range; an integer parameter an ``int`` or a NumPy integer within its range
    (what the Python path takes, converted as ``struct`` converts them: ``float()`` and
    ``__index__``);
-3. the plan is taken out of LAST, the scalars are stored into its argument block (and into
-   the plan, as the Python path does), the entry is called with the GIL held and the plan
-   put back unless the kernel set its status; the written arrays' versions are counted up
+3. the plan is taken out (of LAST or PLANS), the scalars are stored into its argument
+   block (and into the plan, as the Python path does), the entry is called with the GIL
+   held and the plan put back where it was unless the kernel set its status; the written arrays' versions are counted up
    and the in-place marks set as launch_short.py's generated code does;
 4. True; or, when the kernel set its status (an index out of bounds, or the fast entry
    declined), ``tail(plan, total, args)`` (ShortPath.make): the runner settles the launch
@@ -50,7 +51,8 @@ SYMBOLS = ("PyTuple_GetItem", "PyTuple_Size", "PyList_GetItem", "PyList_Size", "
            "PyBytes_AsString", "PyObject_GetAttr", "PyObject_SetAttr", "PyObject_Vectorcall",
            "PyObject_CallFunctionObjArgs", "PyLong_AsLongLong", "PyLong_FromLongLong",
            "PyFloat_AsDouble", "PyTuple_Pack", "Py_IncRef", "Py_DecRef", "PyErr_Clear",
-           "PyErr_Occurred", "PyWeakref_GetObject")
+           "PyErr_Occurred", "PyWeakref_GetObject", "PyDict_Next", "PyDict_DelItem",
+           "PyDict_SetItem")
 
 TYPE_AT = 8  # the offset of ob_type in a PyObject (a release build of CPython)
 WRITEABLE = 0x0400  # NPY_ARRAY_WRITEABLE
@@ -139,11 +141,11 @@ def extras(a) -> list:
         return [None, None, None]
 
 
-def bind(make, run, last, desc, config, short, key, tail):
+def bind(make, run, last, desc, config, short, key, tail, plans):
     """The fast front of one kernel: the builtin bound to what it reads (the order is the
     code's). ``make`` is PyCFunction_NewEx over the process's method definition."""
     names = [sys.intern(s) for s in ("changes", "_overwritten_by")]
-    return make((run, last, desc, config, short, key, tail, True, *names))
+    return make((run, last, desc, config, short, key, tail, True, *names, plans))
 
 
 def source(flags: int, data: int) -> str:
@@ -209,10 +211,7 @@ def source(flags: int, data: int) -> str:
         + "  %two.val = getelementptr i64, ptr %vals, i64 %two.k\n"
         + bit("two.arr", "%two.kind", 1)
         + "  br i1 %two.arr, label %two.key, label %two.scalar\n"
-        "two.key:\n" + planned("two.ref", "%two.lo", 0)
-        + "  %two.obj = call ptr @PyWeakref_GetObject(ptr %two.ref)\n"
-        "  %two.same = icmp eq ptr %two.obj, %two.item\n"
-        "  br i1 %two.same, label %two.w, label %bail\n"
+        "two.key:\n  br label %two.w\n"  # (the array matched with the plan: kl_matches)
         "two.w:\n" + bit("two.isw", "%two.kind", 2)
         + "  br i1 %two.isw, label %two.flags, label %two.next\n"
         "two.flags:\n" + planned("two.dref", "%two.lo", 1)
@@ -332,10 +331,11 @@ def source(flags: int, data: int) -> str:
         "  %clean.o = load ptr, ptr %clean.p\n  call void @Py_DecRef(ptr %clean.o)\n"
         "  br label %clean.next\n")
 
-    return TYPE_FLAGS + (
+    return TYPE_FLAGS + MATCHES.replace("HEADER", str(HEADER)) + (
         "define ptr @kl_short_fast(ptr %self, ptr %argv, i64 %nargs) {\n"
         "entry:\n  %k.a = alloca i64\n  %flag.a = alloca i8\n  %ok.a = alloca i1\n"
-        "  %plan.a = alloca ptr\n"
+        "  %plan.a = alloca ptr\n  %key.a = alloca ptr\n  %pos.a = alloca i64\n"
+        "  %dkey.a = alloca ptr\n  %dval.a = alloca ptr\n  store ptr null, ptr %key.a\n"
         "  store ptr null, ptr %plan.a\n"
         "  %fallback = call ptr @PyTuple_GetItem(ptr %self, i64 0)\n"
         "  %two = icmp eq i64 %nargs, 2\n  br i1 %two, label %args, label %late\n"
@@ -379,15 +379,34 @@ def source(flags: int, data: int) -> str:
         "  %cok = and i1 %csame, %cthere\n  br i1 %cok, label %last, label %bail\n"
         "last:\n  %lastl = call ptr @PyTuple_GetItem(ptr %self, i64 1)\n"
         "  %ln = call i64 @PyList_Size(ptr %lastl)\n  %haslast = icmp sgt i64 %ln, 0\n"
-        "  br i1 %haslast, label %planned, label %bail\n"
-        "planned:\n  %ln1 = sub i64 %ln, 1\n"
-        "  %plan = call ptr @PyList_GetItem(ptr %lastl, i64 %ln1)\n"
-        "  call void @Py_IncRef(ptr %plan)\n  store ptr %plan, ptr %plan.a\n"
-        "  %ptot = call ptr @PyList_GetItem(ptr %plan, i64 2)\n"
-        "  %pt = call i64 @PyLong_AsLongLong(ptr %ptot)\n  %samet = icmp eq i64 %pt, %t\n"
-        "  br i1 %samet, label %two.start, label %bail\n"
-        "two.start:\n" + loop("two", "%n", stage_two, "block")
-        + "block:\n  %taken = call i32 @PyList_SetSlice(ptr %lastl, i64 %ln1, i64 %ln, ptr null)\n"
+        "  br i1 %haslast, label %trylast, label %scan\n"
+        "trylast:\n  %ln1 = sub i64 %ln, 1\n"
+        "  %cand = call ptr @PyList_GetItem(ptr %lastl, i64 %ln1)\n"
+        "  %mlast = call i1 @kl_matches(ptr %cand, ptr %d, ptr %slots, i64 %t)\n"
+        "  br i1 %mlast, label %fromlast, label %scan\n"
+        "fromlast:\n  call void @Py_IncRef(ptr %cand)\n  store ptr %cand, ptr %plan.a\n"
+        "  store i64 %ln1, ptr %pos.a\n  br label %chosen\n"
+        "scan:\n  %plans = call ptr @PyTuple_GetItem(ptr %self, i64 10)\n"
+        "  store i64 0, ptr %pos.a\n  br label %scan.head\n"
+        "scan.head:\n"
+        "  %got = call i32 @PyDict_Next(ptr %plans, ptr %pos.a, ptr %dkey.a, ptr %dval.a)\n"
+        "  %any = icmp ne i32 %got, 0\n  br i1 %any, label %scan.body, label %bail\n"
+        "scan.body:\n  %dval = load ptr, ptr %dval.a\n"
+        "  %mdict = call i1 @kl_matches(ptr %dval, ptr %d, ptr %slots, i64 %t)\n"
+        "  br i1 %mdict, label %fromdict, label %scan.head\n"
+        "fromdict:\n  %dkey = load ptr, ptr %dkey.a\n  call void @Py_IncRef(ptr %dkey)\n"
+        "  store ptr %dkey, ptr %key.a\n  call void @Py_IncRef(ptr %dval)\n"
+        "  store ptr %dval, ptr %plan.a\n  br label %chosen\n"
+        "chosen:\n  %plan = load ptr, ptr %plan.a\n"
+        + loop("two", "%n", stage_two, "block")
+        + "block:\n  %keyt = load ptr, ptr %key.a\n  %fromd = icmp ne ptr %keyt, null\n"
+        "  br i1 %fromd, label %takedict, label %takelist\n"  # the plan taken out
+        "takelist:\n  %at = load i64, ptr %pos.a\n  %at1 = add i64 %at, 1\n"
+        "  %taken = call i32 @PyList_SetSlice(ptr %lastl, i64 %at, i64 %at1, ptr null)\n"
+        "  br label %holding\n"
+        "takedict:\n  %plans1 = call ptr @PyTuple_GetItem(ptr %self, i64 10)\n"
+        "  %deleted = call i32 @PyDict_DelItem(ptr %plans1, ptr %keyt)\n  br label %holding\n"
+        "holding:\n"
         "  %bufo = call ptr @PyList_GetItem(ptr %plan, i64 1)\n"
         f"  %bufp = getelementptr i8, ptr %bufo, i64 {data}\n  %buf = load ptr, ptr %bufp\n"
         + loop("three", "%n", stage_three, "call")
@@ -396,14 +415,20 @@ def source(flags: int, data: int) -> str:
         "  %flag = getelementptr i8, ptr %buf, i64 %status\n  %flagv = load i8, ptr %flag\n"
         "  store i8 %flagv, ptr %flag.a\n  %unset = icmp eq i8 %flagv, 0\n"
         "  br i1 %unset, label %putback, label %counts\n"
-        "putback:\n  %put = call i32 @PyList_Append(ptr %lastl, ptr %plan)\n"
+        "putback:\n  %keyv = load ptr, ptr %key.a\n  %indict = icmp ne ptr %keyv, null\n"
+        "  br i1 %indict, label %putdict, label %putlist\n"
+        "putlist:\n  %put = call i32 @PyList_Append(ptr %lastl, ptr %plan)\n"
+        "  br label %counts\n"
+        "putdict:\n  %plans2 = call ptr @PyTuple_GetItem(ptr %self, i64 10)\n"
+        "  %put2 = call i32 @PyDict_SetItem(ptr %plans2, ptr %keyv, ptr %plan)\n"
         "  br label %counts\n"
         "counts:\n" + loop("four", "%n", stage_four, "marks")
         + "marks:\n" + loop("five", "%n", stage_five, "done")
         + "done:\n  store i1 true, ptr %ok.a\n  br label %clean.start\n"
         "bail:\n  br label %clean.start\n"
         "clean.start:\n" + loop("clean", "%n", release, "cleaned")
-        + "cleaned:\n  %okv = load i1, ptr %ok.a\n"
+        + "cleaned:\n  %okv = load i1, ptr %ok.a\n  %key3 = load ptr, ptr %key.a\n"
+        "  call void @Py_DecRef(ptr %key3)\n"
         "  br i1 %okv, label %finish, label %bailed\n"
         "finish:\n  %plan2 = load ptr, ptr %plan.a\n  %flagw = load i8, ptr %flag.a\n"
         "  %clear = icmp eq i8 %flagw, 0\n"
@@ -451,6 +476,45 @@ none:
 }
 """  # the flags of a NumPy scalar type in the descriptor's table (0: not there)
 
+MATCHES = """define internal i1 @kl_matches(ptr %plan, ptr %d, ptr %slots, i64 %t) {
+entry:
+  %n = load i64, ptr %d
+  %ptot = call ptr @PyList_GetItem(ptr %plan, i64 2)
+  %pt = call i64 @PyLong_AsLongLong(ptr %ptot)
+  %same = icmp eq i64 %pt, %t
+  br i1 %same, label %head, label %no
+head:
+  %k = phi i64 [0, %entry], [%k1, %next]
+  %more = icmp slt i64 %k, %n
+  br i1 %more, label %body, label %yes
+body:
+  %f0 = mul i64 %k, 5
+  %f1 = add i64 %f0, HEADER
+  %kp = getelementptr i64, ptr %d, i64 %f1
+  %kind = load i64, ptr %kp
+  %ab = and i64 %kind, 17
+  %arr = icmp eq i64 %ab, 1
+  br i1 %arr, label %array, label %next
+array:
+  %lop = getelementptr i64, ptr %kp, i64 2
+  %lo = load i64, ptr %lop
+  %ref = call ptr @PyList_GetItem(ptr %plan, i64 %lo)
+  %obj = call ptr @PyWeakref_GetObject(ptr %ref)
+  %sp = getelementptr ptr, ptr %slots, i64 %k
+  %item = load ptr, ptr %sp
+  %eq = icmp eq ptr %obj, %item
+  br i1 %eq, label %next, label %no
+next:
+  %k1 = add i64 %k, 1
+  br label %head
+yes:
+  ret i1 true
+no:
+  call void @PyErr_Clear()
+  ret i1 false
+}
+"""  # whether a plan is for thread count %t and the array objects in %slots
+
 DECLARATIONS = (
     "declare i64 @PyList_Size(ptr)\n"
     "declare i32 @PyList_SetSlice(ptr, i64, i64, ptr)\ndeclare i32 @PyList_Append(ptr, ptr)\n"
@@ -460,4 +524,6 @@ DECLARATIONS = (
     "declare ptr @PyObject_CallFunctionObjArgs(ptr, ...)\n"
     "declare double @PyFloat_AsDouble(ptr)\ndeclare ptr @PyTuple_Pack(i64, ...)\n"
     "declare void @Py_DecRef(ptr)\ndeclare ptr @PyErr_Occurred()\n"
-    "declare ptr @PyWeakref_GetObject(ptr)\n")
+    "declare ptr @PyWeakref_GetObject(ptr)\n"
+    "declare i32 @PyDict_Next(ptr, ptr, ptr, ptr)\ndeclare i32 @PyDict_DelItem(ptr, ptr)\n"
+    "declare i32 @PyDict_SetItem(ptr, ptr, ptr)\n")
