@@ -10,7 +10,8 @@ the general path's.
 It is one builtin (METH_FASTCALL) generated once per process with llvmlite, beside
 launch_short.py's native calls, and bound per kernel to a tuple (see ``bind``) that holds
 the kernel's Python ``run``, its plans (the latest in the list LAST, the others in the
-dict PLANS) and a descriptor (bytes) of its parameters. A call ``fast(total, args)`` with ``args`` a list or tuple does:
+dict PLANS) and a descriptor (bytes) of its parameters. A call ``fast(total, args)`` with
+``args`` a list or tuple does:
 
 1. ``total`` an ``int`` with 0 < total < HOLD_GIL_BELOW (and below the parallel threshold),
    ``config.changes`` the ShortPath's;
@@ -25,8 +26,9 @@ dict PLANS) and a descriptor (bytes) of its parameters. A call ``fast(total, arg
    ``__index__``);
 3. the plan is taken out (of LAST or PLANS), the scalars are stored into its argument
    block (and into the plan, as the Python path does), the entry is called with the GIL
-   held and the plan put back where it was unless the kernel set its status; the written arrays' versions are counted up
-   and the in-place marks set as launch_short.py's generated code does;
+   held and the plan put back where it was unless the kernel set its status; the written
+   arrays' versions are counted up and the in-place marks set as launch_short.py's
+   generated code does;
 4. True; or, when the kernel set its status (an index out of bounds, or the fast entry
    declined), ``tail(plan, total, args)`` (ShortPath.make): the runner settles the launch
    as on the Python path.
