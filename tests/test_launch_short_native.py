@@ -340,3 +340,12 @@ def test_short_paths_written_before_the_native_calls_get_the_front_once_they_are
     assert ran == []
     np.testing.assert_allclose(y.numpy(), (2.0 + 3.0 + 2.0) * xs, rtol=1e-6)
     assert y._version == 9
+
+
+def test_an_unknown_keyword_is_a_type_error_as_in_warp():
+    """kl.launch has no **kwargs (Warp's launch has none either; an empty one cost a dict
+    per launch): a misspelt keyword is an error, not silently ignored."""
+    x = kl.zeros(4)
+    with pytest.raises(TypeError, match="imputs"):
+        kl.launch(axpy, 4, imputs=[x, x, 1.0])
+    np.testing.assert_array_equal(x.numpy(), np.zeros(4, np.float32))
