@@ -239,7 +239,7 @@ class ShortPath:
     take the general path."""
 
     __slots__ = ("kernel", "runner", "state", "changes", "run", "run_converted", "python",
-                 "spec", "__weakref__")
+                 "python_converted", "spec", "__weakref__")
 
     @classmethod
     def make(cls, kernel):
@@ -314,7 +314,7 @@ class ShortPath:
                 names[f"O{k}"] = layout.offsets[f"p{k}"]
         parts = (kinds, written_params(func), inplace_plan(func).snapshot,
                  jit.PARALLEL_THRESHOLD, runner.layout.status_offset)
-        q.python = None
+        q.python = q.python_converted = None  # the Python run and run_converted, once written
         q.spec = (kinds, {k: jit._scalar_format(p.type.scalar) for k, p in enumerate(func.params)
                           if not p.type.is_array},
                   {k: names[f"O{k}"] for k in range(len(kinds)) if kinds[k][0]}, *parts[1:4],
@@ -329,10 +329,10 @@ class ShortPath:
                 kernel.options.get("bounds_check", ShortPath))
 
     def front(self) -> None:
-        """Put the native front (launch_short_native.py) before the Python ``run`` where
-        it can be made; until the native calls are made, wait in _waiting."""
-        if self.python is None:  # run not written yet: its first call comes back here
-            return
+        """Put the native front (launch_short_native.py) before the Python ``run`` and
+        ``run_converted`` written so far, where it can be made; until the native calls are
+        made, wait in _waiting. (A converted launch's NumPy scalars are taken by the front
+        as they are: the values ``.item()`` gives.)"""
         if _native["state"] in ("unmade", "making"):
             _waiting.add(self)
             return
@@ -340,16 +340,19 @@ class ShortPath:
             return
         (kinds, formats, offsets, written, snapshot, most, entry, status, last, tail,
          plans) = self.spec
-        try:
-            desc = native_front.descriptor(kinds, formats, offsets, written, snapshot, entry,
-                                           status, min(most, HOLD_GIL_BELOW))
-            if desc is not None:
-                new, front = _native["new"], ctypes.byref(_native["front"])
-                self.run = native_front.bind(lambda bound: new(front, bound, None),
-                                             self.python, last, desc, config, self,
-                                             self.kernel.key, tail, plans)
-        except Exception:  # noqa: BLE001 - (none expected) the Python run stays
-            self.run = self.python
+        for which, python in (("run", self.python), ("run_converted", self.python_converted)):
+            if python is None:  # not written yet: its first call comes back here
+                continue
+            try:
+                desc = native_front.descriptor(kinds, formats, offsets, written, snapshot,
+                                               entry, status, min(most, HOLD_GIL_BELOW))
+                if desc is not None:
+                    new, front = _native["new"], ctypes.byref(_native["front"])
+                    setattr(self, which, native_front.bind(
+                        lambda bound: new(front, bound, None), python, last, desc, config,
+                        self, self.kernel.key, tail, plans))
+            except Exception:  # noqa: BLE001 - (none expected) the Python function stays
+                setattr(self, which, python)
 
     def still(self) -> bool:
         """After a setting was assigned: whether those the compiled code depends on are
@@ -372,9 +375,9 @@ def _deferred(q, which, names, parts):
         exec(compile(text, f"<kernlab short launch of {q.kernel.key}>", "exec"), scope)
         fn = scope.pop("run")
         setattr(q, which, fn)
-        if which == "run":  # the native front calls it for what it does not take
-            q.python = fn
-            q.front()
+        # the native front calls it for what it does not take
+        setattr(q, "python" if which == "run" else "python_converted", fn)
+        q.front()
         return fn(total, args)
     return first
 
