@@ -21,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout
 import kernlab as kl  # noqa: E402
 from kernlab.runtime import launch_short  # noqa: E402
 
-from common import kernels, optional  # noqa: E402
+from bench_launch import _numba_step  # noqa: E402
+from common import kernels  # noqa: E402
 
 BLOCKS, PER = 30, 2000
 
@@ -44,14 +45,7 @@ def main():
     if launch_short._native.get("front") is None:
         sys.exit("no native front in this Python")
     kk = kernels("kernlab")
-    numba = optional("numba")
-    step = None
-    if numba is not None:
-        @numba.njit
-        def step(x, y):
-            for i in range(x.shape[0]):
-                y[i] = x[i] + np.float32(1.0)
-    q = None
+    step = _numba_step()  # (None without Numba)
     for n in (1, 10_000):
         xs = np.arange(n, dtype=np.float32)
         x, y, yn = kl.array(xs), kl.zeros(n), np.zeros(n, np.float32)
