@@ -53,6 +53,7 @@ def _stale_loads(func: Function):
                     visit(r, inner)
 
     visit(func.body, ())
+    del visit  # (it names itself: a cycle that would keep ``order`` for the collector)
     # per array: the positions of its writes (in order), and for each loop the first write
     # inside it, so each load finds its first later or loop-sharing write without a scan
     writes: dict = {}

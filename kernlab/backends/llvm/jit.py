@@ -240,7 +240,9 @@ def lowered_text(func: Function, bounds_check: bool, symbol: str, verify_fp: boo
                            *_split_part(part))
     module.triple = tm.triple
     module.data_layout = str(tm.target_data)
-    return str(module), layout
+    text = str(module)
+    module.release()
+    return text, layout
 
 
 def parse_checked(func: Function, text: str):
