@@ -209,7 +209,7 @@ def split_long_blocks(text: str, limit: int) -> str:
 def _codegen_machine(func: Function):
     """The target machine that emits ``func``'s object code: O3 code generation, except for
     huge bodies (see _emit_object), whose instruction scheduling and register allocation
-    at O3 take time superlinear in the body; their IR is still optimised at O2."""
+    at O3 take time superlinear in the body (their IR is optimised by _short_pipeline)."""
     if _body_size(func) < FAST_CODEGEN_MIN_INSTRUCTIONS:
         return _host()[0]
     with _lock:
