@@ -223,9 +223,9 @@ def _codegen_machine(func: Function):
 
 def build_module(func: Function, bounds_check: bool, symbol: str, verify_fp: bool = False,
                  part: str = "general"):
-    """Lower, verify and optimise (O2, host CPU) one entry of a kernel variant: an
-    llvmlite.binding ModuleRef. (O3 adds nothing these kernels use, and its loop
-    unswitching multiplies the code of adjoints with optional arrays.)"""
+    """Lower, verify and optimise (O2, host CPU; a huge body: _short_pipeline) one entry
+    of a kernel variant: an llvmlite.binding ModuleRef. (O3 adds nothing these kernels
+    use, and its loop unswitching multiplies the code of adjoints with optional arrays.)"""
     text, layout = lowered_text(func, bounds_check, symbol, verify_fp, part)
     return optimised_module(func, text), layout
 
