@@ -479,9 +479,10 @@ class _Decoder:
         for row in encoded[0]:
             ins = new(Instr)
             regions = row[5]
-            ins.__dict__.update(op=row[0], args=row[1], result=row[2], loc=locs[row[3]],
-                                attrs=row[4], regions=[block(r) for r in regions]
-                                if regions else [])
+            # (a dict display assigned whole: half the time of update() with keywords)
+            ins.__dict__ = {"op": row[0], "args": row[1], "result": row[2],
+                            "loc": locs[row[3]], "attrs": row[4],
+                            "regions": [block(r) for r in regions] if regions else []}
             if len(row) > 6:
                 ins.__dict__.update(row[6])
             instrs.append(ins)
