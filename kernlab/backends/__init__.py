@@ -27,8 +27,7 @@ def preload_cpu_backend() -> None:
 
 def _load_llvm() -> None:
     try:
-        _open_llvmlite_library()
-        from .llvm import jit
+        from .llvm import jit  # (its import maps llvmlite's library: _open_llvmlite_library)
         jit._host()
     except Exception:  # noqa: BLE001 — the first compile raises it with context
         pass
@@ -41,7 +40,8 @@ def _open_llvmlite_library() -> None:
     """Map llvmlite's library (180 MB: about 20 ms of mapping and relocating) through libc's
     dlopen called as a ctypes foreign function, which lets go of the GIL while it runs,
     ahead of llvmlite's own ``ctypes.CDLL``, which CPython runs holding the GIL: the main
-    thread's front end then goes on meanwhile. llvmlite's load later finds the library
+    thread's front end goes on meanwhile while the preload thread (preload_cpu_backend)
+    imports llvm/jit.py, which calls this first. llvmlite's load later finds the library
     loaded (the same flags, RTLD_NOW | RTLD_LOCAL) and only counts a reference. Linux with
     llvmlite found on sys.path; anything else leaves the load to llvmlite."""
     global _llvmlite_handle
