@@ -422,6 +422,34 @@ def test_llvm_loads_on_a_front_end_miss_only(tmp_path):
     assert cold["x"] == warm["x"] == [2.0, 2.0, 2.0]
 
 
+MAPPED_CHILD = textwrap.dedent('''
+    import ctypes, json, sys, time
+    from kernlab import backends
+    from kernlab.backends.llvm import jit  # maps llvmlite's library, then imports llvmlite
+    import llvmlite.binding as llvm
+    llvm.ffi.lib._load_lib()  # llvmlite's own CDLL of its library
+    print(json.dumps({"ours": backends._llvmlite_handle or 0,
+                      "llvmlite": llvm.ffi.lib._lib_handle._handle,
+                      "version": list(llvm.llvm_version_info)}))
+''')
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="dlopen through libc: Linux")
+def test_llvmlites_library_is_the_one_mapped_ahead(tmp_path):
+    """jit.py maps llvmlite's library through libc's dlopen before importing llvmlite (a
+    ctypes call, without the GIL): llvmlite's own load must then find that same library
+    (dlopen gives the handle of the one loaded), not a second copy, and work."""
+    script = tmp_path / "mapped.py"
+    script.write_text(MAPPED_CHILD)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["ours"] != 0 and out["ours"] == out["llvmlite"]
+    import llvmlite.binding as llvm
+    assert out["version"] == list(llvm.llvm_version_info)
+
+
 def test_a_plan_entry_of_the_wrong_shape_is_not_used():
     """A plan read from the cache (authenticated, but maybe of another kernlab) is used only
     if it has the expected fields, parts and parameter indices in range."""
