@@ -44,8 +44,12 @@ class Scalar(Type):
     def np(self) -> np.dtype:
         if self.name == "bfloat16":
             return _bfloat16_dtype()
-        return np.dtype({"f": f"float{self.bits}", "i": f"int{self.bits}",
-                         "u": f"uint{self.bits}", "b": "bool"}[self.kind])
+        found = _NP_DTYPES.get((self.kind, self.bits))
+        if found is None:  # (np.dtype parses its name: microseconds each, at every launch)
+            found = _NP_DTYPES[self.kind, self.bits] = np.dtype(
+                {"f": f"float{self.bits}", "i": f"int{self.bits}", "u": f"uint{self.bits}",
+                 "b": "bool"}[self.kind])
+        return found
 
     @property
     def is_float(self) -> bool:
@@ -104,6 +108,9 @@ class Scalar(Type):
         return self.name
 
     __str__ = __repr__
+
+
+_NP_DTYPES: dict = {}  # (kind, bits) -> NumPy's dtype (Scalar.np)
 
 
 def _bfloat16_dtype() -> np.dtype:
