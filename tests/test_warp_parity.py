@@ -411,3 +411,27 @@ def test_vector_and_matrix_values_repr_as_warp():
     assert repr(kl.quat()) == "quatf([0.0, 0.0, 0.0, 0.0])"
     assert repr(kl.mat22(1.0, 2.0, 3.0, 4.0)) == "mat22f([[1.0, 2.0], [3.0, 4.0]])"
     assert str(kl.vec3(1.0, 2.0, 3.0)) == "[1.0, 2.0, 3.0]"
+
+
+@kl.kernel
+def _entry_scale(x: kl.array(dtype=float), s: float, y: kl.array(dtype=float)):
+    i = kl.tid()
+    y[i] = x[i] * s
+
+
+def test_a_recorded_launch_reads_as_warps_tape_entry():
+    # Warp's tape.launches holds [kernel, dim, max_blocks, inputs, outputs, device,
+    # block_dim, metadata] lists; Warp's own tests index them (tape.launches[0][3][0] is a)
+    x = kl.array([1.0, 2.0, 3.0], dtype=float, requires_grad=True)
+    y = kl.zeros(3, dtype=float, requires_grad=True)
+    with kl.Tape() as tape:
+        kl.launch(_entry_scale, 3, inputs=[x, 2.5], outputs=[y])
+    entry = tape.launches[0]
+    assert len(entry) == 8 and entry[0] is _entry_scale and entry[1] == 3
+    assert entry[3][0] is x and entry[3][1] == 2.5 and len(entry[3]) == 2
+    assert len(entry[4]) == 1 and entry[4][0] is y
+    assert str(entry[5]) == "cpu"
+    kernel, dim, _, inputs, outputs, device, _, meta = entry  # unpacks like Warp's list
+    assert (kernel, dim, meta) == (_entry_scale, 3, {})
+    tape.backward(grads={y: kl.ones(3, dtype=float)})
+    np.testing.assert_allclose(x.grad.numpy(), [2.5, 2.5, 2.5])

@@ -86,6 +86,18 @@ class Launch:
     def _func(self):
         return self.kernel.adjoint_ir if self.adjoint else self.kernel.ir
 
+    # Warp's tape keeps a launch as the list [kernel, dim, max_blocks, inputs, outputs,
+    # device, block_dim, metadata]; a kl.Launch (what tape.launches holds) reads the same way
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, index):
+        args = self.params[:len(self.kernel.params)]
+        n_in = getattr(self, "n_inputs", len(args))
+        dim = self.dim[0] if len(self.dim) == 1 else self.dim
+        return [self.kernel, dim, self.max_blocks, args[:n_in], args[n_in:], self.device,
+                self.block_dim, {}][index]
+
     def __repr__(self):
         kind = "adjoint " if self.adjoint else ""
         return f"<kernlab {kind}Launch of {self.kernel.key} dim={self.dim}>"
@@ -280,6 +292,7 @@ def _launch(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, adjoi
     cmd = Launch(kernel, dev, params=args, adjoint=adjoint, dim=dims, max_blocks=max_blocks,
                  block_dim=block_dim)
     cmd.struct_args = structs
+    cmd.n_inputs = n_in
     if record_cmd:
         return cmd
     cmd.null_arrays = True  # kl.launch(k, n, inputs=[None, ...]): a null array, as in Warp
