@@ -37,6 +37,9 @@ CHUNKED_THRESHOLD = 1 << 20  # threads: larger loop-free launches from the main 
 CHUNK_SECONDS = 0.01         # in chunks of about this long, interruptible between chunks
 PARALLEL_THRESHOLD_LOOPS = 512  # the same for kernels with long loops: each thread does more,
                                 # and these already run on the pool (see _run_checked)
+PARALLEL_BLOCK_MIN = PARALLEL_THRESHOLD // 4  # threads: the smallest block of a parallel
+BLOCKS_PER_THREAD = 8  # launch (a quarter of the threshold for kernels with loops), handed
+                       # out in about this many blocks per thread (Runner._parallel)
 MAX_THREADS = 2**31 - 1     # thread ids are int32
 
 _POINTER_FORMAT = "Q"
@@ -199,6 +202,16 @@ def _run_interruptibly(fn, buf, bounds):
         finally:
             _interrupt.value = 0
         raise
+
+
+def _wait_event(event):
+    """Wait until ``event`` is set, even through KeyboardInterrupts (see _wait_all)."""
+    while True:
+        try:
+            event.wait()
+            return
+        except KeyboardInterrupt:
+            continue
 
 
 def _wait_all(futures):
@@ -390,16 +403,52 @@ class Runner:
             start = stop
 
     def _parallel(self, fn, buf, bounds):
+        """Run [bounds[0], bounds[-1]) on len(bounds) - 1 threads (this one and pool
+        workers), handed out in blocks: each thread takes the next block until none is
+        left. A worker that starts late (its core busy elsewhere, a pool thread still
+        waking) does less or nothing instead of holding the launch up, and the caller waits
+        only for blocks a worker is running: a launch on more threads is then not slower
+        than on one. A block that sets the status (an error, or the fast entry declining)
+        stops the others being taken: the caller reads the status."""
+        start, end, parts = bounds[0], bounds[-1], len(bounds) - 1
+        least = PARALLEL_THRESHOLD_LOOPS // 4 if self.interruptible else PARALLEL_BLOCK_MIN
+        size = max(least, -(-(end - start) // (parts * BLOCKS_PER_THREAD)))
+        cuts = list(range(start, end, size)) + [end]
+        status = self.layout.status_offset
+        lock, idle = threading.Lock(), threading.Event()
+        state = [0, 0, False]  # next block, blocks workers are running, the caller waits
+
+        def take(worker):
+            with lock:
+                k = state[0]
+                if k + 1 >= len(cuts) or buf[status] != b"\0":
+                    state[0] = len(cuts)  # nothing more for anyone
+                    return None
+                state[0] = k + 1
+                state[1] += worker
+                return k
+
+        def share():  # a worker's part
+            while (k := take(1)) is not None:
+                try:
+                    fn(buf, cuts[k], cuts[k + 1])
+                finally:
+                    with lock:
+                        state[1] -= 1
+                        if state[1] == 0 and state[2]:
+                            idle.set()
         pool = _workers(config.num_threads)
-        futures = [pool.submit(fn, buf, bounds[k], bounds[k + 1])
-                   for k in range(1, len(bounds) - 1)]
+        for _ in range(parts - 1):
+            pool.submit(share)
         try:
-            fn(buf, bounds[0], bounds[1])
-            for f in futures:
-                f.result()
-        except KeyboardInterrupt:  # no worker may be left writing after the caller returns
-            _wait_all(futures)
-            raise
+            while (k := take(0)) is not None:
+                fn(buf, cuts[k], cuts[k + 1])
+        finally:  # even on a KeyboardInterrupt: no worker may be left writing
+            with lock:
+                state[0], state[2] = len(cuts), True
+                running = state[1]
+            if running:
+                _wait_event(idle)
 
     def _raise_failure(self, buf, args):
         """The error the status block records: an index out of bounds, or (verify_fp) a NaN
