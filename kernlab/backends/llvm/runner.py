@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import itertools
 import math
 import os
 import struct
@@ -204,12 +205,13 @@ def _run_interruptibly(fn, buf, bounds):
         raise
 
 
-def _wait_event(event):
-    """Wait until ``event`` is set, even through KeyboardInterrupts (see _wait_all)."""
-    while True:
+def _wait_idle(active, idle):
+    """Wait until the list ``active`` is empty (each worker sets ``idle`` after leaving
+    it), even through KeyboardInterrupts (see _wait_all)."""
+    while active:
         try:
-            event.wait()
-            return
+            idle.wait()
+            idle.clear()
         except KeyboardInterrupt:
             continue
 
@@ -414,41 +416,39 @@ class Runner:
         least = PARALLEL_THRESHOLD_LOOPS // 4 if self.interruptible else PARALLEL_BLOCK_MIN
         size = max(least, -(-(end - start) // (parts * BLOCKS_PER_THREAD)))
         cuts = list(range(start, end, size)) + [end]
-        status = self.layout.status_offset
-        lock, idle = threading.Lock(), threading.Event()
-        state = [0, 0, False]  # next block, blocks workers are running, the caller waits
-
-        def take(worker):
-            with lock:
-                k = state[0]
-                if k + 1 >= len(cuts) or buf[status] != b"\0":
-                    state[0] = len(cuts)  # nothing more for anyone
-                    return None
-                state[0] = k + 1
-                state[1] += worker
-                return k
+        status, blocks = self.layout.status_offset, len(cuts) - 1
+        take = itertools.count().__next__
+        # no locks (a KeyboardInterrupt between acquiring one and entering ``with`` would
+        # leave it held): the GIL makes next(), list.append/pop and the flag's store
+        # atomic. A worker registers in ``active`` before it looks for a block, and the
+        # caller raises ``stop`` before it looks at ``active``: either the caller sees the
+        # worker and waits for it, or the worker sees ``stop`` (or no block left).
+        active, stop, idle = [], [], threading.Event()
 
         def share():  # a worker's part
-            while (k := take(1)) is not None:
-                try:
+            active.append(1)
+            try:
+                while not stop and buf[status] == b"\0":
+                    k = take()
+                    if k >= blocks:
+                        break
                     fn(buf, cuts[k], cuts[k + 1])
-                finally:
-                    with lock:
-                        state[1] -= 1
-                        if state[1] == 0 and state[2]:
-                            idle.set()
+            finally:
+                active.pop()
+                if not active:
+                    idle.set()
         pool = _workers(config.num_threads)
         for _ in range(parts - 1):
             pool.submit(share)
         try:
-            while (k := take(0)) is not None:
+            while buf[status] == b"\0":
+                k = take()
+                if k >= blocks:
+                    break
                 fn(buf, cuts[k], cuts[k + 1])
         finally:  # even on a KeyboardInterrupt: no worker may be left writing
-            with lock:
-                state[0], state[2] = len(cuts), True
-                running = state[1]
-            if running:
-                _wait_event(idle)
+            stop.append(True)
+            _wait_idle(active, idle)
 
     def _raise_failure(self, buf, args):
         """The error the status block records: an index out of bounds, or (verify_fp) a NaN
