@@ -205,17 +205,6 @@ def _run_interruptibly(fn, buf, bounds):
         raise
 
 
-def _wait_idle(active, idle):
-    """Wait until the list ``active`` is empty (each worker sets ``idle`` after leaving
-    it), even through KeyboardInterrupts (see _wait_all)."""
-    while active:
-        try:
-            idle.wait()
-            idle.clear()
-        except KeyboardInterrupt:
-            continue
-
-
 def _wait_all(futures):
     """Wait for every future, even through further KeyboardInterrupts: a worker must not be
     left writing into arrays the caller believes are settled."""
@@ -417,38 +406,35 @@ class Runner:
         size = max(least, -(-(end - start) // (parts * BLOCKS_PER_THREAD)))
         cuts = list(range(start, end, size)) + [end]
         status, blocks = self.layout.status_offset, len(cuts) - 1
-        take = itertools.count().__next__
-        # no locks (a KeyboardInterrupt between acquiring one and entering ``with`` would
-        # leave it held): the GIL makes next(), list.append/pop and the flag's store
-        # atomic. A worker registers in ``active`` before it looks for a block, and the
-        # caller raises ``stop`` before it looks at ``active``: either the caller sees the
-        # worker and waits for it, or the worker sees ``stop`` (or no block left).
-        active, stop, idle = [], [], threading.Event()
+        take = itertools.count().__next__  # atomic under the GIL
+        # A worker marks itself started before it looks for a block, and the caller raises
+        # ``stop`` before it looks at the marks: either the caller sees the worker started
+        # and waits for it, or the worker sees ``stop`` (or no block left) and does nothing.
+        started, stop = [False] * (parts - 1), []
 
-        def share():  # a worker's part
-            active.append(1)
-            try:
-                while not stop and buf[status] == b"\0":
-                    k = take()
-                    if k >= blocks:
-                        break
-                    fn(buf, cuts[k], cuts[k + 1])
-            finally:
-                active.pop()
-                if not active:
-                    idle.set()
+        def share(j):  # worker j's part
+            started[j] = True
+            while not stop and buf[status] == b"\0":
+                k = take()
+                if k >= blocks:
+                    break
+                fn(buf, cuts[k], cuts[k + 1])
         pool = _workers(config.num_threads)
-        for _ in range(parts - 1):
-            pool.submit(share)
+        futures = [pool.submit(share, j) for j in range(parts - 1)]
         try:
             while buf[status] == b"\0":
                 k = take()
                 if k >= blocks:
                     break
                 fn(buf, cuts[k], cuts[k + 1])
-        finally:  # even on a KeyboardInterrupt: no worker may be left writing
+        except KeyboardInterrupt:  # no worker may be left writing after the caller returns
             stop.append(True)
-            _wait_idle(active, idle)
+            _wait_all(futures)
+            raise
+        stop.append(True)
+        for j, f in enumerate(futures):
+            if started[j]:
+                f.result()
 
     def _raise_failure(self, buf, args):
         """The error the status block records: an index out of bounds, or (verify_fp) a NaN
