@@ -398,8 +398,8 @@ class Runner:
         workers), handed out in blocks: each thread takes the next block until none is
         left. A worker that starts late (its core busy elsewhere, a pool thread still
         waking) does less or nothing instead of holding the launch up, and the caller waits
-        only for blocks a worker is running: a launch on more threads is then not slower
-        than on one. A block that sets the status (an error, or the fast entry declining)
+        only for workers that started: a launch is not held up by a worker that never got
+        a core. A block that sets the status (an error, or the fast entry declining)
         stops the others being taken: the caller reads the status."""
         start, end, parts = bounds[0], bounds[-1], len(bounds) - 1
         least = PARALLEL_THRESHOLD_LOOPS // 4 if self.interruptible else PARALLEL_BLOCK_MIN
