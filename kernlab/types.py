@@ -505,9 +505,46 @@ class AnyType(Type):
 ANY = AnyType()
 
 
+class ScalarSet(Type):
+    """A constrained generic scalar in an annotation, Warp's ``wp.Int``, ``wp.Float`` and
+    ``wp.Scalar``: like ``Any`` it takes the argument's type, but only one of ``members``.
+    It may stand alone or as the dtype of a vector, matrix or array pattern
+    (``vector(3, kl.Int)``, ``array(dtype=kl.Float)``). A Python int argument is int32, a
+    float float32, as everywhere else."""
+
+    def __init__(self, name: str, members: tuple, doc: str):
+        self.name, self.members = name, tuple(members)
+        self._doc = doc
+
+    def accepts(self, t) -> bool:
+        """Whether the concrete type t is one of the members."""
+        return t in self.members
+
+    def __reduce__(self):  # pickled and copied by name: there is one of each
+        return (_scalar_set_named, (self.name,))
+
+    def __repr__(self):
+        return self.name
+
+    __str__ = __repr__
+
+
+Int = ScalarSet("Int", INTS, "any integer scalar type (int8 .. uint64; a Python int is int32)")
+Float = ScalarSet("Float", FLOATS, "any floating-point scalar type (float16, bfloat16, float32, "
+                  "float64; a Python float is float32)")
+GenericScalar = ScalarSet("Scalar", INTS + FLOATS, "any integer or floating-point scalar "
+                          "type, not bool")
+SCALAR_SETS = {s.name: s for s in (Int, Float, GenericScalar)}
+
+
+def _scalar_set_named(name: str) -> ScalarSet:
+    return SCALAR_SETS[name]
+
+
 def is_generic(t) -> bool:
-    """Whether a type still has an ``Any`` in it (a generic parameter)."""
-    if t is ANY:
+    """Whether a type still has an ``Any`` or a constrained generic (``Int``, ``Float``,
+    ``Scalar``) in it (a generic parameter)."""
+    if t is ANY or isinstance(t, ScalarSet):
         return True
     if isinstance(t, Vector) and t.length is ANY:
         return True
@@ -847,6 +884,10 @@ def describe_type(t: Type) -> str:
                     "7 mantissa bits; computed in float32, rounded to nearest even)")
         return (f"{what}. An annotation and a cast in kernels; in Python, {t.name}(x) gives "
                 f"a NumPy scalar. Warp: wp.{t.name}.")
+    if isinstance(t, ScalarSet):
+        return (f"{t.name}: a generic annotation for {t._doc}, alone or as the dtype of a "
+                f"vector, matrix or array; a func or kernel takes the argument's type. "
+                f"Warp: wp.{t.name}.")
     if isinstance(t, Quaternion):
         return (f"{t!r}: a quaternion (x, y, z, w) of {t.dtype}; * is the Hamilton product. "
                 f"Warp: wp.{t!r}.")
@@ -879,6 +920,6 @@ class _DocPerInstance:
 Scalar.__doc__ = "A scalar type: float16/32/64, the signed and unsigned integers, bool."
 Vector.__doc__ = "A vector type: a length and a scalar dtype (vec3 is Vector(3, float32))."
 Matrix.__doc__ = "A matrix type: rows, columns and a scalar dtype (mat33 is 3x3 float32)."
-for _cls in (Scalar, Vector, Matrix, Quaternion, Transformation):
+for _cls in (Scalar, Vector, Matrix, Quaternion, Transformation, ScalarSet):
     _cls.__doc__ = _DocPerInstance(_cls.__doc__, describe_type)
 del _cls

@@ -18,7 +18,7 @@ from .. import lang, types
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..generics import annotated_types, matches
 from ..ir.nodes import Op, Value
-from ..types import ANY, Matrix, Type, Vector, bool_, float32, int32, to_type
+from ..types import ANY, Matrix, ScalarSet, Type, Vector, bool_, float32, int32, to_type
 from .spatial import NOT_SPATIAL
 from . import structs, tuples
 from .hashgrid import NOT_HASHGRID
@@ -374,6 +374,9 @@ class CallMixin:
         if isinstance(x, Lit):
             if t is ANY:
                 return True
+            if isinstance(t, ScalarSet):  # Int, Float, Scalar: the literal's own type
+                return not isinstance(x.value, bool) and t.accepts(
+                    int32 if isinstance(x.value, int) else float32)
             if not t.is_scalar:
                 return False
             if isinstance(x.value, bool):
