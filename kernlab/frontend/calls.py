@@ -51,6 +51,8 @@ class CallMixin:
             return self.tid(len(node.args))
         if obj is getattr(lang, "static", None):
             return self.static_value(node)
+        if obj is builtins.type:
+            return self.type_of(node)
         if obj is lang.grad:
             target = self.expr(node.args[0]) if len(node.args) == 1 else None
             if not isinstance(target, PyObj) or node.keywords:
@@ -115,6 +117,21 @@ class CallMixin:
             return self.length_of(args)
         raise KernelTypeError(f"'{ast.unparse(node.func)}' ({obj!r}) cannot be called in a "
                               "kernel", self.b.loc)
+
+    def type_of(self, node):
+        """``type(x)``: the kernel type of x as a Python-level object, which can then be
+        called (a cast or constructor, ``type(a)(b)``), read (``type(a).dtype``) or given
+        as a dtype (as in Warp's generic code). A literal is int32, float32 or bool."""
+        if len(node.args) != 1 or node.keywords:
+            raise KernelTypeError("type() takes one argument in a kernel", self.b.loc)
+        x = self.expr(node.args[0])
+        if isinstance(x, Lit) and isinstance(x.value, (bool, int, float)):
+            return PyObj(bool_ if isinstance(x.value, bool)
+                         else int32 if isinstance(x.value, int) else float32)
+        if isinstance(x, (Value, ArrayRef)) or structs.is_structish(x):
+            return PyObj(x.type)
+        raise KernelTypeError(f"type() of '{ast.unparse(node.args[0])}' ({self.describe_arg(x)})"
+                              " is not a kernel type", self.b.loc)
 
     # ---- arguments -------------------------------------------------------------------------
 
