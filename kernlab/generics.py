@@ -13,7 +13,7 @@ import re
 import numpy as np
 
 from .errors import KernelTypeError, LaunchError
-from .types import ANY, ArrayType, Matrix, ScalarSet, Type, Vector, bool_, float32, int32, \
+from .types import ANY, ArrayType, Matrix, ScalarSet, Tile, Type, Vector, bool_, float32, int32, \
     is_generic, numpy_kind, to_type
 
 
@@ -77,6 +77,9 @@ def matches(pattern: Type, actual: Type) -> bool:
             and matches(pattern.dtype, actual.dtype)
     if isinstance(pattern, Matrix):
         return actual.is_matrix and actual.shape == pattern.shape \
+            and matches(pattern.dtype, actual.dtype)
+    if isinstance(pattern, Tile):  # tile[dtype]: any shape
+        return actual.is_tile and pattern.tile_shape in (ANY, actual.tile_shape) \
             and matches(pattern.dtype, actual.dtype)
     return False
 

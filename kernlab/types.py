@@ -274,6 +274,23 @@ SUFFIX = {int8: "b", uint8: "ub", int16: "s", uint16: "us", int32: "i", uint32: 
           int64: "l", uint64: "ul", float16: "h", float32: "f", float64: "d"}
 
 
+def _literal(x):
+    """``Literal[3]`` as 3 (a bare value as itself)."""
+    if typing.get_origin(x) is typing.Literal:
+        args = typing.get_args(x)
+        if len(args) != 1:
+            raise TypeError(f"Expected a single Literal value, got Literal{list(args)}")
+        return args[0]
+    return x
+
+
+def _extent(what: str, x) -> int:
+    n = _literal(x)
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n <= 0:
+        raise TypeError(f"{what} must be a positive integer, got {n!r}")
+    return int(n)
+
+
 @dataclass(frozen=True)
 class Vector(Type):
     length: int
@@ -281,6 +298,14 @@ class Vector(Type):
 
     is_vector = True
     _wp_generic_type_str_ = "vec_t"  # Warp's name for the family (code that checks it)
+
+    def __class_getitem__(cls, params):
+        """``Vector[dtype, Literal[n]]`` (or a bare n): the vector type, as
+        ``vector(n, dtype)`` gives it."""
+        if not isinstance(params, tuple) or len(params) != 2:
+            got = len(params) if isinstance(params, tuple) else 1
+            raise TypeError(f"Vector requires 2 parameters (dtype, length), got {got}")
+        return vector(_extent("Vector length", params[1]), params[0])
 
     @property
     def scalar(self) -> Scalar:
@@ -334,6 +359,15 @@ class Matrix(Type):
     is_matrix = True
     _wp_generic_type_str_ = "mat_t"
 
+    def __class_getitem__(cls, params):
+        """``Matrix[dtype, Literal[rows], Literal[cols]]``: as ``matrix((rows, cols),
+        dtype)``."""
+        if not isinstance(params, tuple) or len(params) != 3:
+            got = len(params) if isinstance(params, tuple) else 1
+            raise TypeError(f"Matrix requires 3 parameters (dtype, rows, cols), got {got}")
+        return matrix((_extent("Matrix rows", params[1]), _extent("Matrix cols", params[2])),
+                      params[0])
+
     @property
     def scalar(self) -> Scalar:
         return self.dtype
@@ -384,6 +418,9 @@ class Matrix(Type):
 class Quaternion(Vector):
     """A quaternion (x, y, z, w): a 4-vector whose ``*`` is the Hamilton product."""
 
+    def __class_getitem__(cls, dtype):  # Quaternion[float32]: quaternion(float32)
+        return quaternion(dtype)
+
     def __call__(self, *args):
         from .spatial_values import quaternion_value
         return quaternion_value(self, args)
@@ -402,6 +439,9 @@ class Quaternion(Vector):
 class Transformation(Vector):
     """A rigid transform (p, q): translation vec3 then rotation quaternion, 7 components.
     ``*`` composes transforms. In Python, ``transform()`` is the identity (as in Warp)."""
+
+    def __class_getitem__(cls, dtype):  # Transformation[float32]: transformation(float32)
+        return transformation(dtype)
 
     def __call__(self, *args, **kwargs):
         from .spatial_values import transform_value
@@ -480,7 +520,8 @@ class Tile(Type):
         return self.length * self.scalar.nbytes
 
     def __repr__(self):
-        return f"tile({self.dtype}, {tuple(self.tile_shape)})"
+        shape = "Any" if self.tile_shape is ANY else tuple(self.tile_shape)
+        return f"tile({self.dtype}, {shape})"
 
     __str__ = __repr__
 
@@ -548,6 +589,8 @@ def is_generic(t) -> bool:
         return True
     if isinstance(t, Vector) and t.length is ANY:
         return True
+    if isinstance(t, Tile):
+        return t.tile_shape is ANY or is_generic(t.dtype)
     if isinstance(t, (ArrayType, Vector, Matrix)):
         return is_generic(t.dtype)
     return False
@@ -663,9 +706,21 @@ def _construct(t, args):
     return out.view(Value)
 
 
+_CANONICAL: dict = {}
+
+
+def canonical(t: Type) -> Type:
+    """The one object of a vector/matrix/quaternion/transform type: the factories give the
+    same object for the same type (``vector(3, float32) is vec3``), as Warp's do."""
+    try:
+        return _CANONICAL.setdefault(t, t)
+    except TypeError:  # unhashable (a pattern holding something odd): as it is
+        return t
+
+
 def vector(length: int, dtype=float32) -> Vector:
     """The vector type of that length and dtype; ``length=Any`` makes a generic pattern."""
-    return Vector(ANY if length is typing.Any else int(length), to_type(dtype))
+    return canonical(Vector(ANY if length is typing.Any else int(length), to_type(dtype)))
 
 
 def matrix(shape, dtype=float32) -> Matrix:
@@ -673,8 +728,11 @@ def matrix(shape, dtype=float32) -> Matrix:
     generic pattern."""
     if any(n is typing.Any or n is ANY for n in shape):
         return ANY  # generic, like vector(Any, ...)
+    if len(shape) != 2:
+        raise ValueError(f"Matrix shape must have exactly two dimensions, got {len(shape)} "
+                         f"dimension{'s' if len(shape) != 1 else ''} in shape {tuple(shape)}")
     rows, cols = shape
-    return Matrix(int(rows), int(cols), to_type(dtype))
+    return canonical(Matrix(int(rows), int(cols), to_type(dtype)))
 
 
 # The named types: vec2b .. vec4ul for every scalar, mat22h .. mat44d for every float.
@@ -685,6 +743,8 @@ for _s, _suffix in SUFFIX.items():
         if _s.is_float:
             NAMED[f"mat{_n}{_n}{_suffix}"] = Matrix(_n, _n, _s)
 globals().update(NAMED)
+for _t in NAMED.values():
+    canonical(_t)
 vec2, vec3, vec4 = vec2f, vec3f, vec4f  # noqa: F821 (defined just above)
 mat22, mat33, mat44 = mat22f, mat33f, mat44f  # noqa: F821
 NAMED.update(vec2=vec2, vec3=vec3, vec4=vec4, mat22=mat22, mat33=mat33, mat44=mat44)
@@ -694,7 +754,7 @@ vector_types = tuple(NAMED.values())
 def quaternion(*args, dtype=None):
     """``quaternion(dtype)`` is the type; ``quaternion(x, y, z, w, dtype=...)`` a value."""
     if len(args) == 1 and dtype is None and _is_type(args[0]):
-        return Quaternion(4, to_type(args[0]))
+        return canonical(Quaternion(4, to_type(args[0])))
     t = Quaternion(4, to_type(dtype) if dtype is not None else float32)
     return t(*args) if args else t
 
@@ -702,7 +762,7 @@ def quaternion(*args, dtype=None):
 def transformation(*args, dtype=None):
     """``transformation(dtype)`` is the type; ``transformation(p, q, dtype=...)`` a value."""
     if len(args) == 1 and dtype is None and _is_type(args[0]):
-        return Transformation(7, to_type(args[0]))
+        return canonical(Transformation(7, to_type(args[0])))
     t = Transformation(7, to_type(dtype) if dtype is not None else float32)
     return t(*args) if args else t
 
@@ -715,10 +775,11 @@ def _is_type(x) -> bool:
     return True
 
 
-quat = quatf = Quaternion(4, float32)
-quath, quatd = Quaternion(4, float16), Quaternion(4, float64)
-transform = transformf = Transformation(7, float32)
-transformh, transformd = Transformation(7, float16), Transformation(7, float64)
+quat = quatf = canonical(Quaternion(4, float32))
+quath, quatd = canonical(Quaternion(4, float16)), canonical(Quaternion(4, float64))
+transform = transformf = canonical(Transformation(7, float32))
+transformh, transformd = canonical(Transformation(7, float16)), \
+    canonical(Transformation(7, float64))
 spatial_vector = spatial_vectorf = Vector(6, float32)
 spatial_vectorh, spatial_vectord = Vector(6, float16), Vector(6, float64)
 spatial_matrix = spatial_matrixf = Matrix(6, 6, float32)

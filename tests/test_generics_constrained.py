@@ -169,3 +169,46 @@ def test_overload_stubs_declare_types_only():
         @kl.overload
         def named(x: kl.float64):  # noqa: F811
             return x
+
+
+# ---- subscript spellings of types (Warp's Vector[...], Matrix[...], tile[...]) ----------------
+
+def test_subscript_types_are_the_factories_types():
+    from typing import Literal
+
+    from kernlab.types import Matrix, Quaternion, Transformation, Vector
+    assert Vector[float, Literal[3]] is kl.vec3
+    assert Vector[kl.float64, 4] is kl.types.vector(4, kl.float64)
+    assert Matrix[kl.float64, Literal[2], Literal[4]].shape == (2, 4)
+    assert Matrix[float, 3, 3] is kl.mat33
+    assert Quaternion[kl.float64] is kl.quatd and Transformation[float] is kl.transform
+    assert kl.types.vector(5, kl.int8) is kl.types.vector(5, kl.int8)
+    with pytest.raises(TypeError, match="requires 2 parameters"):
+        Vector[float]
+    with pytest.raises(TypeError, match="positive integer"):
+        Vector[float, 0]
+    with pytest.raises(TypeError, match="requires 3 parameters"):
+        Matrix[float, 3]
+    with pytest.raises(ValueError, match="exactly two dimensions"):
+        kl.types.matrix((2,), kl.float32)
+    assert kl.tile[float, Literal[8], Literal[4]].tile_shape == (8, 4)
+    assert kl.tile[float, (4, 4)].tile_shape == (4, 4)
+
+
+@kl.func
+def tile_twice(t: kl.tile[float]):  # a tile of any shape
+    return t + t
+
+
+@kl.kernel
+def tile_any_shape(a: kl.array2d(dtype=float), out: kl.array2d(dtype=float)):
+    t = kl.tile_load(a, shape=(2, 3))
+    kl.tile_store(out, tile_twice(t))
+
+
+def test_tile_of_any_shape_parameter(backend):
+    a_np = np.arange(6, dtype=np.float32).reshape(2, 3)
+    out = kl.zeros((2, 3), dtype=float)
+    kl.launch_tiled(tile_any_shape, [1], inputs=[kl.array(a_np, dtype=float)], outputs=[out],
+                    block_dim=1)
+    np.testing.assert_array_equal(out.numpy(), 2 * a_np)
