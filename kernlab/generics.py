@@ -69,8 +69,8 @@ def matches(pattern: Type, actual: Type) -> bool:
         return pattern.accepts(actual)
     if not is_generic(pattern):
         return pattern == actual
-    if isinstance(pattern, ArrayType):
-        return actual.is_array and pattern.ndim == actual.ndim \
+    if isinstance(pattern, ArrayType):  # (an indexedarray is no array, nor the reverse)
+        return type(actual) is type(pattern) and pattern.ndim == actual.ndim \
             and (pattern.dtype is ANY or matches(pattern.dtype, actual.dtype))
     if isinstance(pattern, Vector):
         return actual.is_vector and pattern.length in (ANY, actual.length) \
@@ -151,7 +151,8 @@ def _fits_declared(inferred: Type, declared: Type) -> bool:
 def value_type(value, pattern: Type | None = None) -> Type | None:
     """The kernel type of a launch or Python argument value, or None if it has none."""
     from .runtime.array import array
-    if isinstance(value, array):
+    from .runtime.indexed import indexedarray
+    if isinstance(value, (array, indexedarray)):
         return value.type if hasattr(value, "type") else ArrayType(value.dtype, value.ndim)
     t = getattr(value, "_kl_type", None) or getattr(type(value), "_kl_type", None)
     if isinstance(t, Type):

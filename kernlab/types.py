@@ -474,6 +474,20 @@ class ArrayType(Type):
 
 
 @dataclass(frozen=True)
+class IndexedArrayType(ArrayType):
+    """Warp's ``indexedarray``: an array seen through one int32 index array per axis
+    (``a[i]`` is ``data[idx0[i]]``). A kernel parameter of this type is flattened by the
+    front end into the data array and one index array per axis (frontend/views.py
+    ``Indexed``), so no backend knows the type; an axis the indexedarray does not index
+    gets the identity index array at the launch."""
+
+    def __repr__(self):
+        return f"indexedarray({self.dtype}, ndim={self.ndim})"
+
+    __str__ = __repr__
+
+
+@dataclass(frozen=True)
 class Tile(Type):
     """A tile: a fixed-shape block of values (scalars or vectors) held by one thread block,
     as in Warp's tile programming model. kernlab runs every block as one thread (what Warp
@@ -812,6 +826,9 @@ def to_type(t) -> Type:
         return ANY
     if isinstance(getattr(t, "kl_class_type", None), Type):  # type(kl.quat()): its type
         return t.kl_class_type
+    if getattr(t, "is_annotation", False) is True and isinstance(getattr(t, "type", None),
+                                                                   Type):
+        return t.type  # an array or indexedarray annotation object: its kernel type
     if t in _PY_TYPES:
         return _PY_TYPES[t]
     try:

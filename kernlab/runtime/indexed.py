@@ -79,6 +79,24 @@ class indexedarray:
         return cls(view, indices + [None] * (view.ndim - len(indices)))
 
     @property
+    def type(self):
+        """The kernel type: IndexedArrayType(dtype, ndim)."""
+        from ..types import IndexedArrayType
+        return IndexedArrayType(self.dtype, self.ndim)
+
+    def kernel_indices(self) -> list:
+        """The index array of every axis as a kernel launch passes them: an axis that is
+        not indexed gets the identity (0 .. n-1), made once per indexedarray."""
+        cached = getattr(self, "_kernel_indices", None)
+        if cached is None:
+            from .array import array
+            cached = [idx if idx is not None else
+                      array(np.arange(n, dtype=np.int32), dtype=int32, device=self.device)
+                      for n, idx in zip(self.data.shape, self.indices)]
+            self._kernel_indices = cached
+        return cached
+
+    @property
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
