@@ -100,3 +100,31 @@ def test_gradient_reaches_the_viewed_array(backend):
 def test_a_plain_array_is_no_indexedarray(backend):
     with pytest.raises(LaunchError, match="indexedarray"):
         kl.launch(cube, 3, inputs=[kl.zeros(3, dtype=float)], outputs=[kl.zeros(3, dtype=float)])
+
+
+@kl.struct
+class Holder:
+    picked: kl.indexedarray[float]
+    scale: float
+
+
+@kl.kernel
+def through_struct(h: Holder, out: kl.array(dtype=float)):
+    i = kl.tid()
+    out[i] = h.picked[i] * h.scale
+    kl.atomic_add(h.picked, i, 1.0)
+
+
+def test_indexedarray_field_of_a_struct(backend):
+    x_np = np.array([1.0, -2.0, 3.0, 4.5], dtype=np.float32)
+    idx_np = np.array([3, 0], dtype=np.int32)
+    x = kl.array(x_np, dtype=float)
+    h = Holder()
+    h.picked = kl.indexedarray1d(x, [kl.array(idx_np, dtype=int)])
+    h.scale = 3.0
+    out = kl.zeros(2, dtype=float)
+    kl.launch(through_struct, 2, inputs=[h], outputs=[out])
+    np.testing.assert_array_equal(out.numpy(), 3.0 * x_np[idx_np])
+    expect = x_np.copy()
+    expect[idx_np] += 1.0
+    np.testing.assert_array_equal(x.numpy(), expect)

@@ -87,6 +87,8 @@ def bind_struct_param(lo, name: str, t, params: list):
             fields[fname] = _Unknown(t, fname)
         elif is_struct_type(ft):  # a nested struct, or an array of structs
             fields[fname] = bind_struct_param(lo, path, ft, params)
+        elif isinstance(ft, IndexedArrayType):  # its data and index arrays (views.py)
+            fields[fname] = lo.indexed_param(path, ft, params)
         else:
             value = Value(ft, path)
             params.append(Param(path, ft, value))

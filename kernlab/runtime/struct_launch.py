@@ -99,8 +99,8 @@ def _leaf_values(kname, name, t, value, device, adjoint):
                 continue
             fvalue = getattr(value, fname)
             path = f"{name}.{fname}"
-            if isinstance(ft, StructType) or (isinstance(ft, ArrayType) and
-                                              isinstance(ft.dtype, StructType)):
+            if isinstance(ft, (StructType, IndexedArrayType)) or (
+                    isinstance(ft, ArrayType) and isinstance(ft.dtype, StructType)):
                 out += _leaf_values(kname, path, ft, fvalue, device, adjoint)
             elif isinstance(ft, ArrayType) and fvalue is None:
                 out.append(None if adjoint else _empty(ft, device))
