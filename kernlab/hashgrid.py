@@ -26,7 +26,7 @@ import weakref
 import numpy as np
 
 import kernlab as kl
-from .handles import register
+from .handles import live_object, register
 from .runtime.array import array
 
 HEADER = 5  # ints[0:5] = dim_x, dim_y, dim_z, number of points, built (0 or 1)
@@ -127,11 +127,7 @@ def _cell_index(dx, dy, dz, x, y, z) -> np.ndarray:
 
 def grid_arrays(kernel_key: str, param: str, grid_id) -> tuple:
     """(ints, inverse cell width) of the grid whose id a launch passes for ``param``."""
-    from .errors import LaunchError
-    grid = _GRIDS.get(int(grid_id)) if isinstance(grid_id, (int, np.integer)) else None
-    if grid is None:
-        raise LaunchError(f"kernel '{kernel_key}': argument '{param}' is used as a hash grid "
-                          f"but {grid_id!r} is not the id of a live kl.HashGrid (pass grid.id)")
+    grid = live_object(_GRIDS, kernel_key, param, grid_id, "hash grid", "HashGrid", "grid")
     return grid._ints, grid._inv
 
 

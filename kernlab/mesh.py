@@ -25,12 +25,13 @@ and the boxes in one vec3 array (``bounds``): ``bounds[2k]``, ``bounds[2k + 1]``
 k's lower and upper corners and ``bounds[2n]`` holds (average edge length, 0, 0), which
 ``mesh_query_point_sign_normal`` scales its tolerance by.
 
-The walks (kernlab/mesh_queries.py) are written in kernlab's kernel language, so every backend runs the same
-code. They find *which* triangle (an integer); the barycentric coordinates, distances and
-hit parameters are then recomputed from that triangle by differentiable funcs, so reverse
-mode gives the derivatives Warp gives: with respect to the query point, the ray and the
-barycentrics, never into the mesh's points (a kernel reads them through an alias without
-a gradient, as Warp's mesh queries do not write ``points.grad``).
+The walks (kernlab/mesh_walks.py, with the geometry of kernlab/mesh_geometry.py) are
+written in kernlab's kernel language, so every backend runs the same code. They find
+*which* triangle (an integer); the barycentric coordinates, distances and hit parameters
+are then recomputed from that triangle by differentiable funcs, so reverse mode gives the
+derivatives Warp gives: with respect to the query point, the ray and the barycentrics,
+never into the mesh's points (a kernel reads them through an alias without a gradient, as
+Warp's mesh queries do not write ``points.grad``).
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ import weakref
 import numpy as np
 
 import kernlab as kl
-from .handles import register
+from .handles import kernel_only, live_object, register
 from .runtime.array import array
 
 HEADER = 4
@@ -245,11 +246,7 @@ KERNEL_ARRAYS = (("points", kl.vec3), ("velocities", kl.vec3), ("indices", kl.in
 
 def mesh_arrays(kernel_key: str, param: str, mesh_id) -> tuple:
     """The kernel arrays of the mesh whose id a launch passes for ``param``."""
-    from .errors import LaunchError
-    mesh = _MESHES.get(int(mesh_id)) if isinstance(mesh_id, (int, np.integer)) else None
-    if mesh is None:
-        raise LaunchError(f"kernel '{kernel_key}': argument '{param}' is used as a mesh but "
-                          f"{mesh_id!r} is not the id of a live kl.Mesh (pass mesh.id)")
+    mesh = live_object(_MESHES, kernel_key, param, mesh_id, "mesh", "Mesh", "mesh")
     return mesh._kernel_arrays()
 
 
@@ -292,15 +289,6 @@ class MeshQueryRay:
 
 # ---- Python stand-ins: these names are what kernels call -------------------------------
 
-def _kernel_only(name):
-    def f(*args, **kwargs):
-        raise RuntimeError(f"{name} can only be called inside a kernel")
-    f.__name__ = name
-    f.__qualname__ = name
-    f.__doc__ = f"In kernels only; see the kernlab builtin reference for {name}."
-    return f
-
-
 FUNCTIONS = ("mesh_eval_position", "mesh_eval_velocity", "mesh_eval_face_normal",
              "mesh_get_point", "mesh_get_velocity", "mesh_get_index", "mesh_query_point",
              "mesh_query_point_no_sign", "mesh_query_point_sign_normal",
@@ -309,7 +297,6 @@ FUNCTIONS = ("mesh_eval_position", "mesh_eval_velocity", "mesh_eval_face_normal"
              "mesh_query_aabb", "mesh_query_sphere", "mesh_query_aabb_next", "mesh_query_next",
              "mesh_get")
 for _name in FUNCTIONS:
-    globals()[_name] = _kernel_only(_name)
-    globals()[_name].__module__ = __name__
+    globals()[_name] = kernel_only(_name, __name__)
 del _name
 

@@ -2,14 +2,16 @@
 transforms behind the ``volume_*`` kernel functions, written in kernlab's kernel language so
 every backend runs one definition.
 
-kernlab/volume.py reads and writes the NanoVDB grids on the host and describes the flattened
-layout (``HEADER``, ``FLOAT_BASE``, the ``KIND_*`` codes, the ``CLOSEST``/``LINEAR`` modes);
-frontend/volume.py lowers each ``volume_*`` call to a call of one of the funcs here.
+kernlab/volume_nanovdb.py reads and writes the NanoVDB grids on the host and describes the
+flattened layout (``HEADER``, ``FLOAT_BASE``, the ``KIND_*`` codes); kernlab/volume.py holds
+the sampling modes (``CLOSEST``/``LINEAR``); frontend/volume.py lowers each ``volume_*`` call
+to a call of one of the funcs here.
 """
 from typing import Any
 
 import kernlab as kl
-from .volume import CLOSEST, FLOAT_BASE, HEADER, KIND_FLOAT, KIND_INT, KIND_VEC3, KIND_VEC4, LINEAR
+from .volume import CLOSEST, LINEAR
+from .volume_nanovdb import FLOAT_BASE, HEADER, KIND_FLOAT, KIND_INT, KIND_VEC3, KIND_VEC4
 
 # ---- lookups and sampling in the kernel language ---------------------------------------------
 

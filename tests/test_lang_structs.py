@@ -105,6 +105,14 @@ def test_array_of_structs_python_side():
     np.testing.assert_array_equal(from_np.numpy(), na)
 
 
+def test_array_of_structs_from_a_list_takes_the_given_shape():
+    # Warp 1.19 reshapes the instances, in order, to shape (checked by hand)
+    a = kl.array([Particle(k, float(k)) for k in range(4)], dtype=Particle, shape=(2, 2))
+    assert a.shape == (2, 2)
+    assert a.numpy()["id"].tolist() == [[0, 1], [2, 3]]
+    assert a.numpy()["mass"].tolist() == [[0.0, 1.0], [2.0, 3.0]]
+
+
 # ---- kernels --------------------------------------------------------------------------
 
 @kl.kernel

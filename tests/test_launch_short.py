@@ -303,7 +303,7 @@ def test_each_call_gives_numpys_values_and_the_general_paths_bounds_error(call_k
             expected = np.float32(a) * xs + expected
         np.testing.assert_allclose(y.numpy(), expected, rtol=1e-6)
         assert y._version == 5
-        calls = [type(plan[0]).__name__ for plan in axpy._quick.run.__globals__["LAST"]]
+        calls = [type(plan[0]).__name__ for plan in axpy._quick.python.__globals__["LAST"]]
         native = call_kind.startswith("native")
         assert calls == ["builtin_function_or_method" if native else "function"
                          if call_kind == "ctypes" else "partial"]

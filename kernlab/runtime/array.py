@@ -13,7 +13,10 @@ instance: it describes a kernel parameter's type and has no storage.
 
 Where things live: converting data, shapes and pointers into storage is array_convert.py;
 views (slicing, reshape, transpose, dtype views) are array_views.py; the constructors
-(zeros, full, clone, copy ...) are array_create.py. This module re-exports them.
+(zeros, full, clone, copy ...) are array_create.py. This module re-exports them. Two base
+classes of ``array`` hold the rest of its methods: array_protocols.py how its data leaves it
+(``numpy()``, ``list()``, NumPy's, DLPack's and CUDA's protocols) and array_operators.py its
+arithmetic (``+``, ``*=``, NumPy ufuncs).
 """
 from __future__ import annotations
 
@@ -31,10 +34,9 @@ from . import array_views as views
 from . import exports, storage
 from .array_convert import MAX_DIMS  # noqa: F401  (re-exported)
 from . import capture as _capture
-from .device import Device, get_device, synchronize_device
-
-_EMPTY = np.zeros(1, np.uint8)  # the address NumPy reads for arrays with no elements
-
+from .array_operators import ArrayOperators
+from .array_protocols import ArrayProtocols
+from .device import Device, get_device
 
 # --- Tape hook ----------------------------------------------------------------------------
 # The tape installs a callable here; clone, copy and assign report themselves to it so that
@@ -72,11 +74,7 @@ def _allocate_storage(shape: tuple, dtype, device, zero: bool):
     return storage.allocate(shape + dtype.shape, dtype.scalar.np, device, zero)
 
 
-_UFUNC_OPS = {np.add: "add", np.subtract: "sub", np.multiply: "mul", np.true_divide: "div",
-              np.floor_divide: "floordiv", np.remainder: "mod", np.power: "pow"}
-
-
-class array:
+class array(ArrayProtocols, ArrayOperators):
     """An n-dimensional array of scalars, vectors or matrices (see the module docstring).
 
     array(data=None, dtype=Any, shape=None, strides=None, ptr=None, capacity=None,
@@ -340,97 +338,7 @@ class array:
                                  f"{self.device}; make it on {self.device}")
         self._grad = value
 
-    # --- Reading --------------------------------------------------------------------------
-
-    def numpy(self) -> np.ndarray:
-        """The data as NumPy (shape: shape + element shape): on the CPU the array's own
-        memory, without copying; on a GPU a host copy (writes to it stay on the host)."""
-        data = self._storage()
-        if type(data) is np.ndarray:
-            exports.mark_exported(data)  # writable outside kernlab from now on
-        return storage.to_host(data)
-
-    def list(self) -> list:
-        """The elements in flat (C) order: Python numbers, or vector/matrix values (what
-        ``dtype(...)`` makes, as Warp's list() gives vector and matrix instances)."""
-        flat = storage.to_host(self._storage()).reshape((self.size,) + self.dtype.shape)
-        if getattr(self.dtype, "is_struct", False):
-            from .structs import record_to_instance
-            return [record_to_instance(self.dtype, rec) for rec in flat]
-        if self.dtype.is_scalar:
-            return flat.tolist()
-        return [self.dtype(np.array(element)) for element in flat]
-
-    def __array__(self, dtype=None, copy=None) -> np.ndarray:
-        data = self._storage()
-        if type(data) is not np.ndarray:
-            raise TypeError(f"np.asarray() cannot read an array on {self.device} in place: "
-                            "its memory is on the GPU. a.numpy() gives a host copy")
-        if dtype is not None and np.dtype(dtype) != data.dtype:
-            if copy is False:
-                raise ValueError(f"converting {self.dtype} to {np.dtype(dtype)} needs a copy")
-            return data.astype(dtype)
-        if copy:
-            return data.copy()
-        exports.mark_exported(data)
-        return data
-
-    @property
-    def __array_interface__(self) -> dict:
-        """NumPy's protocol for host memory; GPU arrays have no such attribute (hasattr() is
-        False for them: they speak __cuda_array_interface__). The strides are always given,
-        and an empty array has a valid address, so NumPy reads empty arrays too."""
-        data = self._storage()
-        if type(data) is not np.ndarray:
-            raise AttributeError(f"__array_interface__ is for CPU arrays; this array is on "
-                                 f"{self.device} (use __cuda_array_interface__ or DLPack)")
-        exports.mark_exported(data)
-        inner = data.strides[self.ndim:]
-        if data.size == 0:
-            inner = convert.contiguous_strides(self.dtype.shape, self.dtype.scalar)
-        return {"data": (int(data.ctypes.data) or _EMPTY.ctypes.data, False),
-                "shape": data.shape, "typestr": data.dtype.str,
-                "strides": self.strides + tuple(inner), "version": 3}
-
-    # --- Interchange (kernlab.interop builds on these) ------------------------------------
-    # Exported tensors have shape ``shape + dtype.shape``: n vec3 are an (n, 3) tensor.
-
-    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        """A DLPack capsule over this array's memory (zero-copy). On the CPU NumPy makes it;
-        on a GPU kernlab's own, after the device has finished kernlab's work (asynchronous
-        unchecked launches included), so ``stream`` asks for no waiting."""
-        data = self._storage()
-        exports.mark_exported(data)
-        if type(data) is np.ndarray:
-            asked = {"max_version": max_version, "dl_device": dl_device, "copy": copy}
-            return data.__dlpack__(
-                stream=stream, **{k: v for k, v in asked.items() if v is not None})
-        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
-            raise BufferError(f"this array is on {self.device}; DLPack device {dl_device} "
-                              "was asked for (copy it with a.to(...) first)")
-        from .dlpack import export_capsule
-        return export_capsule(clone(self) if copy else self)
-
-    def __dlpack_device__(self) -> tuple:
-        """(DLPack device type, device number): (1, 0) for the CPU, (2, N) for cuda:N."""
-        if self.device is None:
-            self._storage()  # an annotation: raises
-        return (2, self.device.ordinal) if self.device.is_cuda else (1, 0)
-
-    @property
-    def __cuda_array_interface__(self) -> dict:
-        """Numba/CuPy/PyTorch's protocol for CUDA memory (version 3). CPU arrays have no such
-        attribute (they speak __array_interface__), so hasattr() is False for them."""
-        if self.device is None or not self.device.is_cuda:
-            raise AttributeError("__cuda_array_interface__ is for CUDA arrays; this array is "
-                                 "on the CPU (use __array_interface__ or DLPack)")
-        data = self._storage()
-        exports.mark_exported(data)
-        synchronize_device(self.device)  # an unchecked launch may still be running
-        return {"shape": data.shape, "typestr": data.dtype.str,
-                "strides": None if data.c_contiguous else data.strides,
-                "data": (storage.address(data), False), "version": 3,
-                "stream": None}  # kernlab's work on it has finished: nothing to wait for
+    # --- Length, indexing, launches -------------------------------------------------------
 
     def __len__(self) -> int:
         return self._storage().shape[0]
@@ -445,56 +353,6 @@ class array:
     def __ctype__(self) -> "array":
         """What a launch takes for this array (Warp hands out its C descriptor, for
         ``Launch.set_param_*_from_ctype``): the array itself."""
-        return self
-
-    # --- Arithmetic (array_ops.py): kernels, so recorded on a tape ----------------------
-
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        """NumPy meets a kernlab array. A NumPy *scalar* in arithmetic with it (kernlab's
-        scalar types make NumPy scalars: ``kl.float32(5) - a``) is kernlab arithmetic, as a
-        Warp scalar's is; everything else (``np.sin(a)``, an ndarray operand) works on the
-        data and gives a host array, as NumPy does with Warp's arrays."""
-        name = _UFUNC_OPS.get(ufunc)
-        if name is not None and method == "__call__" and not kwargs and len(inputs) == 2 \
-                and all(x is self or isinstance(x, (np.generic, int, float))
-                        for x in inputs):
-            other = inputs[1] if inputs[0] is self else inputs[0]
-            return self._binary(name, other, reflected=inputs[1] is self)
-        host = [x.numpy() if isinstance(x, array) else x for x in inputs]
-        if "out" in kwargs:
-            kwargs["out"] = tuple(x.numpy() if isinstance(x, array) else x
-                                  for x in kwargs["out"])
-        return getattr(ufunc, method)(*host, **kwargs)
-
-    def _binary(self, name, other, reflected=False, out=None):
-        from .array_ops import binary
-        return binary(name, other, self, out) if reflected else binary(name, self, other, out)
-
-    def __add__(self, other): return self._binary("add", other)
-    def __radd__(self, other): return self._binary("add", other, True)
-    def __sub__(self, other): return self._binary("sub", other)
-    def __rsub__(self, other): return self._binary("sub", other, True)
-    def __mul__(self, other): return self._binary("mul", other)
-    def __rmul__(self, other): return self._binary("mul", other, True)
-    def __truediv__(self, other): return self._binary("div", other)
-    def __rtruediv__(self, other): return self._binary("div", other, True)
-    def __floordiv__(self, other): return self._binary("floordiv", other)
-    def __rfloordiv__(self, other): return self._binary("floordiv", other, True)
-    def __mod__(self, other): return self._binary("mod", other)
-    def __rmod__(self, other): return self._binary("mod", other, True)
-    def __pow__(self, other): return self._binary("pow", other)
-    def __rpow__(self, other): return self._binary("pow", other, True)
-
-    def __iadd__(self, other): return self._binary("add", other, out=self)
-    def __isub__(self, other): return self._binary("sub", other, out=self)
-    def __imul__(self, other): return self._binary("mul", other, out=self)
-    def __itruediv__(self, other): return self._binary("div", other, out=self)
-
-    def __neg__(self):
-        from .array_ops import negate
-        return negate(self)
-
-    def __pos__(self):
         return self
 
     # --- Views (array_views.py) -----------------------------------------------------------

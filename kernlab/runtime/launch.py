@@ -190,8 +190,7 @@ def launch_tiled(kernel, dim=None, inputs=(), outputs=(), block_dim=None, **kwar
 
 def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None,
            device=None, stream=None, adjoint=False, record_tape=True, record_cmd=False,
-           max_blocks=0, block_dim=256, tangent=False, tan_inputs=None, tan_outputs=None,
-           **_ignored):
+           max_blocks=0, block_dim=256, tangent=False, tan_inputs=None, tan_outputs=None):
     """Run ``kernel`` on ``dim`` threads; ``inputs`` then ``outputs`` are its arguments.
 
     ``dim`` is an int or a tuple of up to 3 ints (``kl.tid()`` gives the index; dim 0 runs
@@ -205,7 +204,8 @@ def launch(kernel, dim=None, inputs=(), outputs=(), adj_inputs=None, adj_outputs
     ``tangent=True`` runs
     its tangent kernel (forward mode) from ``tan_inputs`` into ``tan_outputs``.
     ``record_cmd=True`` returns a :class:`kl.Launch` to run later instead of running. ``stream``,
-    ``max_blocks`` and ``block_dim`` are accepted for Warp code; kernlab picks its own.
+    ``max_blocks`` and ``block_dim`` are accepted for Warp code; kernlab picks its own. An
+    unknown keyword is a TypeError, as in Warp.
     A wrong argument is a LaunchError naming the kernel and the parameter.
     """
     if type(dim) is int and device is None and not (

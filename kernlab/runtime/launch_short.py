@@ -24,6 +24,12 @@ nothing more:
 * the bookkeeping of the general path: version counts of written arrays, the in-place
   snapshot marks, the error of a bounds check or of the general entry (``Runner.settle``).
 
+Once the native calls are made, ``run`` is a builtin in front of that Python function
+(launch_short_native.py): for a launch with a plan made already and numbers for the
+scalars, it does the same checks and the call in native code (about 0.3 µs less per
+launch; 1.6 µs less where arrays alternate between plans) and hands everything else to
+the Python function.
+
 Whatever it does not accept (a NumPy array to wrap, a value to convert, a null array, a
 read-only array, a tape or capture open, settings changed since) it declines by returning
 False, and kl.launch takes its general path, which checks, converts and reports errors as it
@@ -40,10 +46,12 @@ import ctypes
 import functools
 import struct
 import threading
+import weakref
 
 import numpy as np
 
 from .. import config
+from . import launch_short_native as native_front
 from .array import array
 from .device import _CPU, _default
 
@@ -60,9 +68,11 @@ PLANS_KEPT = 16  # launch plans kept per kernel besides the latest (one per sign
 # call about 0.1 µs. Until then, and where it cannot be made, ctypes calls the entry.
 NATIVE_AFTER = 256
 
-_INTS = frozenset([int, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
-                   np.uint64])
-_FLOATS = frozenset([float, np.float16, np.float32, np.float64])
+_INTS = frozenset([int, *native_front._NUMPY_INTS])
+# (half floats only through the native front: the Python path's range test would warn of an
+# overflow converting the float32 bound to half; the general path takes them)
+_FLOATS = frozenset([float, *(t for t in native_front._NUMPY_FLOATS
+                             if np.dtype(t) != np.float16)])
 _CLEAN = object()  # what a native call returns when the kernel left its status unset
 
 
@@ -75,6 +85,8 @@ _CLEAN = object()  # what a native call returns when the kernel left its status 
 
 _native: dict = {"state": "unmade", "calls": 0}  # unmade, making, made or failed
 _native_lock = threading.Lock()
+_waiting: weakref.WeakSet = weakref.WeakSet()  # short paths to get a native front once made
+_forever: list = []  # every engine made, with its method definitions: never freed
 
 
 def _native_source() -> str:
@@ -143,14 +155,16 @@ def _make_native_now() -> None:
     try:
         import llvmlite.binding as llvm
         api = ctypes.pythonapi
-        for name in ("PyTuple_GetItem", "PyLong_AsVoidPtr", "Py_IncRef", "PyEval_SaveThread",
+        found = native_front.layout()  # (None: no native front, the calls still made)
+        for name in {"PyTuple_GetItem", "PyLong_AsVoidPtr", "Py_IncRef", "PyEval_SaveThread",
                      "PyEval_RestoreThread", "PyTuple_Size", "PyList_GetItem",
                      "PyLong_AsLongLong", "PyLong_FromLongLong", "PyList_SetItem",
-                     "PyErr_Clear"):
+                     "PyErr_Clear", *(native_front.SYMBOLS if found else ())}:
             llvm.add_symbol(name, ctypes.cast(getattr(api, name), ctypes.c_void_p).value)
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
-        module = llvm.parse_assembly(_native_source())
+        module = llvm.parse_assembly(_native_source() + (
+            native_front.DECLARATIONS + native_front.source(*found) if found else ""))
         module.verify()
         machine = llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine(
             opt=1)
@@ -162,10 +176,17 @@ def _make_native_now() -> None:
         defs = {held: _MethodDef(b"kernlab_short_launch", engine.get_function_address(name),
                                  0x0004, None)  # METH_NOARGS
                 for held, name in ((True, "kl_short_held"), (False, "kl_short_released"))}
+        front = _MethodDef(b"kernlab_short_launch", engine.get_function_address(
+            "kl_short_fast"), 0x0080, None) if found else None  # METH_FASTCALL
     except Exception:  # noqa: BLE001 - any failure: ctypes stays
         return
-    # the engine (its code) and the method definitions live as long as the process
-    _native.update(state="made", engine=engine, defs=defs, new=new)
+    # the engine (its code) and the method definitions live as long as the process (also
+    # where _native is replaced, as tests do: builtins made from them may outlive it)
+    _forever.append((engine, defs, front))
+    _native.update(state="made", engine=engine, defs=defs, new=new, front=front)
+    for q in list(_waiting):  # the short paths written meanwhile get their native front
+        q.front()
+    _waiting.clear()
 
 
 def _call(entry: int, released, buf, total: int, plan: list, boxes: tuple = ()):
@@ -219,7 +240,8 @@ class ShortPath:
     Either returns True when it ran the launch (or raised the kernel's own error), False to
     take the general path."""
 
-    __slots__ = ("kernel", "runner", "state", "changes", "run", "run_converted")
+    __slots__ = ("kernel", "runner", "state", "changes", "run", "run_converted", "python",
+                 "python_converted", "spec", "__weakref__")
 
     @classmethod
     def make(cls, kernel):
@@ -250,11 +272,11 @@ class ShortPath:
         plans, last = {}, []
         types = [(a, b) for kind, a, b in kinds if kind == 0]  # the arrays' dtype and ndim
 
-        def find(old, keys, total, boxes):
+        def find(old, keys, total, boxes, arrays):
             """The plan for these arrays' keys and thread count (None when an array does
             not fit its parameter), after ``old``, the latest one, went back to PLANS;
             ``boxes``: the version lists of the arrays the kernel writes (the native call
-            counts them up)."""
+            counts them up); ``arrays``: the arrays, for the native front's extras."""
             if old[0] is not None:
                 if len(plans) >= PLANS_KEPT:
                     plans.clear()
@@ -272,7 +294,15 @@ class ShortPath:
             # the plan holds the keys: their ids in PLANS stay theirs while it lives
             plan = [None, buf, total, status, *keys, *([None] * (len(kinds) - len(types)))]
             plan[0] = _call(runner.entry.address, released, buf, total, plan, boxes)
+            for a in arrays:  # what the native front reads instead of the keys
+                plan += native_front.extras(a)
             return plan
+
+        def tail(plan, total, args):
+            """After a launch by the native front whose kernel set its status (its plan
+            not put back): the runner settles it, as on the Python path."""
+            runner.settle(plan[1], [0, total], list(args))
+            return True
         names = {"CPU": _CPU, "DEFAULT": _default, "describe": describe,
                  "generic": np.generic, "Q": q, "config": config,
                  "LAST": last, "NOPLAN": [None, None, -1, None, *([None] * len(kinds))],
@@ -286,6 +316,11 @@ class ShortPath:
                 names[f"O{k}"] = layout.offsets[f"p{k}"]
         parts = (kinds, written_params(func), inplace_plan(func).snapshot,
                  jit.PARALLEL_THRESHOLD, runner.layout.status_offset)
+        q.python = q.python_converted = None  # the Python run and run_converted, once written
+        q.spec = (kinds, {k: jit._scalar_format(p.type.scalar) for k, p in enumerate(func.params)
+                          if not p.type.is_array},
+                  {k: names[f"O{k}"] for k in range(len(kinds)) if kinds[k][0]}, *parts[1:4],
+                  runner.entry.address, status, last, tail, plans)
         for which in ("run", "run_converted"):  # each written on its first call
             setattr(q, which, _deferred(q, which, names, parts))
         return q
@@ -294,6 +329,32 @@ class ShortPath:
     def settings(kernel):
         return (config.cpu_backend, config.bounds_check, config.verify_fp,
                 kernel.options.get("bounds_check", ShortPath))
+
+    def front(self) -> None:
+        """Put the native front (launch_short_native.py) before the Python ``run`` and
+        ``run_converted`` written so far, where it can be made; until the native calls are
+        made, wait in _waiting. (A converted launch's NumPy scalars are taken by the front
+        as they are: the values ``.item()`` gives.)"""
+        if _native["state"] in ("unmade", "making"):
+            _waiting.add(self)
+            return
+        if _native["state"] != "made" or _native.get("front") is None:
+            return
+        (kinds, formats, offsets, written, snapshot, most, entry, status, last, tail,
+         plans) = self.spec
+        for which, python in (("run", self.python), ("run_converted", self.python_converted)):
+            if python is None:  # not written yet: its first call comes back here
+                continue
+            try:
+                desc = native_front.descriptor(kinds, formats, offsets, written, snapshot,
+                                               entry, status, min(most, HOLD_GIL_BELOW))
+                if desc is not None:
+                    new, front = _native["new"], ctypes.byref(_native["front"])
+                    setattr(self, which, native_front.bind(
+                        lambda bound: new(front, bound, None), python, last, desc, config,
+                        self, self.kernel.key, tail, plans))
+            except Exception:  # noqa: BLE001 - (none expected) the Python function stays
+                setattr(self, which, python)
 
     def still(self) -> bool:
         """After a setting was assigned: whether those the compiled code depends on are
@@ -316,6 +377,9 @@ def _deferred(q, which, names, parts):
         exec(compile(text, f"<kernlab short launch of {q.kernel.key}>", "exec"), scope)
         fn = scope.pop("run")
         setattr(q, which, fn)
+        # the native front calls it for what it does not take
+        setattr(q, "python" if which == "run" else "python_converted", fn)
+        q.front()
         return fn(total, args)
     return first
 
@@ -340,7 +404,7 @@ def source(kinds, written, snapshot, most, status, converted) -> str:
            "    try:",
            f"        {names}= args" if n else "        if args: return False"]
     out += [f"        d{k} = a{k}._described" for k in descs]
-    out += ["    except (TypeError, ValueError, AttributeError):  # not n arguments, not arrays",
+    out += ["    except Exception:  # not n arguments, not arrays, an attribute that fails oddly",
             "        return False"]
     for k in descs:
         out += [f"    if d{k} is None:",
@@ -371,7 +435,8 @@ def source(kinds, written, snapshot, most, status, converted) -> str:
             "        plan = NOPLAN",
             f"    if {same}:",
             f"        plan = FIND(plan, ({''.join(f'd{k}, ' for k in descs)}), total, "
-            f"({''.join(f'a{k}._vbox, ' for k in written)}))",
+            f"({''.join(f'a{k}._vbox, ' for k in written)}), "
+            f"({''.join(f'a{k}, ' for k in descs)}))",
             "        if plan is None:  # an array of another dtype, ndim or device",
             "            return False",
             "    buf = plan[1]"]

@@ -376,8 +376,8 @@ def struct_storage(data, st: StructType, shape) -> np.ndarray:
     else:
         values = _records(data, st)
     if shape is not None:
-        from .array import _as_shape
-        values = values.reshape(_as_shape(shape))
+        from .array_convert import as_shape
+        values = values.reshape(as_shape(shape))
     if values.ndim == 0:
         values = values.reshape(1)
     return values
