@@ -212,3 +212,58 @@ def test_tile_of_any_shape_parameter(backend):
     kl.launch_tiled(tile_any_shape, [1], inputs=[kl.array(a_np, dtype=float)], outputs=[out],
                     block_dim=1)
     np.testing.assert_array_equal(out.numpy(), 2 * a_np)
+
+
+# ---- loops unrolled for static() --------------------------------------------------------
+
+@kl.func
+def plus_one(x: float):
+    return x + 1.0
+
+
+@kl.func
+def times_three(x: float):
+    return x * 3.0
+
+
+OPS = [plus_one, times_three, plus_one]
+
+
+@kl.kernel
+def static_loop(x: kl.array(dtype=float), out: kl.array(dtype=float),
+                picks: kl.array(dtype=int)):
+    v = x[0]
+    for i in range(3):
+        v = kl.static(OPS[i])(v)  # a different func in each unrolled copy
+        picks[i] = kl.static(i * 10)
+    out[0] = v
+    for j in range(2):
+        for j in range(4):
+            pass
+        picks[3] = kl.static(j)  # j is the inner loop's last value, 3
+
+
+def test_static_reads_the_loop_variable_of_an_unrolled_loop(backend):
+    x = kl.array([2.0], dtype=float, requires_grad=True)
+    out = kl.zeros(1, dtype=float, requires_grad=True)
+    picks = kl.zeros(4, dtype=int)
+    tape = kl.Tape()
+    with tape:
+        kl.launch(static_loop, 1, inputs=[x], outputs=[out, picks])
+    assert out.numpy()[0] == (2.0 + 1.0) * 3.0 + 1.0
+    np.testing.assert_array_equal(picks.numpy(), [0, 10, 20, 3])
+    tape.backward(grads={out: kl.ones(1, dtype=float)})
+    assert x.grad.numpy()[0] == 3.0  # d((x + 1) * 3 + 1)/dx
+
+
+@kl.kernel
+def static_loop_reassigned(out: kl.array(dtype=int)):
+    for i in range(2):
+        out[i] = kl.static(i)
+    i = out[0] + 5
+    out[2] = kl.static(i)
+
+
+def test_a_reassigned_loop_variable_is_no_constant(backend):
+    with pytest.raises(KernelTypeError, match="static"):
+        kl.launch(static_loop_reassigned, 1, outputs=[kl.zeros(3, dtype=int)])

@@ -215,10 +215,8 @@ class CallMixin:
         for name, var in self.scope.names.items():  # len(t) of a tuple local works
             if isinstance(var, tuples.TupleLocal):
                 env[name] = (None,) * len(var)
-        for name, var in self.scope.names.items():  # constants known now (static loop vars)
-            const = getattr(var, "static_value", None)
-            if const is not None:
-                env[name] = const
+        # the variables of loops unrolled for static() (control.py static_unrolled)
+        env.update(getattr(self.scope, "static_consts", {}))
         try:
             value = eval(compile(ast.Expression(node.args[0]), self.b.loc.file, "eval"), env)
         except Exception as exc:  # noqa: BLE001 — the user's expression failed

@@ -254,6 +254,8 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
 
     def assign(self, target, value, declared=None):
         if isinstance(target, ast.Name):
+            # a value known only at run time now: static() no longer sees a constant
+            getattr(self.scope, "static_consts", {}).pop(target.id, None)
             return self.assign_name(target.id, value, declared)
         if isinstance(target, ast.Subscript):
             adj = self.adjoint_target(target)
