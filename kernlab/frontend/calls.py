@@ -18,7 +18,7 @@ from .. import lang, types
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..generics import annotated_types, matches
 from ..ir.nodes import Op, Value
-from ..types import ANY, Matrix, Type, Vector, bool_, float32, int32, to_type
+from ..types import ANY, Matrix, ScalarSet, Type, Vector, bool_, float32, int32, to_type
 from .spatial import NOT_SPATIAL
 from . import structs, tuples
 from .hashgrid import NOT_HASHGRID
@@ -51,6 +51,8 @@ class CallMixin:
             return self.tid(len(node.args))
         if obj is getattr(lang, "static", None):
             return self.static_value(node)
+        if obj is builtins.type:
+            return self.type_of(node)
         if obj is lang.grad:
             target = self.expr(node.args[0]) if len(node.args) == 1 else None
             if not isinstance(target, PyObj) or node.keywords:
@@ -115,6 +117,21 @@ class CallMixin:
             return self.length_of(args)
         raise KernelTypeError(f"'{ast.unparse(node.func)}' ({obj!r}) cannot be called in a "
                               "kernel", self.b.loc)
+
+    def type_of(self, node):
+        """``type(x)``: the kernel type of x as a Python-level object, which can then be
+        called (a cast or constructor, ``type(a)(b)``), read (``type(a).dtype``) or given
+        as a dtype (as in Warp's generic code). A literal is int32, float32 or bool."""
+        if len(node.args) != 1 or node.keywords:
+            raise KernelTypeError("type() takes one argument in a kernel", self.b.loc)
+        x = self.expr(node.args[0])
+        if isinstance(x, Lit) and isinstance(x.value, (bool, int, float)):
+            return PyObj(bool_ if isinstance(x.value, bool)
+                         else int32 if isinstance(x.value, int) else float32)
+        if isinstance(x, (Value, ArrayRef)) or structs.is_structish(x):
+            return PyObj(x.type)
+        raise KernelTypeError(f"type() of '{ast.unparse(node.args[0])}' ({self.describe_arg(x)})"
+                              " is not a kernel type", self.b.loc)
 
     # ---- arguments -------------------------------------------------------------------------
 
@@ -198,10 +215,8 @@ class CallMixin:
         for name, var in self.scope.names.items():  # len(t) of a tuple local works
             if isinstance(var, tuples.TupleLocal):
                 env[name] = (None,) * len(var)
-        for name, var in self.scope.names.items():  # constants known now (static loop vars)
-            const = getattr(var, "static_value", None)
-            if const is not None:
-                env[name] = const
+        # the variables of loops unrolled for static() (control.py static_unrolled)
+        env.update(getattr(self.scope, "static_consts", {}))
         try:
             value = eval(compile(ast.Expression(node.args[0]), self.b.loc.file, "eval"), env)
         except Exception as exc:  # noqa: BLE001 — the user's expression failed
@@ -374,6 +389,9 @@ class CallMixin:
         if isinstance(x, Lit):
             if t is ANY:
                 return True
+            if isinstance(t, ScalarSet):  # Int, Float, Scalar: the literal's own type
+                return not isinstance(x.value, bool) and t.accepts(
+                    int32 if isinstance(x.value, int) else float32)
             if not t.is_scalar:
                 return False
             if isinstance(x.value, bool):

@@ -283,6 +283,12 @@ class ExprMixin:
             if k >= base.type.length:
                 raise KernelTypeError(f"{base.type} has no component '{node.attr}'", self.b.loc)
             return self.b.index(base, self.b.const(k, int32))
+        if isinstance(base, Value) and (base.type.is_scalar or base.type.is_vector
+                                        or base.type.is_matrix) \
+                and node.attr in ("dtype", "length"):  # attributes of the value's type
+            t = base.type
+            return PyObj(t.scalar) if node.attr == "dtype" else \
+                Lit(t.length if t.is_vector or t.is_matrix else 1)
         if isinstance(base, Value):
             name = getattr(base.type, "__name__", None) or str(base.type)
             raise KernelAttributeError(f"'{name}' object has no attribute '{node.attr}'",

@@ -45,6 +45,8 @@ EXTRA_FILES = [
     "test_operators",         # operators, bare type names, struct operators via user funcs
     "test_adam",              # kl.optim.Adam
     "test_sgd",               # kl.optim.SGD
+    "test_generics",          # Any, Int/Float/Scalar annotations, overloads, type(x)
+    "test_indexedarray",      # wp.indexedarray in kernels, in structs, at Python scope
 ]
 
 # The quick subset CI runs (the whole run is a documented command: see README.md).
