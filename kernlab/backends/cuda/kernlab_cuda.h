@@ -502,6 +502,16 @@ KL_MAT_FN vec<R, T> operator*(const mat<R, C, T>& m, const vec<C, T>& v) {
     }
     return out;
 }
+// Row vector times matrix: v^T m, summed over rows in order (as Warp's mul(vec, mat)).
+KL_MAT_FN vec<C, T> operator*(const vec<R, T>& v, const mat<R, C, T>& m) {
+    vec<C, T> out;
+    for (int j = 0; j < C; ++j) {
+        T acc = v.c[0] * m.r[0].c[j];
+        for (int k = 1; k < R; ++k) acc += v.c[k] * m.r[k].c[j];
+        out.c[j] = acc;
+    }
+    return out;
+}
 template <int R, int K, int C, typename T>
 __device__ inline mat<R, C, T> operator*(const mat<R, K, T>& a, const mat<K, C, T>& b) {
     mat<R, C, T> out;

@@ -195,6 +195,8 @@ class BuiltinContext(TileContext):
             return self._matmul(a, ta.rows, ta.cols, b, 1)
         if ta.is_matrix and tb.is_matrix:
             return self._matmul(a, ta.rows, ta.cols, b, tb.cols)
+        if ta.is_vector and tb.is_matrix:  # a row vector: (1 x rows) @ (rows x cols)
+            return self._matmul(a, 1, tb.rows, b, tb.cols)
         return self.arith("mul", a, b)
 
     def _matmul(self, a, rows, inner, b, cols):
@@ -259,8 +261,10 @@ class BuiltinContext(TileContext):
             return self.intr("llvm.fabs", x)
         if kind == "u":
             return x
-        neg = self.b.icmp_signed("<", x, ir.Constant(x.type, 0))
-        return self.b.select(neg, self.b.sub(ir.Constant(x.type, 0), x), x)
+        zero = self.splat(ir.Constant(x.type.element if isinstance(x.type, ir.VectorType)
+                                      else x.type, 0), x.type)  # integer vectors too
+        neg = self.b.icmp_signed("<", x, zero)
+        return self.b.select(neg, self.b.sub(zero, x), x)
 
     def cmp(self, op: str, a: ir.Value, b: ir.Value) -> ir.Value:
         if op not in _CMP_OPS:
@@ -457,7 +461,7 @@ class BuiltinContext(TileContext):
 
     def outer(self, a, b):
         ea, eb = self._elements(a), self._elements(b)
-        return self._gather(ll_type(self.ret), [self.b.fmul(x, y) for x in ea for y in eb])
+        return self._gather(ll_type(self.ret), [self._op2("mul", x, y) for x in ea for y in eb])
 
     def transpose(self, m):
         t = self.types[0]
