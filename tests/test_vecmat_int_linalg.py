@@ -131,3 +131,29 @@ def test_against_warp():
         outs.append((o.numpy(), m.numpy(), ab.numpy()))
     for w, k in zip(*outs):
         np.testing.assert_array_equal(k, w)
+
+
+@pytest.mark.parametrize("body,words", [
+    ("kl.mat22(1.0, 2.0, 3.0)",
+     r"mat22\(\) takes 1 or 4 values: incompatible number of values given \(3\) when "
+     r"constructing a matrix of shape \(2, 2\)$"),
+    ("kl.types.matrix(1.0, 2.0, 3.0)",
+     r"the `shape` argument must be specified when initializing a matrix by value$"),
+    ("kl.mat22(kl.mat33())",
+     r"mat22\(\) cannot copy a mat33: incompatible matrix of shape \(3, 3\) given when copy "
+     r"constructing a matrix of shape \(2, 2\)$"),
+    ("kl.types.matrix(kl.mat22(), shape=(3, 3), dtype=float)",
+     r"cannot copy a mat22: .* copy constructing a matrix of shape \(2, 2\)$"),
+])
+def test_matrix_constructor_errors_name_the_line_and_the_counts(body, words, tmp_path):
+    from kernlab.errors import KernelTypeError
+    src = tmp_path / "bad_matrix_ctor.py"
+    src.write_text("import kernlab as kl\n\n\n@kl.kernel\ndef bad_ctor():\n"
+                   f"    m = {body}\n")
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(f"bad_matrix_ctor_{abs(hash(body))}", src)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(KernelTypeError, match=words) as err:
+        kl.launch(mod.bad_ctor, 1, inputs=[])
+    assert "line 6, in kernel 'bad_ctor'" in str(err.value)

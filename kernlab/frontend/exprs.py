@@ -495,6 +495,18 @@ class ExprMixin:
                     f"{target}() takes 1 or {target.length} values: incompatible number of "
                     f"values given ({len(vals)}) when constructing a vector of length "
                     f"{target.length}", self.b.loc)
+        if type(target) is Matrix:  # likewise for matrices
+            if len(vals) == 1 and type(vals[0].type) is Matrix:
+                raise KernelTypeError(
+                    f"{target}() cannot copy a {vals[0].type}: incompatible matrix of shape "
+                    f"{vals[0].type.shape} given when copy constructing a matrix of shape "
+                    f"{target.shape}", self.b.loc)
+            if len(vals) > 1 and all(v.type.is_scalar for v in vals) \
+                    and len(vals) != target.length:
+                raise KernelTypeError(
+                    f"{target}() takes 1 or {target.length} values: incompatible number of "
+                    f"values given ({len(vals)}) when constructing a matrix of shape "
+                    f"{target.shape}", self.b.loc)
         if target.is_vector and any(not v.type.is_scalar for v in vals):
             vals = self.components(vals)  # quat(v, w), transform(p, q), vec6(a, b)
         vals = [self.b.cast(v, target.scalar) if v.type.is_scalar and v.type.is_float
