@@ -21,7 +21,7 @@ def _vm_kernel(n, m, T, tag):
 
 @pytest.mark.parametrize("T,npt", [(kl.float32, np.float32), (kl.float64, np.float64),
                                    (kl.int32, np.int32), (kl.uint8, np.uint8)])
-def test_vec_times_mat_values(T, npt):
+def test_vec_times_mat_values(T, npt, backend):
     rng = np.random.default_rng(3)
     k, vec_t, mat_t, out_t = _vm_kernel(3, 2, T, npt.__name__)
     vn = rng.integers(0, 5, (4, 3)).astype(npt)
@@ -42,7 +42,7 @@ def test_vec_times_mat_shape_mismatch_is_a_type_error():
         kl.launch(bad_vecmat, 1, inputs=[kl.zeros(1, dtype=kl.vec2)])
 
 
-def test_vec_times_mat_adjoint_matches_finite_differences():
+def test_vec_times_mat_adjoint_matches_finite_differences(backend):
     rng = np.random.default_rng(7)
     k, vec_t, mat_t, out_t = _vm_kernel(3, 4, kl.float64, "grad")
     vn, an = rng.normal(size=(1, 3)), rng.normal(size=(1, 3, 4))
@@ -76,7 +76,7 @@ def test_vec_times_mat_adjoint_matches_finite_differences():
 
 @pytest.mark.parametrize("T,npt", [(kl.int32, np.int32), (kl.int8, np.int8),
                                    (kl.uint16, np.uint16), (kl.int64, np.int64)])
-def test_outer_and_abs_of_integer_vectors(T, npt):
+def test_outer_and_abs_of_integer_vectors(T, npt, backend):
     vec_t = kl.types.vector(3, T)
     mat_t = kl.types.matrix((3, 3), T)
 
