@@ -140,8 +140,8 @@ def test_against_warp():
     ("kl.types.matrix(1.0, 2.0, 3.0)",
      r"the `shape` argument must be specified when initializing a matrix by value$"),
     ("kl.mat22(kl.mat33())",
-     r"mat22\(\) cannot copy a mat33: incompatible matrix of shape \(3, 3\) given when copy "
-     r"constructing a matrix of shape \(2, 2\)$"),
+     r"mat22\(\) cannot copy a mat33: incompatible matrix of shape \(2, 2\) given when copy "
+     r"constructing a matrix of shape \(3, 3\)$"),
     ("kl.types.matrix(kl.mat22(), shape=(3, 3), dtype=float)",
      r"cannot copy a mat22: .* copy constructing a matrix of shape \(2, 2\)$"),
 ])

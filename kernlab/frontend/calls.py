@@ -304,7 +304,7 @@ class CallMixin:
                                       self.b.loc)
             target = Matrix(int(shape[0]), int(shape[1]), dtype)
             if len(args) == 1 and typed and typed[0].is_matrix and typed[0].shape != target.shape:
-                # Warp's words for this form name the requested shape first
+                # in Warp's words (as for vectors): the requested shape first
                 raise KernelTypeError(
                     f"matrix(shape={target.shape}) cannot copy a {typed[0]}: incompatible matrix "
                     f"of shape {target.shape} given when copy constructing a matrix of shape "

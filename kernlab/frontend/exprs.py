@@ -499,8 +499,8 @@ class ExprMixin:
             if len(vals) == 1 and type(vals[0].type) is Matrix:
                 raise KernelTypeError(
                     f"{target}() cannot copy a {vals[0].type}: incompatible matrix of shape "
-                    f"{vals[0].type.shape} given when copy constructing a matrix of shape "
-                    f"{target.shape}", self.b.loc)
+                    f"{target.shape} given when copy constructing a matrix of shape "
+                    f"{vals[0].type.shape}", self.b.loc)
             if len(vals) > 1 and all(v.type.is_scalar for v in vals) \
                     and len(vals) != target.length:
                 raise KernelTypeError(
