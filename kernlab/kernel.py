@@ -290,27 +290,31 @@ class Kernel:
             key += ("shared",)
         runner = self._compiled.get(key)
         if runner is None:
-            if tangent is not None:
-                func = self.tangent_variant(adjoint, retain, effects=tangent == "jvp",
-                                            shared=shared)
-            else:
-                func = self.adjoint_variant(retain, shared) if adjoint else self.ir
-            try:
-                with gc_paused():
-                    if backend == "interp":
-                        from .backends.interp import Interpreter
-                        runner = Interpreter(func)
-                    elif backend == "llvm":
-                        from .backends.llvm import compile_kernel
-                        runner = compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
-                    elif backend == "cuda":
-                        from .backends.cuda import compile_kernel
-                        runner = compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
-                    else:
-                        raise ValueError(f"unknown backend {backend!r}")
-            except RecursionError:
-                raise too_deeply_nested(func.loc, self.key) from None
+            with gc_paused():  # one pause for the front end, the cache and the backend
+                runner = self._compile(backend, adjoint, retain, tangent, shared, key)
             self._compiled[key] = runner
+        return runner
+
+    def _compile(self, backend, adjoint, retain, tangent, shared, key):
+        if tangent is not None:
+            func = self.tangent_variant(adjoint, retain, effects=tangent == "jvp",
+                                        shared=shared)
+        else:
+            func = self.adjoint_variant(retain, shared) if adjoint else self.ir
+        try:
+            if backend == "interp":
+                from .backends.interp import Interpreter
+                runner = Interpreter(func)
+            elif backend == "llvm":
+                from .backends.llvm import compile_kernel
+                runner = compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
+            elif backend == "cuda":
+                from .backends.cuda import compile_kernel
+                runner = compile_kernel(func, bounds_check=key[2], verify_fp=key[3])
+            else:
+                raise ValueError(f"unknown backend {backend!r}")
+        except RecursionError:
+            raise too_deeply_nested(func.loc, self.key) from None
         return runner
 
     def __call__(self, *args, **kwargs):

@@ -130,3 +130,78 @@ def test_split_long_blocks_keeps_phis_and_the_entry_block_right():
     fn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(engine.get_function_address("sum"))
     per_iteration = count * (count + 1) // 2
     assert fn(7) == 7 * per_iteration
+
+
+MIXED = """
+import kernlab as kl
+@kl.kernel
+def mixed_{tag}(x: kl.array(dtype=float), w: kl.array(dtype=float),
+                y: kl.array(dtype=float), total: kl.array(dtype=float)):
+    i = kl.tid()
+    v = x[i]
+    acc = float(0.0)
+    for k in range(4):
+        acc = acc + w[k] * kl.sin(v * float(k + 1))
+    if v > 0.0:
+        acc = acc * v
+    else:
+        acc = acc - v * v
+    y[i] = acc
+    kl.atomic_add(total, 0, acc * acc)
+"""
+
+
+def mixed_reference(x: np.ndarray, w: np.ndarray):
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    acc = sum(w[k] * np.sin(x * (k + 1)) for k in range(4))
+    acc = np.where(x > 0.0, acc * x, acc - x * x)
+    return acc, np.sum(acc * acc)
+
+
+def run_mixed(tmp_path, tag: str):
+    path = tmp_path / f"mixed_{tag}.py"
+    path.write_text(MIXED.replace("{tag}", tag))
+    namespace = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    n = 96
+    x = kl.array(np.linspace(-1.0, 1.0, n, dtype=np.float32), requires_grad=True)
+    w = kl.array(np.array([0.5, -1.25, 2.0, 0.75], dtype=np.float32), requires_grad=True)
+    y = kl.zeros(n, dtype=float, requires_grad=True)
+    total = kl.zeros(1, dtype=float, requires_grad=True)
+    with kl.Tape() as tape:
+        kl.launch(namespace[f"mixed_{tag}"], n, inputs=[x, w], outputs=[y, total])
+    tape.backward(grads={y: kl.ones(n, dtype=float), total: kl.ones(1, dtype=float)})
+    return [a.numpy().copy() for a in (x, w, y, total, x.grad, w.grad)]
+
+
+@pytest.mark.cpu_only("LLVM code generation")
+def test_the_short_pipeline_of_huge_bodies_gives_o2s_bits(tmp_path, monkeypatch):
+    """Bodies past SHORT_PIPELINE_MIN_INSTRUCTIONS are optimised by a few passes instead of
+    O2. The threshold is lowered here so that a small kernel with a loop, a branch and an
+    atomic takes that path: its values and gradients match NumPy and finite differences,
+    and are bit for bit those of the same kernel compiled at O2."""
+    ran = []
+    real = jit._short_pipeline
+    monkeypatch.setattr(jit, "_short_pipeline", lambda *a, **k: ran.append(1) or real(*a, **k))
+    o2 = run_mixed(tmp_path, "o2")
+    assert not ran
+    monkeypatch.setattr(jit, "SHORT_PIPELINE_MIN_INSTRUCTIONS", 0)
+    short = run_mixed(tmp_path, "short")  # (another name: not the O2 code from the cache)
+    assert len(ran) >= 2  # the kernel and its adjoint
+    x, w, y, total, x_grad, w_grad = short
+    want_y, want_total = mixed_reference(x, w)
+    np.testing.assert_allclose(y, want_y, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(total[0], want_total, rtol=1e-5)
+
+    def loss(x, w):
+        acc, tot = mixed_reference(x, w)
+        return np.sum(acc) + tot
+
+    h = 1e-6  # float64 central differences
+    fd_x = np.array([(loss(x + h * e, w) - loss(x - h * e, w)) / (2 * h)
+                     for e in np.eye(len(x))])
+    fd_w = np.array([(loss(x, w + h * e) - loss(x, w - h * e)) / (2 * h) for e in np.eye(4)])
+    np.testing.assert_allclose(x_grad, fd_x, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(w_grad, fd_w, rtol=1e-4, atol=1e-3)
+    for a, b in zip(o2, short):  # (96 threads run inline, in order: atomics included)
+        assert np.array_equal(a.view(np.uint32), b.view(np.uint32))

@@ -38,21 +38,24 @@ def check_differentiable(func: Function):
         _check_stale_uses(func, stale, flagged)
 
 
+def _program_order(block: Block, loops: tuple, order: list) -> None:
+    """Append (instruction, ids of the loops around it) for each instruction of ``block``,
+    nested ones included, in program order. (A module function: a nested one that names
+    itself is a reference cycle, which kept ``order`` for the cyclic collector to walk.)"""
+    for ins in block.instrs:
+        order.append((ins, loops))
+        if ins.regions:
+            inner = loops + (id(ins),) if ins.op in (Op.FOR, Op.WHILE) else loops
+            for r in ins.regions:
+                _program_order(r, inner, order)
+
+
 def _stale_loads(func: Function):
     """Loads whose element may be overwritten later in the same kernel: a write to the array
     follows in program order, or shares an enclosing loop with the load (a later iteration).
     Returns (those loads, array -> the first such write)."""
     order: list = []
-
-    def visit(block: Block, loops: tuple):
-        for ins in block.instrs:
-            order.append((ins, loops))
-            if ins.regions:
-                inner = loops + (id(ins),) if ins.op in (Op.FOR, Op.WHILE) else loops
-                for r in ins.regions:
-                    visit(r, inner)
-
-    visit(func.body, ())
+    _program_order(func.body, (), order)
     # per array: the positions of its writes (in order), and for each loop the first write
     # inside it, so each load finds its first later or loop-sharing write without a scan
     writes: dict = {}

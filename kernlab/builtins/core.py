@@ -43,15 +43,15 @@ def _mul_ret_mv(b):
     return Vector(m.rows, m.dtype) if m.cols == v.length else None
 
 
-def _mul_ret_vm(b):
-    v, m = b["V"], b["M"]
+def _mul_ret_vm(b):  # v * M is the row vector v^T M, as Warp
+    m, v = b["M"], b["V"]
     return Vector(m.cols, m.dtype) if m.rows == v.length else None
 
 
 def _np_mul(a, b, types=None, ret=None):
     if types is not None and (types[0].is_tile or types[1].is_tile):  # element-wise
         return np.asarray(a * b, ret.scalar.np)
-    if np.ndim(a) == 1 and np.ndim(b) == 2:  # row vector times matrix: (b^T a), same order
+    if np.ndim(a) == 1 and np.ndim(b) == 2:  # v^T M == M^T v
         return _np_mul(b.T, a)
     if np.ndim(a) == 2 and np.ndim(b) >= 1:
         if a.dtype == np.float16:  # each product and each partial sum rounded to half, over
@@ -66,11 +66,11 @@ def _np_mul(a, b, types=None, ret=None):
 
 def _mul_grad(g, a, b, r, adj):
     ta, tb = a.type, b.type
-    if ta.is_vector and tb.is_matrix:  # r = a^T B: da = B adj, dB = outer(a, adj)
-        return g.mul(b, adj), g.outer(a, adj)
     if ta.is_matrix and (tb.is_vector or tb.is_matrix):
         return g.mul(adj, g.transpose(b)) if tb.is_matrix else g.outer(adj, b), \
             g.mul(g.transpose(a), adj)
+    if ta.is_vector and tb.is_matrix:  # r = v^T M: adj_v = M adj, adj_M = v adj^T
+        return g.mul(b, adj), g.outer(a, adj)
     if ta.is_scalar and not tb.is_scalar:
         return g.inner(adj, b), g.mul(a, adj)
     if tb.is_scalar and not ta.is_scalar:

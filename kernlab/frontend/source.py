@@ -41,7 +41,8 @@ def parse_function(pyfunc) -> ParsedSource:
     code = pyfunc.__code__
     file = code.co_filename
     try:
-        lines, first = inspect.getsourcelines(pyfunc)
+        found = source_block(pyfunc)
+        lines, first = found if found is not None else inspect.getsourcelines(pyfunc)
     except (OSError, TypeError) as exc:
         raise KernelSyntaxError(
             f"cannot read the source of '{pyfunc.__name__}' ({exc}); kernels must be defined "
@@ -64,6 +65,57 @@ def parse_function(pyfunc) -> ParsedSource:
     if not (dedented.isascii() and _LONG_WORD.search(dedented) is None):
         _check_name_lengths(parsed)  # (an ASCII name is a run of word characters)
     return parsed
+
+
+_DEF_LINE = re.compile(r"\s*(@|def\s|async\s+def\s)")
+_CODE_TYPE = type(parse_function.__code__)
+
+
+def source_block(pyfunc) -> tuple | None:
+    """(lines, first line number) of ``pyfunc``'s definition, from its first decorator to
+    the end of its body, as inspect.getsourcelines gives them for the parser, without
+    tokenizing (the tokenizer's first use in a process compiles its regular expressions:
+    about 6 ms of a cold start). The body reaches at least the last line any instruction
+    of the function (or of a function, lambda or comprehension inside it) comes from, and
+    then on over the lines indented deeper than the ``def`` (and blank and comment lines)
+    that follow: statements that leave no instructions (``pass``, constants, ``if False:``
+    blocks, asserts under -O). None when that block does not parse as one function
+    definition (a line continuation or string reaching back to the ``def``'s indentation
+    can end it early): then inspect, which tokenizes, decides."""
+    code = pyfunc.__code__
+    linecache.checkcache(code.co_filename)
+    lines = linecache.getlines(code.co_filename, getattr(pyfunc, "__globals__", None))
+    first = code.co_firstlineno
+    if not 0 < first <= len(lines) or not _DEF_LINE.match(lines[first - 1]):
+        return None
+    last, stack = first, [code]
+    while stack:
+        c = stack.pop()
+        stack += [k for k in c.co_consts if isinstance(k, _CODE_TYPE)]
+        for span in c.co_positions():
+            if span[1] is not None and span[1] > last:
+                last = span[1]
+    if last > len(lines):
+        return None
+    head = lines[first - 1]
+    indent = len(head) - len(head.lstrip())
+    end = last
+    for at in range(last, len(lines)):
+        line = lines[at]
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            if len(line) - len(line.lstrip()) <= indent:
+                break
+            end = at + 1  # (trailing blank and comment lines are left out, as inspect does)
+    block = lines[first - 1:end]
+    try:
+        module = ast.parse(textwrap.dedent("".join(block)))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    if len(module.body) != 1 or not isinstance(module.body[0], (ast.FunctionDef,
+                                                                  ast.AsyncFunctionDef)):
+        return None
+    return block, first
 
 
 MAX_NAME_LENGTH = 255  # characters in an identifier (LLVM truncates value names at 1,024)

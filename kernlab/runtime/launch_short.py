@@ -68,9 +68,11 @@ PLANS_KEPT = 16  # launch plans kept per kernel besides the latest (one per sign
 # call about 0.1 µs. Until then, and where it cannot be made, ctypes calls the entry.
 NATIVE_AFTER = 256
 
-_INTS = frozenset([int, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
-                   np.uint64])
-_FLOATS = frozenset([float, np.float16, np.float32, np.float64])
+_INTS = frozenset([int, *native_front._NUMPY_INTS])
+# (half floats only through the native front: the Python path's range test would warn of an
+# overflow converting the float32 bound to half; the general path takes them)
+_FLOATS = frozenset([float, *(t for t in native_front._NUMPY_FLOATS
+                             if np.dtype(t) != np.float16)])
 _CLEAN = object()  # what a native call returns when the kernel left its status unset
 
 

@@ -47,6 +47,8 @@ import weakref
 
 import numpy as np
 
+from ..types import INTS, _value_class, float16, float32, float64
+
 # The C API functions the code calls (resolved in this process by launch_short.py).
 SYMBOLS = ("PyTuple_GetItem", "PyTuple_Size", "PyList_GetItem", "PyList_Size", "PyList_SetItem",
            "PyList_SetSlice", "PyList_Append",
@@ -58,7 +60,7 @@ SYMBOLS = ("PyTuple_GetItem", "PyTuple_Size", "PyList_GetItem", "PyList_Size", "
 
 TYPE_AT = 8  # the offset of ob_type in a PyObject (a release build of CPython)
 WRITEABLE = 0x0400  # NPY_ARRAY_WRITEABLE
-TYPES = 16  # room for NumPy's scalar types (see descriptor)
+TYPES = 32  # room for NumPy's scalar types and kernlab's (see descriptor)
 HEADER = 10 + 2 * TYPES  # i64 fields before the parameters' (see descriptor)
 FIELDS = 5  # per parameter: kind, block offset, low, high, plan slot
 # kinds: arrays 1 | 2 (written) | 4 (marked for the in-place check); scalars by how they
@@ -66,11 +68,13 @@ FIELDS = 5  # per parameter: kind, block offset, low, high, plan slot
 _SCALARS = {"f": 16, "d": 17, "b": 49, "B": 49, "h": 50, "H": 50, "i": 52, "I": 52, "q": 56,
             "Q": 56}
 _BIG = 2 ** 63 - 1
-# NumPy's scalars the Python path takes (launch_short.py _INTS and _FLOATS): an integer for
+# NumPy's scalars and Warp-style values (``kl.float32(x)``, subclasses of NumPy's) that both
+# short paths take (launch_short.py's _INTS and _FLOATS are made of these): an integer for
 # an integer or float parameter (flags 1 | 2), a float for a float parameter (flags 2)
 _NUMPY_INTS = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
-               np.uint64)
-_NUMPY_FLOATS = (np.float16, np.float32, np.float64)
+               np.uint64, *map(_value_class, INTS))
+_NUMPY_FLOATS = (np.float16, np.float32, np.float64,
+                 *map(_value_class, (float16, float32, float64)))
 
 
 def layout() -> tuple[int, int] | None:

@@ -511,6 +511,17 @@ class Module:
                 raise NotImplementedError(f"intrinsic {intrinsic!r} needs its function type")
         return Function(self, fnty, name)
 
+    def release(self) -> None:
+        """Break the cycles between blocks and their instructions (each names its block)
+        once the module's text is made: its instructions are then freed as soon as the
+        lowering drops them, rather than by a collection of the cyclic collector that walks
+        every one of them (a 4,000-line adjoint lowers to 90,000)."""
+        for g in self.globals.values():
+            if isinstance(g, Function):
+                for block in g.blocks:
+                    block.instructions = []
+                g.blocks = []
+
     def __str__(self):
         lines = [f'; ModuleID = "{self.name}"', f'target triple = "{self.triple}"',
                  f'target datalayout = "{self.data_layout}"', ""]
