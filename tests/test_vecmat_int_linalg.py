@@ -157,3 +157,25 @@ def test_matrix_constructor_errors_name_the_line_and_the_counts(body, words, tmp
     with pytest.raises(KernelTypeError, match=words) as err:
         kl.launch(mod.bad_ctor, 1, inputs=[])
     assert "line 6, in kernel 'bad_ctor'" in str(err.value)
+
+
+def test_kl_float_and_kl_int_convert_in_kernels(backend):
+    @kl.kernel
+    def half_via_float(a: kl.array(dtype=kl.float16), o: kl.array(dtype=kl.float16),
+                       n: kl.array(dtype=kl.int32)):
+        i = kl.tid()
+        x = kl.float(a[i]) * 2.0  # Warp's spelling of float(a[i]): a float32
+        o[i] = kl.float16(x)
+        n[i] = kl.int(kl.float(a[i]) * 3.0)  # truncates toward zero
+
+    an = np.array([1.5, -2.25, 0.75], np.float16)
+    a = kl.array(an, dtype=kl.float16, requires_grad=True)
+    o, n = kl.zeros_like(a), kl.zeros(3, dtype=kl.int32)
+    tape = kl.Tape()
+    with tape:
+        kl.launch(half_via_float, 3, inputs=[a, o, n])
+    tape.backward(grads={o: kl.ones_like(o)})
+    np.testing.assert_array_equal(o.numpy(), an * 2)
+    np.testing.assert_array_equal(n.numpy(), np.trunc(an.astype(np.float64) * 3).astype(np.int32))
+    np.testing.assert_array_equal(a.grad.numpy(), np.full(3, 2.0, np.float16))
+    assert not hasattr(kl, "float")  # only kernels read it as the conversion

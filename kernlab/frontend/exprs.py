@@ -266,6 +266,11 @@ class ExprMixin:
             try:
                 return self.from_python(getattr(base.obj, node.attr), node.attr)
             except AttributeError:
+                if getattr(base.obj, "__name__", None) == "kernlab" \
+                        and node.attr in ("float", "int"):
+                    # in kernels, as in Warp, kl.float(x) / kl.int(x) are the conversions
+                    # float(x) / int(x) (to float32 / int32); Python scope has no such names
+                    return PyObj({"float": float, "int": int}[node.attr])
                 text = ast.unparse(node.value)
                 hint = hint_for_attribute(text, base.obj, node.attr)
                 raise KernelAttributeError(f"'{text}' has no attribute '{node.attr}'{hint}",

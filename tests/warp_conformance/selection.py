@@ -57,6 +57,7 @@ EXTRA_FILES = [
     "test_triangle_closest_point",      # closest point on a triangle (a user func)
     "test_future_annotations",          # kernels under `from __future__ import annotations`
     "test_codegen_continue",            # continue in loops, unrolled and not
+    "test_fp16",                        # float16 loads, stores, kl.float conversions, grads
 ]
 
 # The quick subset CI runs (the whole run is a documented command: see README.md).
