@@ -314,8 +314,16 @@ class CallMixin:
             elif len(args) == 1 and typed and typed[0].is_matrix:
                 shape = typed[0].shape
             else:
-                raise KernelTypeError("matrix() needs shape=(rows, cols)", self.b.loc)
+                raise KernelTypeError("matrix() needs shape=(rows, cols): the `shape` argument "
+                                      "must be specified when initializing a matrix by value",
+                                      self.b.loc)
             target = Matrix(int(shape[0]), int(shape[1]), dtype)
+            if len(args) == 1 and typed and typed[0].is_matrix and typed[0].shape != target.shape:
+                # in Warp's words (as for vectors): the requested shape first
+                raise KernelTypeError(
+                    f"matrix(shape={target.shape}) cannot copy a {typed[0]}: incompatible matrix "
+                    f"of shape {target.shape} given when copy constructing a matrix of shape "
+                    f"{typed[0].shape}", self.b.loc)
         if len(args) == 1 and typed and not typed[0].is_scalar and typed[0].scalar != dtype:
             return self.b.cast(self.value(args[0]), target)
         return self.construct(target, args)
