@@ -28,11 +28,15 @@ def optional_arrays(func: Function) -> list:
     them are there, so its loops hold no test for them (a test per access keeps LLVM from
     vectorising except with masked loads and stores, slow on many CPUs and very slow on an
     absent array, whose masked-off lanes still point at unmapped memory)."""
-    nullable, plain = set(), set()
-    for ins in walked(func):
-        if ins.op in (Op.LOAD, Op.STORE, Op.ATOMIC):
-            (nullable if ins.attrs.get("nullable") else plain).add(ins.args[0])
-    return [k for k, p in enumerate(func.params) if p.value in nullable - plain]
+    out = getattr(func, "_optional_arrays", None)  # (asked for by the layout and each entry)
+    if out is None:
+        nullable, plain = set(), set()
+        for ins in walked(func):
+            if ins.op in (Op.LOAD, Op.STORE, Op.ATOMIC):
+                (nullable if ins.attrs.get("nullable") else plain).add(ins.args[0])
+        out = func._optional_arrays = tuple(k for k, p in enumerate(func.params)
+                                            if p.value in nullable - plain)
+    return list(out)
 
 
 PRIVATE_BYTES = 4096  # an atomically updated array at most this big may be privatised

@@ -86,6 +86,9 @@ SHORT_LOOP = 64  # a constant-trip FOR with no loop inside and at most this many
 def interrupt_checks(func: Function) -> set:
     """The FOR and WHILE instructions whose back-edge checks the interrupt flag: every
     WHILE, every FOR with a loop inside or a trip count that is not a small constant."""
+    out = getattr(func, "_interrupt_checks", None)  # (asked for by each entry and the tier)
+    if out is not None:
+        return out
     consts = {i.result: i.attrs["value"] for i in walked(func) if i.op is Op.CONST}
     out = set()
     for ins in walked(func):
@@ -97,6 +100,7 @@ def interrupt_checks(func: Function) -> set:
             if nested or None in bounds or bounds[2] == 0 \
                     or len(range(*(int(b) for b in bounds))) > SHORT_LOOP:
                 out.add(ins)
+    func._interrupt_checks = out = frozenset(out)
     return out
 
 
