@@ -41,7 +41,7 @@ def parse_function(pyfunc) -> ParsedSource:
     code = pyfunc.__code__
     file = code.co_filename
     try:
-        lines, first = inspect.getsourcelines(pyfunc)
+        lines, first, module = _source_lines(pyfunc)
     except (OSError, TypeError) as exc:
         raise KernelSyntaxError(
             f"cannot read the source of '{pyfunc.__name__}' ({exc}); kernels must be defined "
@@ -50,7 +50,7 @@ def parse_function(pyfunc) -> ParsedSource:
     dedented = textwrap.dedent(src)
     indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != src else 0
     try:
-        module = ast.parse(dedented)
+        module = module or ast.parse(dedented)
     except SyntaxError as exc:
         raise KernelSyntaxError(f"invalid Python: {exc.msg}",
                                 SourceLoc(file, first + (exc.lineno or 1) - 1)) from None
@@ -64,6 +64,62 @@ def parse_function(pyfunc) -> ParsedSource:
     if not (dedented.isascii() and _LONG_WORD.search(dedented) is None):
         _check_name_lengths(parsed)  # (an ASCII name is a run of word characters)
     return parsed
+
+
+def _source_lines(pyfunc) -> tuple:
+    """inspect.getsourcelines(pyfunc) for a function, without tokenizing its body
+    (inspect.getblock tokenizes every line: a fifth of a second for a 4,000-line kernel):
+    the block ends before the first code line indented no deeper than the ``def``, and
+    takes the comment lines at the body's indentation before it (as getblock does). Only
+    where that block parses as exactly the function; otherwise, inspect's answer. Returns
+    (lines, first line number, the parsed dedented lines or None)."""
+    obj = inspect.unwrap(pyfunc)
+    if not inspect.isfunction(obj):
+        return (*inspect.getsourcelines(pyfunc), None)
+    lines, start = inspect.findsource(obj)
+    found = _indented_block(lines, start)
+    if found is None:
+        return inspect.getblock(lines[start:]), start + 1, None
+    return found[0], start + 1, found[1]
+
+
+def _indented_block(lines: list, start: int) -> list | None:
+    def indent(line):
+        body = line.lstrip(" ")
+        return None if body[:1] in ("\t", "\f") else len(line) - len(body)
+
+    depth, head = indent(lines[start]), start
+    while head < len(lines) and not lines[head].lstrip(" ").startswith(("def ", "async ")):
+        head += 1  # the decorators
+    if depth is None or head == len(lines):
+        return None
+    body_col, last, end = None, head, head  # (last: the last code line of the block)
+    for k in range(head + 1, len(lines)):
+        text = lines[k].strip()
+        col = indent(lines[k])
+        if col is None:
+            return None
+        if not text:
+            continue
+        if text.startswith("#"):
+            if body_col is not None and col >= body_col:
+                end = k
+            continue
+        if col <= depth:
+            break
+        if body_col is None:
+            body_col = col
+        last = end = k
+    block = lines[start:end + 1]
+    try:
+        module = ast.parse(textwrap.dedent("".join(block)))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    if len(module.body) != 1 or not isinstance(module.body[0], (ast.FunctionDef,
+                                                                ast.AsyncFunctionDef)) \
+            or module.body[0].end_lineno != last - start + 1:
+        return None
+    return block, module
 
 
 MAX_NAME_LENGTH = 255  # characters in an identifier (LLVM truncates value names at 1,024)
