@@ -63,7 +63,11 @@ def walked(func: Function) -> list:
 
 def tid_values(func: Function) -> dict:
     """Values that are certainly this thread's id along some launch dim: TID results and
-    loads of a Var stored exactly once, at the top level, from a TID (after that store)."""
+    loads of a Var stored exactly once, at the top level, from a TID (after that store).
+    Found once per Function (each entry asks); the caller must not change it."""
+    found = getattr(func, "_tid_values", None)
+    if found is not None:
+        return found
     stores = Counter(ins.attrs["var"] for ins in walked(func) if ins.op is Op.STORE_VAR)
     tids = {ins.result: ins.attrs["dim"] for ins in walked(func) if ins.op is Op.TID}
     candidates = {ins.attrs["var"]: tids[ins.args[0]] for ins in func.body.instrs
@@ -76,6 +80,7 @@ def tid_values(func: Function) -> dict:
             stored.add(var)
         elif ins.op is Op.LOAD_VAR and var in stored:
             out[ins.result] = candidates[var]
+    func._tid_values = out
     return out
 
 
