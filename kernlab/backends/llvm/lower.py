@@ -128,6 +128,7 @@ class _BodyLowering:
         self.func = entry.func
         self.thread_ids = thread_ids  # this thread's id along each launch dim (i32)
         self.values: dict = dict(entry.params)
+        self._labels: dict = {}  # file -> how listings name it (printer.file_label)
 
     def block(self, block: Block):
         top = block is self.func.body and self.func.is_adjoint
@@ -141,7 +142,10 @@ class _BodyLowering:
         where = (ins.loc.file, ins.loc.line)
         if where != getattr(self, "_where", None):  # the user's line, once per run of ops
             self._where = where
-            self.b.comment(f"{file_label(ins.loc.file)}:{ins.loc.line}")
+            label = self._labels.get(where[0])
+            if label is None:
+                label = self._labels[where[0]] = file_label(where[0])
+            self.b.comment(f"{label}:{where[1]}")
         method = _METHODS.get(ins.op)
         if method is None:  # the lowering method of each Op, found once
             method = _METHODS[ins.op] = getattr(_BodyLowering, "op_" + ins.op.name.lower())
