@@ -146,6 +146,11 @@ class LaunchValueError(LaunchError, ValueError):
     """A launch argument that cannot be converted to its parameter's type."""
 
 
+class LaunchTypeError(LaunchError, TypeError):
+    """A launch argument of a kind that cannot be used at all (a launch dim of None or 2.0,
+    a TypeError in Warp)."""
+
+
 class GradientError(KernelError):
     """A kernel whose adjoint cannot be computed correctly, or a tape used wrongly."""
 

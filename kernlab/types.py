@@ -6,6 +6,7 @@ scalar, ``vec3(1, 2, 3)`` a NumPy array of shape (3,), ``mat22(...)`` one of sha
 from __future__ import annotations
 
 import ctypes
+import math
 import typing
 from dataclasses import dataclass
 
@@ -43,8 +44,12 @@ class Scalar(Type):
     def np(self) -> np.dtype:
         if self.name == "bfloat16":
             return _bfloat16_dtype()
-        return np.dtype({"f": f"float{self.bits}", "i": f"int{self.bits}",
-                         "u": f"uint{self.bits}", "b": "bool"}[self.kind])
+        found = _NP_DTYPES.get((self.kind, self.bits))
+        if found is None:  # (np.dtype parses its name: microseconds each, at every launch)
+            found = _NP_DTYPES[self.kind, self.bits] = np.dtype(
+                {"f": f"float{self.bits}", "i": f"int{self.bits}", "u": f"uint{self.bits}",
+                 "b": "bool"}[self.kind])
+        return found
 
     @property
     def is_float(self) -> bool:
@@ -103,6 +108,9 @@ class Scalar(Type):
         return self.name
 
     __str__ = __repr__
+
+
+_NP_DTYPES: dict = {}  # (kind, bits) -> NumPy's dtype (Scalar.np)
 
 
 def _bfloat16_dtype() -> np.dtype:
@@ -543,7 +551,30 @@ class Value(np.ndarray):
         self[...] = np.fmod(self, other)
         return self
 
+    # * with a matrix on either side and a vector or matrix on the other is the matrix
+    # product, as in kernels and Warp (M * v = M v, v * M = v^T M); otherwise element-wise
+    def __mul__(self, other):
+        if isinstance(other, Value) and 2 in (self.ndim, other.ndim):
+            return np.matmul(self, other)
+        return np.ndarray.__mul__(self, other)
+
+    def __rmul__(self, other):
+        if isinstance(other, Value) and 2 in (self.ndim, other.ndim):
+            return np.matmul(other, self)
+        return np.ndarray.__rmul__(self, other)
+
+    def __imul__(self, other):
+        if isinstance(other, Value) and 2 in (self.ndim, other.ndim):
+            return np.matmul(self, other)  # a new value, as Warp (the shape may change)
+        return np.ndarray.__imul__(self, other)
+
     __hash__ = None
+
+    def __repr__(self):  # Warp's: vec3f([1.0, 2.0, 3.0]), quatf([...])
+        if self.ndim not in (1, 2):
+            return super().__repr__()
+        name = self._type_name() if type(self) is Value else type(self).__name__
+        return f"{name}({np.asarray(self).tolist()})"
 
     def __str__(self):
         a = np.asarray(self)
@@ -620,10 +651,20 @@ def _construct(t, args):
         out = np.zeros(t.shape, t.dtype.np)
     elif len(args) == 1:
         a = _wrapped(args[0], t.dtype.np)
-        out = np.full(t.shape, a, t.dtype.np) if a.ndim == 0 else a.reshape(t.shape).copy()
+        out = np.full(t.shape, a, t.dtype.np) if a.ndim == 0 else _shaped(t, a).copy()
     else:
-        out = np.array(_wrapped(args, t.dtype.np)).reshape(t.shape)
+        out = _shaped(t, np.array(_wrapped(args, t.dtype.np)))
     return out.view(Value)
+
+
+def _shaped(t, a: np.ndarray) -> np.ndarray:
+    """a's values in t's shape, or Warp's ValueError naming the count expected."""
+    if a.size != math.prod(t.shape):
+        kind = "vector" if len(t.shape) == 1 else "matrix"
+        raise ValueError(f"Invalid number of arguments in {kind} constructor "
+                         f"{getattr(t, '__name__', t)}(...), expected {math.prod(t.shape)} "
+                         f"elements, got {a.size}")
+    return a.reshape(t.shape)
 
 
 def vector(length: int, dtype=float32) -> Vector:

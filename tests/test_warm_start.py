@@ -349,6 +349,40 @@ def test_the_argument_block_is_laid_out_as_the_c_struct_ctypes_makes():
         assert layout.offsets == {name: getattr(ref, name).offset for name, _ in layout.fields}
 
 
+
+def test_shared_layouts_and_blocks_fit_the_c_struct_of_each_function():
+    """runner.layout_of shares one ArgLayout between functions whose parameters have equal
+    types (an adjoint and its retained-gradient variant), and runner._block_type one block
+    type between sizes: each must still be the C struct ctypes makes for that function,
+    and the block at least that large (and zeroed)."""
+    from kernlab.backends.llvm.runner import ArgLayout, _block_type, layout_of
+
+    @kl.kernel
+    def pair(x: kl.array(dtype=float), y: kl.array(dtype=kl.float64), s: kl.int32):
+        i = kl.tid()
+        y[i] = kl.float64(x[i]) * kl.float64(s)
+
+    @kl.kernel
+    def other(x: kl.array(dtype=kl.float64), y: kl.array(dtype=float), s: kl.int32):
+        i = kl.tid()
+        y[i] = float(x[i]) * float(s)
+
+    retained = pair.adjoint_variant(frozenset({1}))
+    assert retained is not pair.adjoint_ir
+    assert layout_of(retained) is layout_of(pair.adjoint_ir)
+    assert layout_of(other.ir) is not layout_of(pair.ir)  # other element types
+    for func in (pair.ir, pair.adjoint_ir, retained, other.ir, other.adjoint_ir):
+        layout = layout_of(func)
+        own = ArgLayout(func).fields  # this function's own fields, not the shared layout's
+        ref = type("Ref", (ctypes.Structure,), {"_fields_": own})
+        assert [name for name, _ in layout.fields] == [name for name, _ in own]
+        assert layout.size == ctypes.sizeof(ref)
+        assert layout.offsets == {name: getattr(ref, name).offset for name, _ in layout.fields}
+        block = _block_type(layout.size)()
+        assert ctypes.sizeof(block) >= layout.size
+        assert bytes(block) == bytes(ctypes.sizeof(block))
+
+
 PRELOAD_CHILD = textwrap.dedent('''
     import json, sys
     import kernlab as kl
@@ -386,6 +420,34 @@ def test_llvm_loads_on_a_front_end_miss_only(tmp_path):
     assert cold["after_import"] == [False, False] and warm["after_import"] == [False, False]
     assert cold["preload"] is True and warm["preload"] is False
     assert cold["x"] == warm["x"] == [2.0, 2.0, 2.0]
+
+
+MAPPED_CHILD = textwrap.dedent('''
+    import ctypes, json, sys, time
+    from kernlab import backends
+    from kernlab.backends.llvm import jit  # maps llvmlite's library, then imports llvmlite
+    import llvmlite.binding as llvm
+    llvm.ffi.lib._load_lib()  # llvmlite's own CDLL of its library
+    print(json.dumps({"ours": backends._llvmlite_handle or 0,
+                      "llvmlite": llvm.ffi.lib._lib_handle._handle,
+                      "version": list(llvm.llvm_version_info)}))
+''')
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="dlopen through libc: Linux")
+def test_llvmlites_library_is_the_one_mapped_ahead(tmp_path):
+    """jit.py maps llvmlite's library through libc's dlopen before importing llvmlite (a
+    ctypes call, without the GIL): llvmlite's own load must then find that same library
+    (dlopen gives the handle of the one loaded), not a second copy, and work."""
+    script = tmp_path / "mapped.py"
+    script.write_text(MAPPED_CHILD)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["ours"] != 0 and out["ours"] == out["llvmlite"]
+    import llvmlite.binding as llvm
+    assert out["version"] == list(llvm.llvm_version_info)
 
 
 def test_a_plan_entry_of_the_wrong_shape_is_not_used():

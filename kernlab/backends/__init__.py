@@ -27,10 +27,44 @@ def preload_cpu_backend() -> None:
 
 def _load_llvm() -> None:
     try:
-        from .llvm import jit
+        from .llvm import jit  # (its import maps llvmlite's library: _open_llvmlite_library)
         jit._host()
     except Exception:  # noqa: BLE001 — the first compile raises it with context
         pass
+
+
+_llvmlite_handle = None  # llvmlite's library, as _open_llvmlite_library opened it
+
+
+def _open_llvmlite_library() -> None:
+    """Map llvmlite's library (180 MB: about 20 ms of mapping and relocating) through libc's
+    dlopen called as a ctypes foreign function, which lets go of the GIL while it runs,
+    ahead of llvmlite's own ``ctypes.CDLL``, which CPython runs holding the GIL: the main
+    thread's front end goes on meanwhile while the preload thread (preload_cpu_backend)
+    imports llvm/jit.py, which calls this first. llvmlite's load later finds the library
+    loaded (the same flags, RTLD_NOW | RTLD_LOCAL) and only counts a reference. Linux with
+    llvmlite found on sys.path; anything else leaves the load to llvmlite."""
+    global _llvmlite_handle
+    import sys
+    if _llvmlite_handle is not None or not sys.platform.startswith("linux"):
+        return
+    for entry in sys.path:  # (where an import of llvmlite would find it)
+        folder = os.path.join(entry or ".", "llvmlite")
+        if os.path.isfile(os.path.join(folder, "__init__.py")):
+            path = os.path.join(folder, "binding", "libllvmlite.so")
+            break
+    else:
+        return
+    if not os.path.isfile(path):
+        return
+    import ctypes
+    try:
+        libc = ctypes.CDLL(None)
+        dlopen = libc.dlopen
+    except (OSError, AttributeError):
+        return
+    dlopen.restype, dlopen.argtypes = ctypes.c_void_p, (ctypes.c_char_p, ctypes.c_int)
+    _llvmlite_handle = dlopen(os.fsencode(path), os.RTLD_NOW | os.RTLD_LOCAL) or 0
 
 
 def _finish_preload() -> None:

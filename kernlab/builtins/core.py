@@ -43,9 +43,16 @@ def _mul_ret_mv(b):
     return Vector(m.rows, m.dtype) if m.cols == v.length else None
 
 
+def _mul_ret_vm(b):  # v * M is the row vector v^T M, as Warp
+    m, v = b["M"], b["V"]
+    return Vector(m.cols, m.dtype) if m.rows == v.length else None
+
+
 def _np_mul(a, b, types=None, ret=None):
     if types is not None and (types[0].is_tile or types[1].is_tile):  # element-wise
         return np.asarray(a * b, ret.scalar.np)
+    if np.ndim(a) == 1 and np.ndim(b) == 2:  # v^T M == M^T v
+        return _np_mul(b.T, a)
     if np.ndim(a) == 2 and np.ndim(b) >= 1:
         if a.dtype == np.float16:  # each product and each partial sum rounded to half, over
             cols = b if b.ndim == 2 else b[:, None]  # k in order, as compiled (and in Warp);
@@ -62,6 +69,8 @@ def _mul_grad(g, a, b, r, adj):
     if ta.is_matrix and (tb.is_vector or tb.is_matrix):
         return g.mul(adj, g.transpose(b)) if tb.is_matrix else g.outer(adj, b), \
             g.mul(g.transpose(a), adj)
+    if ta.is_vector and tb.is_matrix:  # r = v^T M: adj_v = M adj, adj_M = v adj^T
+        return g.mul(b, adj), g.outer(a, adj)
     if ta.is_scalar and not tb.is_scalar:
         return g.inner(adj, b), g.mul(a, adj)
     if tb.is_scalar and not ta.is_scalar:
@@ -107,7 +116,7 @@ class _MatMulSig:
 
 builtin("mul", [sig("N", "N", ret="T"), sig("N", "V", ret="V"), sig("V", "N", ret="V"),
                 sig("N", "M", ret="M"), sig("M", "N", ret="M"),
-                sig("M", "V", ret=_mul_ret_mv), _MatMulSig(),
+                sig("M", "V", ret=_mul_ret_mv), sig("V", "M", ret=_mul_ret_vm), _MatMulSig(),
                 sig("N", "L", ret="L"), sig("L", "N", ret="L"), _TileTileSig()],
         _np_mul, llvm=lambda cx, a, b: cx.mul(a, b), cuda="({0} * {1})", grad=_mul_grad,
         scales=(0, 1), extra={"typed": True})

@@ -20,8 +20,15 @@ def _unary(name, ref, grad, intrinsic=None, libm=None, cuda=None, differentiable
         llvm = lambda cx, x: cx.intr(intrinsic, x)  # noqa: E731
     elif llvm is None:
         llvm = lambda cx, x: cx.libm(libm or name, x)  # noqa: E731
-    builtin(name, FLOAT1, lambda x: x.dtype.type(ref(x)), llvm=llvm,
+    builtin(name, FLOAT1, lambda x: x.dtype.type(_quiet(ref, x)), llvm=llvm,
             cuda=cuda or f"{name}({{0}})", grad=grad, differentiable=differentiable)
+
+
+def _quiet(ref, x):
+    """ref(x) without NumPy's warnings: log(0) is -inf and exp(100) inf, as compiled code
+    (and Warp at Python scope) give them, silently."""
+    with np.errstate(all="ignore"):
+        return ref(x)
 
 
 def one(g, x):
@@ -32,10 +39,31 @@ _unary("sin", np.sin, lambda g, x, r, adj: (g.mul(adj, g.cos(x)),), intrinsic="l
 _unary("cos", np.cos, lambda g, x, r, adj: (g.neg(g.mul(adj, g.sin(x))),),
        intrinsic="llvm.cos")
 _unary("tan", np.tan, lambda g, x, r, adj: (g.mul(adj, g.add(one(g, x), g.mul(r, r))),))
-_unary("asin", np.arcsin, lambda g, x, r, adj: (
-    g.div(adj, g.sqrt(g.sub(one(g, x), g.mul(x, x)))),))
-_unary("acos", np.arccos, lambda g, x, r, adj: (
-    g.neg(g.div(adj, g.sqrt(g.sub(one(g, x), g.mul(x, x))))),))
+
+
+# asin / acos, as Warp: the argument is first clamped to [-1, 1] with fmin / fmax (so 2 -> 1
+# and a NaN -> -1), and the slope +-1/sqrt(1 - x^2) counts only where that root is > 0
+# (0 at |x| >= 1 and for NaN, instead of an infinity).
+def _unit_clamped(x):
+    return np.fmin(np.fmax(x, x.dtype.type(-1)), x.dtype.type(1))
+
+
+def _unit_clamped_llvm(cx, name, x):
+    lo, hi = cx.const(-1.0), cx.const(1.0)  # the result type is the argument type
+    return cx.libm(name, cx.intr("llvm.minnum", cx.intr("llvm.maxnum", x, lo), hi))
+
+
+def _inverse_root_grad(g, x, adj):
+    d = g.sqrt(g.sub(one(g, x), g.mul(x, x)))
+    return g.where(g.gt(d, g.zeros(x.type)), g.div(adj, d), g.zeros(x.type))
+
+
+_unary("asin", lambda x: np.arcsin(_unit_clamped(x)), lambda g, x, r, adj: (
+    _inverse_root_grad(g, x, adj),), cuda="asin(kl_unit_clamp({0}))",
+    llvm=lambda cx, x: _unit_clamped_llvm(cx, "asin", x))
+_unary("acos", lambda x: np.arccos(_unit_clamped(x)), lambda g, x, r, adj: (
+    g.neg(_inverse_root_grad(g, x, adj)),), cuda="acos(kl_unit_clamp({0}))",
+    llvm=lambda cx, x: _unit_clamped_llvm(cx, "acos", x))
 _unary("atan", np.arctan, lambda g, x, r, adj: (
     g.div(adj, g.add(one(g, x), g.mul(x, x))),))
 _unary("sinh", np.sinh, lambda g, x, r, adj: (g.mul(adj, g.cosh(x)),))
@@ -126,7 +154,8 @@ builtin("lerp", [sig("F", "F", "F", ret="T"), sig("FV", "FV", "F", ret="V"),
 
 
 def _smoothstep_ref(e0, e1, x):
-    t = np.clip((x - e0) / (e1 - e0), 0, 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.fmin(np.fmax((x - e0) / (e1 - e0), 0), 1)  # a NaN t becomes 0, as Warp
     return x.dtype.type(t * t * (3 - 2 * t))
 
 
@@ -136,11 +165,13 @@ def _smoothstep_grad(g, e0, e1, x, r, adj):
     t_raw = g.div(g.sub(x, e0), w)
     inside = g.and_(g.gt(t_raw, g.zeros(x.type)), g.lt(t_raw, one(g, x)))
     drdt = g.mul(g.const(6.0, x.type), g.mul(t_raw, g.sub(one(g, x), t_raw)))
-    dx = g.where(inside, g.div(g.mul(adj, drdt), w), g.zeros(x.type))
-    # t depends on e0 through -(1 - t)/w and on e1 through -t/w
-    de0 = g.neg(g.mul(dx, g.sub(one(g, x), t_raw)))
-    de1 = g.neg(g.mul(dx, t_raw))
-    return de0, de1, dx
+    slope = g.div(g.mul(adj, drdt), w)
+    # t depends on e0 through -(1 - t)/w and on e1 through -t/w; each selected by `inside`
+    # (not multiplied by a zero dx: with e0 == e1, t_raw is infinite and 0 * inf is NaN)
+    zero = g.zeros(x.type)
+    de0 = g.where(inside, g.neg(g.mul(slope, g.sub(one(g, x), t_raw))), zero)
+    de1 = g.where(inside, g.neg(g.mul(slope, t_raw)), zero)
+    return de0, de1, g.where(inside, slope, zero)
 
 
 builtin("smoothstep", [sig("F", "F", "F", ret="T")], _smoothstep_ref,

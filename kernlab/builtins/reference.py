@@ -68,7 +68,8 @@ SUMMARIES = {
     "and_": "(internal) logical and: the `and` operator on bools",
     # arithmetic and the operators behind Python syntax (core.py)
     "add": "a + b (scalars, vectors, matrices)", "sub": "a - b", "neg": "-a",
-    "mul": "a * b: scalar, componentwise-by-scalar, matrix-vector, matrix-matrix; "
+    "mul": "a * b: scalar, componentwise-by-scalar, matrix-vector, vector-matrix (v^T M), "
+           "matrix-matrix; "
            "the Hamilton product of quaternions; the composition of transforms",
     "div": "a / b; integer division truncates toward zero and a zero divisor gives 0",
     "floordiv": "a // b: division rounded down, as in Python",

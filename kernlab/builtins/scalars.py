@@ -231,7 +231,7 @@ _minmax("max", _fmax_ref, ">=", "max", False)
 # ---- component-wise products (Warp's cw_mul, cw_div) ----------------------------------------
 
 _CW = [sig("V", "V", ret="V"), sig("M", "M", ret="M")]
-builtin("cw_mul", _CW, lambda a, b: (a * b).astype(a.dtype),
+builtin("cw_mul", _CW, lambda a, b: np.multiply(a, b).astype(a.dtype),
         llvm=lambda cx, a, b: cx.arith("mul", a, b), cuda="kl_cw_mul({0}, {1})",
         grad=lambda g, a, b, r, adj: (g.cw_mul(adj, b), g.cw_mul(adj, a)))
 builtin("cw_div", _CW, _np_div,

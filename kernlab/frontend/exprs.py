@@ -177,6 +177,8 @@ class ExprMixin:
         return [self.value(x, want) for x in xs]
 
     def call_builtin(self, name: str, xs, target: Type | None = None) -> Value:
+        if name in ("where", "select") and len(xs) == 3:
+            xs = [self._where_condition(xs[0]), *xs[1:]]
         for x in xs:
             if isinstance(x, Value) and x.type.is_array:
                 raise KernelTypeError(f"{name}() cannot take a whole array; index it first",
@@ -187,6 +189,14 @@ class ExprMixin:
             if mixed is not None:
                 return mixed
         return self.b.call(name, vals, target)
+
+    def _where_condition(self, c):
+        """where / select take, as in Warp, a bool, an integer (true when not 0) or an array
+        (true when not null) as their condition."""
+        if isinstance(c, Value) and c.type.is_array:
+            return self.truth(c)
+        v = self.value(c)
+        return self.truth(v) if v.type.is_scalar and v.type.kind in "iu" else v
 
     def int_index(self, x) -> Value:
         v = self.value(x, int32)

@@ -41,7 +41,8 @@ def parse_function(pyfunc) -> ParsedSource:
     code = pyfunc.__code__
     file = code.co_filename
     try:
-        lines, first, module = _source_lines(pyfunc)
+        found = source_block(pyfunc)
+        lines, first = found if found is not None else inspect.getsourcelines(pyfunc)
     except (OSError, TypeError) as exc:
         raise KernelSyntaxError(
             f"cannot read the source of '{pyfunc.__name__}' ({exc}); kernels must be defined "
@@ -50,7 +51,7 @@ def parse_function(pyfunc) -> ParsedSource:
     dedented = textwrap.dedent(src)
     indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != src else 0
     try:
-        module = module or ast.parse(dedented)
+        module = ast.parse(dedented)
     except SyntaxError as exc:
         raise KernelSyntaxError(f"invalid Python: {exc.msg}",
                                 SourceLoc(file, first + (exc.lineno or 1) - 1)) from None
@@ -66,60 +67,55 @@ def parse_function(pyfunc) -> ParsedSource:
     return parsed
 
 
-def _source_lines(pyfunc) -> tuple:
-    """inspect.getsourcelines(pyfunc) for a function, without tokenizing its body
-    (inspect.getblock tokenizes every line: a fifth of a second for a 4,000-line kernel):
-    the block ends before the first code line indented no deeper than the ``def``, and
-    takes the comment lines at the body's indentation before it (as getblock does). Only
-    where that block parses as exactly the function; otherwise, inspect's answer. Returns
-    (lines, first line number, the parsed dedented lines or None)."""
-    obj = inspect.unwrap(pyfunc)
-    if not inspect.isfunction(obj):
-        return (*inspect.getsourcelines(pyfunc), None)
-    lines, start = inspect.findsource(obj)
-    found = _indented_block(lines, start)
-    if found is None:
-        return inspect.getblock(lines[start:]), start + 1, None
-    return found[0], start + 1, found[1]
+_DEF_LINE = re.compile(r"\s*(@|def\s|async\s+def\s)")
+_CODE_TYPE = type(parse_function.__code__)
 
 
-def _indented_block(lines: list, start: int) -> list | None:
-    def indent(line):
-        body = line.lstrip(" ")
-        return None if body[:1] in ("\t", "\f") else len(line) - len(body)
-
-    depth, head = indent(lines[start]), start
-    while head < len(lines) and not lines[head].lstrip(" ").startswith(("def ", "async ")):
-        head += 1  # the decorators
-    if depth is None or head == len(lines):
+def source_block(pyfunc) -> tuple | None:
+    """(lines, first line number) of ``pyfunc``'s definition, from its first decorator to
+    the end of its body, as inspect.getsourcelines gives them for the parser, without
+    tokenizing (the tokenizer's first use in a process compiles its regular expressions:
+    about 6 ms of a cold start). The body reaches at least the last line any instruction
+    of the function (or of a function, lambda or comprehension inside it) comes from, and
+    then on over the lines indented deeper than the ``def`` (and blank and comment lines)
+    that follow: statements that leave no instructions (``pass``, constants, ``if False:``
+    blocks, asserts under -O). None when that block does not parse as one function
+    definition (a line continuation or string reaching back to the ``def``'s indentation
+    can end it early): then inspect, which tokenizes, decides."""
+    code = pyfunc.__code__
+    linecache.checkcache(code.co_filename)
+    lines = linecache.getlines(code.co_filename, getattr(pyfunc, "__globals__", None))
+    first = code.co_firstlineno
+    if not 0 < first <= len(lines) or not _DEF_LINE.match(lines[first - 1]):
         return None
-    body_col, last, end = None, head, head  # (last: the last code line of the block)
-    for k in range(head + 1, len(lines)):
-        text = lines[k].strip()
-        col = indent(lines[k])
-        if col is None:
-            return None
-        if not text:
-            continue
-        if text.startswith("#"):
-            if body_col is not None and col >= body_col:
-                end = k
-            continue
-        if col <= depth:
-            break
-        if body_col is None:
-            body_col = col
-        last = end = k
-    block = lines[start:end + 1]
+    last, stack = first, [code]
+    while stack:
+        c = stack.pop()
+        stack += [k for k in c.co_consts if isinstance(k, _CODE_TYPE)]
+        for span in c.co_positions():
+            if span[1] is not None and span[1] > last:
+                last = span[1]
+    if last > len(lines):
+        return None
+    head = lines[first - 1]
+    indent = len(head) - len(head.lstrip())
+    end = last
+    for at in range(last, len(lines)):
+        line = lines[at]
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            if len(line) - len(line.lstrip()) <= indent:
+                break
+            end = at + 1  # (trailing blank and comment lines are left out, as inspect does)
+    block = lines[first - 1:end]
     try:
         module = ast.parse(textwrap.dedent("".join(block)))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     if len(module.body) != 1 or not isinstance(module.body[0], (ast.FunctionDef,
-                                                                ast.AsyncFunctionDef)) \
-            or module.body[0].end_lineno != last - start + 1:
+                                                                  ast.AsyncFunctionDef)):
         return None
-    return block, module
+    return block, first
 
 
 MAX_NAME_LENGTH = 255  # characters in an identifier (LLVM truncates value names at 1,024)

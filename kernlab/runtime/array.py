@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ArrayError
 from ..types import ArrayType, Type, float32, to_type
 from . import array_convert as convert
 from . import array_views as views
@@ -407,13 +408,13 @@ class array(ArrayProtocols, ArrayOperators):
         data = self._storage()
         if isinstance(src, array):
             if src.dtype != self.dtype or src.shape != self.shape:
-                raise ValueError(f"cannot assign an array of {src.dtype} {src.shape} to one "
+                raise ArrayError(f"cannot assign an array of {src.dtype} {src.shape} to one "
                                  f"of {self.dtype} {self.shape}")
             storage.copy_all(data, src._storage())
         else:
             values = np.asarray(src, dtype=self.dtype.scalar.np)
             if values.shape != data.shape:
-                raise ValueError(f"cannot assign data of shape {values.shape} to an array "
+                raise ArrayError(f"cannot assign data of shape {values.shape} to an array "
                                  f"of {self.dtype} with shape {self.shape} (expected data "
                                  f"of shape {data.shape})")
             data[...] = values

@@ -14,7 +14,7 @@ import weakref
 import numpy as np
 
 from .. import config
-from ..errors import LaunchError
+from ..errors import LaunchError, LaunchTypeError, LaunchValueError
 from ..ir.nodes import Op
 from ..kernel import Kernel, _user_facing
 from . import capture as _capture
@@ -36,8 +36,12 @@ def _dims(dim) -> tuple:
         tuple(dim) if isinstance(dim, (tuple, list)) else None
     if dims is None or not 1 <= len(dims) <= 4 \
             or not all(isinstance(d, (int, np.integer)) and d >= 0 for d in dims):
-        raise LaunchError(f"launch dim must be an int or a tuple of 1 to 4 non-negative ints, "
-                          f"not {dim!r}")
+        # as Warp: a count or sign that is wrong is a ValueError, a dim that is no int a
+        # TypeError (both are LaunchErrors, RuntimeErrors)
+        kind = LaunchTypeError if dims is None or not all(
+            isinstance(d, (int, np.integer)) for d in dims) else LaunchValueError
+        raise kind(f"launch dim must be an int or a tuple of 1 to 4 non-negative ints, "
+                   f"not {dim!r}")
     dims = tuple(int(d) for d in dims)
     if math.prod(dims) > MAX_THREADS:
         raise LaunchError(f"a launch of {math.prod(dims)} threads is too large (thread ids are "
@@ -81,6 +85,18 @@ class Launch:
 
     def _func(self):
         return self.kernel.adjoint_ir if self.adjoint else self.kernel.ir
+
+    # Warp's tape keeps a launch as the list [kernel, dim, max_blocks, inputs, outputs,
+    # device, block_dim, metadata]; a kl.Launch (what tape.launches holds) reads the same way
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, index):
+        args = self.params[:len(self.kernel.params)]
+        n_in = getattr(self, "n_inputs", len(args))
+        dim = self.dim[0] if len(self.dim) == 1 else self.dim
+        return [self.kernel, dim, self.max_blocks, args[:n_in], args[n_in:], self.device,
+                self.block_dim, {}][index]
 
     def __repr__(self):
         kind = "adjoint " if self.adjoint else ""
@@ -233,7 +249,7 @@ def _launch(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, adjoi
     if not isinstance(kernel, Kernel):
         raise LaunchError(f"kl.launch needs a @kl.kernel, got {kernel!r}")
     if dim is None:
-        raise LaunchError(f"kl.launch({kernel.key}): give dim, the number of threads")
+        raise LaunchTypeError(f"kl.launch({kernel.key}): give dim, the number of threads")
     dims = (dim,) if type(dim) is int and 0 <= dim <= MAX_THREADS else _dims(dim)
     inputs, outputs = inputs or (), outputs or ()
     n_in = len(inputs)
@@ -276,6 +292,7 @@ def _launch(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, adjoi
     cmd = Launch(kernel, dev, params=args, adjoint=adjoint, dim=dims, max_blocks=max_blocks,
                  block_dim=block_dim)
     cmd.struct_args = structs
+    cmd.n_inputs = n_in
     if record_cmd:
         return cmd
     cmd.null_arrays = True  # kl.launch(k, n, inputs=[None, ...]): a null array, as in Warp

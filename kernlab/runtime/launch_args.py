@@ -71,8 +71,9 @@ def convert_arg(kernel_name: str, param, value, device, allow_none=False):
         raise fail(f"got {type(value).__name__}") from None
     if numpy_kind(arr.dtype) not in "biuf":  # strings, complex numbers, objects
         raise fail(f"got {type(value).__name__}")
-    if arr.size != math.prod(t.shape):
-        raise fail(f"got a value with {arr.size} component(s)")
+    if arr.size != math.prod(t.shape):  # a ValueError, as Warp's failed conversion
+        raise LaunchValueError(f"kernel '{kernel_name}': parameter '{name}' ({t}) got a "
+                               f"value with {arr.size} component(s)")
     return _exact(t.scalar, arr.reshape(t.shape), fail)
 
 
@@ -192,7 +193,7 @@ def _launch_device(device, args):
         try:
             return get_device(device)
         except (TypeError, ValueError) as exc:
-            raise LaunchError(f"kl.launch(device={device!r}): {exc}") from None
+            raise LaunchValueError(f"kl.launch(device={device!r}): {exc}") from None
     for a in args:
         if isinstance(a, array) and not a.is_annotation:
             return a.device

@@ -60,7 +60,7 @@ class AdjointShortPath:
         n = len(func.params)
         checked = frozenset(k for k in range(n, 2 * n) if kinds[k][0] == 0)
         keyed = [k for k in range(2 * n) if kinds[k][0] == 0]
-        offsets = jit.ArgLayout(kernel.adjoint_ir).offsets
+        offsets = jit.layout_of(kernel.adjoint_ir).offsets
         q = cls()
         q.kernel = kernel
         q.state, q.changes = ShortPath.settings(kernel), config.changes

@@ -34,6 +34,7 @@ from .. import config
 from ..errors import GradientError, LaunchError
 from . import array as array_mod
 from .array import array, zeros_like
+from .tape_records import consumes_copied_gradient
 
 
 def run_variant(kernel, dims, args, device, adjoint: bool, tangent: str, retain=None):
@@ -285,6 +286,6 @@ def _copy_adjoint(rec, dest_g, src_g):
     """The adjoint of an array copy on scratch gradients (as Tape.backward does it)."""
     n, do, so = _part(rec)
     incoming = np.array(array_mod._read_flat(dest_g, do, n))
-    if rec.kind != "clone" and not rec.dest.retain_grad:
+    if consumes_copied_gradient(rec):
         array_mod._write_flat(dest_g, do, np.zeros(n, incoming.dtype))
     array_mod._write_flat(src_g, so, np.array(array_mod._read_flat(src_g, so, n)) + incoming)

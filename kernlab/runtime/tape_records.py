@@ -148,6 +148,12 @@ def _refuse_modified(entries, record, cmd, advice: str) -> None:
                 kernel=cmd.kernel.key)
 
 
+def consumes_copied_gradient(rec: RecordedArrayOp) -> bool:
+    """Whether the adjoint of a copy / clone / assign zeroes the destination's gradient it
+    passed on: always, unless the destination retains its gradient (retain_grad)."""
+    return not rec.dest.retain_grad
+
+
 def _array_op_adjoint(rec: RecordedArrayOp):
     """Gradient flows from the copy back to its source (accumulated); the overwritten part
     of the destination's gradient is consumed unless the destination retains it."""
@@ -163,8 +169,10 @@ def _array_op_adjoint(rec: RecordedArrayOp):
     # works on either device (and across them, for a.to(device)): read, add, write back
     incoming = np.array(array_mod._read_flat(dest.grad, do, n))
     # consume before accumulating: right also when source and destination overlap
-    # (a copy within one array): the overwritten elements' gradient goes only to the source
-    if rec.kind != "clone" and not dest.retain_grad:
+    # (a copy within one array): the overwritten elements' gradient goes only to the source.
+    # A clone's too (Warp 1.19's clone is a copy into a new array), so a second backward()
+    # adds the source's gradient once more rather than twice.
+    if consumes_copied_gradient(rec):
         array_mod._write_flat(dest.grad, do, np.zeros(n, incoming.dtype))
     from .structs import add_elements  # records of a struct add field by field
     array_mod._write_flat(src.grad, so, add_elements(array_mod._read_flat(src.grad, so, n),

@@ -502,6 +502,16 @@ KL_MAT_FN vec<R, T> operator*(const mat<R, C, T>& m, const vec<C, T>& v) {
     }
     return out;
 }
+// v * M: the row vector v^T M, as Warp
+KL_MAT_FN vec<C, T> operator*(const vec<R, T>& v, const mat<R, C, T>& m) {
+    vec<C, T> out;
+    for (int j = 0; j < C; ++j) {
+        T acc = v.c[0] * m.r[0].c[j];
+        for (int k = 1; k < R; ++k) acc += v.c[k] * m.r[k].c[j];
+        out.c[j] = acc;
+    }
+    return out;
+}
 template <int R, int K, int C, typename T>
 __device__ inline mat<R, C, T> operator*(const mat<R, K, T>& a, const mat<K, C, T>& b) {
     mat<R, C, T> out;
@@ -524,6 +534,8 @@ template <typename T> __device__ inline T kl_max(T a, T b) { return a >= b ? a :
 template <typename T> __device__ inline T kl_clamp(T x, T lo, T hi) {
     return kl_min(kl_max(lo, x), hi);
 }
+// asin / acos take their argument through this first, as Warp (a NaN becomes -1)
+template <typename T> __device__ inline T kl_unit_clamp(T x) { return kl_clamp(x, T(-1), T(1)); }
 template <typename T> __device__ inline T kl_route_min(T a, T b, T adj) {
     return (a == a && (b != b || a < b)) ? adj : T(0);
 }
@@ -588,7 +600,7 @@ template <typename V, typename T> __device__ inline V lerp(const V& a, const V& 
 }
 template <typename T> __device__ inline T smoothstep(T e0, T e1, T x) {
     T t = (x - e0) / (e1 - e0);
-    t = t < T(0) ? T(0) : (t > T(1) ? T(1) : t);
+    t = kl_clamp(t, T(0), T(1));  // a NaN t becomes 0, as Warp's fmin / fmax clamp
     return t * t * (T(3) - T(2) * t);
 }
 

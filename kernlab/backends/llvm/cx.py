@@ -195,6 +195,8 @@ class BuiltinContext(TileContext):
             return self._matmul(a, ta.rows, ta.cols, b, 1)
         if ta.is_matrix and tb.is_matrix:
             return self._matmul(a, ta.rows, ta.cols, b, tb.cols)
+        if ta.is_vector and tb.is_matrix:  # a row vector: (1 x rows) @ (rows x cols)
+            return self._matmul(a, 1, tb.rows, b, tb.cols)
         return self.arith("mul", a, b)
 
     def _matmul(self, a, rows, inner, b, cols):
@@ -435,7 +437,7 @@ class BuiltinContext(TileContext):
         ty = x.type
         t = self.b.fdiv(self.b.fsub(x, e0), self.b.fsub(e1, e0))
         zero, one = ir.Constant(ty, 0.0), ir.Constant(ty, 1.0)
-        t = self.b.select(self.b.fcmp_ordered("<", t, zero), zero, t)
+        t = self.b.select(self.b.fcmp_unordered("<", t, zero), zero, t)  # NaN -> 0, as Warp
         t = self.b.select(self.b.fcmp_ordered(">", t, one), one, t)
         poly = self.b.fsub(ir.Constant(ty, 3.0), self.b.fmul(ir.Constant(ty, 2.0), t))
         return self.b.fmul(self.b.fmul(t, t), poly)

@@ -13,8 +13,14 @@ import ctypes
 import re
 import sys
 
-import llvmlite
-import llvmlite.binding as llvm
+from .. import _open_llvmlite_library
+
+# llvmlite's library mapped without the GIL, inside this module's import: a thread that
+# needs this module meanwhile waits for the import rather than importing llvmlite itself
+_open_llvmlite_library()
+
+import llvmlite  # noqa: E402
+import llvmlite.binding as llvm  # noqa: E402
 
 from ...ir.nodes import Function
 from ...ir.printer import canonical_ir, print_function  # noqa: F401

@@ -40,7 +40,7 @@ from ...ir.printer import canonical_parts
 from ...runtime import cache
 from . import objload
 from .abi import INTERRUPT_SYMBOL
-from .runner import _ENTRY_TYPE, ArgLayout, CompiledEntry, Runner, _interrupt
+from .runner import _ENTRY_TYPE, ArgLayout, CompiledEntry, Runner, _interrupt, layout_of
 
 KERNLAB_VERSION = "0.1.0"
 BACKEND_VERSION = "llvm-backend-3"
@@ -86,8 +86,9 @@ def _cpu_identity() -> str | None:
         return None
     chunks = []
     try:  # up to the first blank line: the kernel formats each processor as it is read
-        while not chunks or b"\n\n" not in chunks[-1] and len(chunks) < 16:
-            chunk = os.read(fd, 4096)
+        # (a read of 1 KB: one of 4 KB had it format the second processor too, ~0.03 ms)
+        while not chunks or b"\n\n" not in b"".join(chunks[-2:]) and len(chunks) < 64:
+            chunk = os.read(fd, 1024)
             if not chunk:
                 break
             chunks.append(chunk)
@@ -215,7 +216,7 @@ def arg_layout(func: Function) -> ArgLayout:
     """The argument block of ``func`` (one per Function: every entry of it shares it)."""
     layout = getattr(func, "_arg_layout", None)
     if layout is None:
-        layout = func._arg_layout = ArgLayout(func)
+        layout = func._arg_layout = layout_of(func)
     return layout
 
 
@@ -389,10 +390,25 @@ def place(func, obj: bytes, symbol: str, data=()) -> tuple:
 
 def _entry(func, symbol, address, code) -> CompiledEntry:
     entry = CompiledEntry(symbol, address, arg_layout(func), _ENTRY_TYPE(address), code)
-    # the last entry of its code frees the code; not at exit, where a daemon thread may
-    # still be running it (the process's end frees it)
-    weakref.finalize(entry, code.release).atexit = False
+    _release_with(entry, code.release)
     return entry
+
+
+_releasing: dict = {}  # id(weak reference) -> it: alive until its entry is garbage
+
+
+def _release_with(entry, release) -> None:
+    """Call ``release`` (the entry's code's) once ``entry`` is garbage: the last entry of its
+    code frees the code. Not while the interpreter shuts down, where a daemon thread may
+    still be running it (the process's end frees it). (A weak reference with a callback,
+    as weakref.finalize(...).atexit = False does it, without finalize's first call, which
+    imports atexit: 0.1 ms of a warm start.)"""
+    def done(ref, release=release):
+        _releasing.pop(id(ref), None)
+        if not sys.is_finalizing():
+            release()
+    ref = weakref.ref(entry, done)
+    _releasing[id(ref)] = ref
 
 
 __all__ = ["compile_kernel", "cache_key", "entry_keys", "stats", "Runner"]
