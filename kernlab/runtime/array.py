@@ -20,7 +20,6 @@ arithmetic (``+``, ``*=``, NumPy ufuncs).
 """
 from __future__ import annotations
 
-
 import contextvars
 import math
 from typing import Any
