@@ -16,9 +16,16 @@ import numpy as np
 import kernlab as kl
 
 from common import (check_note, copies_of, fold_bounds, kernels, kl_launch, one_thread,
-                    optional, race_samples, rel_error, stream_row, warp, warp_launch)
+                    optional, race_samples, rel_error, steady_block, stream_row, warp,
+                    warp_launch)
 
 BINS = 256
+
+
+def _steady(n: int) -> dict:
+    """Each timing after an untimed call of the same candidate, over a block of calls at
+    small n: the warm, steady-state launch of every candidate (common.race_samples)."""
+    return {"steady": True, "block": steady_block(n)}
 
 
 def _numba():
@@ -101,10 +108,11 @@ def _row(name, size, make, data, expected, settings, tolerance, what):
     cands = make(data)
     runs = {k: run for k, (run, _) in cands.items()}
     runs.update(copies_of(data.nbytes * 2))  # a copy of the bytes read
-    samples = race_samples(runs, settings.repeats, settings.warmup)
+    samples = race_samples(runs, settings.repeats, settings.warmup, **_steady(len(data)))
     with one_thread():
         single = race_samples({k: runs[k] for k in ("kernlab", "numba") if k in runs},
-                              settings.repeats, settings.warmup)
+                              settings.repeats, settings.warmup,
+                              **_steady(len(data)))
     samples.update({f"{k}_1t": v for k, v in single.items()})
     errors = {}
     for k, (run, result) in make(data).items():  # fresh arrays: one run each, checked

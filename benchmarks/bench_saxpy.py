@@ -16,11 +16,17 @@ import numpy as np
 import kernlab as kl
 
 from common import (check_note, copies_of, fmt_time, fold_bounds, kernels, kl_launch,
-                    one_thread, optional, race_samples, rel_error, stream_row, warp,
-                    warp_launch)
+                    one_thread, optional, race_samples, rel_error, steady_block, stream_row,
+                    warp, warp_launch)
 
 A = np.float32(0.001)  # small, so repeated in-place updates stay far from overflow
 SINGLE = ("kernlab", "numba")  # what runs again on one thread
+
+
+def _steady(n: int) -> dict:
+    """Each timing after an untimed call of the same candidate, over a block of calls at
+    small n: the warm, steady-state launch of every candidate (common.race_samples)."""
+    return {"steady": True, "block": steady_block(n)}
 
 
 def _numba():
@@ -87,10 +93,11 @@ def _time(make, x_np, settings, nbytes, one_thread_names=SINGLE, extra=None):
     runs = {k: run for k, (run, _) in cands.items()}
     runs.update(copies_of(nbytes))
     runs.update(extra or {})
-    samples = race_samples(runs, settings.repeats, settings.warmup)
+    samples = race_samples(runs, settings.repeats, settings.warmup, **_steady(len(x_np)))
     with one_thread():  # a round of its own: switching thread counts per call costs Numba
         single = race_samples({k: runs[k] for k in one_thread_names if k in runs},
-                              settings.repeats, settings.warmup)
+                              settings.repeats, settings.warmup,
+                              **_steady(len(x_np)))
     samples.update({f"{k}_1t": v for k, v in single.items()})
     return fold_bounds(samples)
 

@@ -92,8 +92,13 @@ def race(candidates: dict, repeats: int, warmup: int = 1, clock=None) -> dict:
     return best
 
 
-def race_samples(candidates: dict, repeats: int, warmup: int = 1) -> dict:
-    """Like race, but every timing of each callable (seconds, in the order taken)."""
+def race_samples(candidates: dict, repeats: int, warmup: int = 1, steady: bool = False,
+                 block: int = 1) -> dict:
+    """Like race, but every timing of each callable (seconds, in the order taken).
+    ``steady``: each timing is of the candidate's steady state, as a loop of launches sees
+    it: one untimed call of the same candidate just before it (so no other candidate's
+    worker threads, still spinning, nor the caches it left are timed), then the mean of
+    ``block`` back-to-back calls (for small sizes, where one call is microseconds)."""
     for _ in range(warmup):
         for fn in candidates.values():
             fn()
@@ -101,10 +106,18 @@ def race_samples(candidates: dict, repeats: int, warmup: int = 1) -> dict:
     out = {name: [] for name in candidates}
     for _ in range(repeats):
         for name, fn in candidates.items():
+            if steady:
+                fn()
             start = time.perf_counter()
-            fn()
-            out[name].append(time.perf_counter() - start)
+            for _ in range(block):
+                fn()
+            out[name].append((time.perf_counter() - start) / block)
     return out
+
+
+def steady_block(n: int) -> int:
+    """Calls per timing of a streaming row at size n: about 2e5 elements' worth."""
+    return max(1, 200_000 // max(1, n))
 
 
 def summary(samples) -> tuple:

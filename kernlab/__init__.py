@@ -44,6 +44,7 @@ from .types import (quat, quatd, quatf, quath, spatial_matrix, spatial_matrixd,
                     spatial_matrixf, spatial_matrixh, spatial_vector, spatial_vectord,
                     spatial_vectorf, spatial_vectorh, transform, transformd, transformf,
                     transformh)
+from .types import Float, GenericScalar as Scalar, Int  # noqa: E402 (generic annotations)
 from .types import (NAMED as _NAMED, bfloat16, dtype_from_numpy, dtype_to_numpy,  # noqa: E402
                     float16,
                     int8, int16, uint8, uint16, uint64)

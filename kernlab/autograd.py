@@ -252,10 +252,13 @@ def _names_of(prob):
 
 
 def _as_arrays(result, prob) -> dict:
+    """Warp's layout: (output scalars, input elements) of the input's dtype, so a Jacobian
+    with respect to n vec3 values has shape (m, n) of vec3 (its numpy() is (m, n, 3))."""
     out = {}
     for (i, o), J in result.items():
-        dtype = prob.inputs[i].dtype.scalar
-        out[(i, o)] = array(J.astype(dtype.np), dtype=dtype, device="cpu")
+        dtype = prob.inputs[i].dtype
+        data = J.astype(dtype.scalar.np).reshape(J.shape[0], -1, *dtype.shape)
+        out[(i, o)] = array(data, dtype=dtype, device="cpu")
     return out
 
 

@@ -13,8 +13,8 @@ import re
 import numpy as np
 
 from .errors import KernelTypeError, LaunchError
-from .types import ANY, ArrayType, Matrix, Type, Vector, bool_, float32, int32, is_generic, \
-    numpy_kind, to_type
+from .types import ANY, ArrayType, Matrix, ScalarSet, Tile, Type, Vector, bool_, float32, int32, \
+    is_generic, numpy_kind, to_type
 
 
 def annotated_types(pyfunc) -> list[Type]:
@@ -65,16 +65,22 @@ def matches(pattern: Type, actual: Type) -> bool:
     """Whether a concrete type fits a (possibly generic) parameter type."""
     if pattern is ANY:
         return True
+    if isinstance(pattern, ScalarSet):
+        return pattern.accepts(actual)
     if not is_generic(pattern):
         return pattern == actual
-    if isinstance(pattern, ArrayType):
-        return actual.is_array and pattern.ndim == actual.ndim \
+    if isinstance(pattern, ArrayType):  # (an indexedarray is no array, nor the reverse)
+        return type(actual) is type(pattern) and pattern.ndim == actual.ndim \
             and (pattern.dtype is ANY or matches(pattern.dtype, actual.dtype))
     if isinstance(pattern, Vector):
         return actual.is_vector and pattern.length in (ANY, actual.length) \
-            and (pattern.dtype is ANY or pattern.dtype == actual.dtype)
+            and matches(pattern.dtype, actual.dtype)
     if isinstance(pattern, Matrix):
-        return actual.is_matrix and actual.shape == pattern.shape
+        return actual.is_matrix and actual.shape == pattern.shape \
+            and matches(pattern.dtype, actual.dtype)
+    if isinstance(pattern, Tile):  # tile[dtype]: any shape
+        return actual.is_tile and pattern.tile_shape in (ANY, actual.tile_shape) \
+            and matches(pattern.dtype, actual.dtype)
     return False
 
 
@@ -145,7 +151,8 @@ def _fits_declared(inferred: Type, declared: Type) -> bool:
 def value_type(value, pattern: Type | None = None) -> Type | None:
     """The kernel type of a launch or Python argument value, or None if it has none."""
     from .runtime.array import array
-    if isinstance(value, array):
+    from .runtime.indexed import indexedarray
+    if isinstance(value, (array, indexedarray)):
         return value.type if hasattr(value, "type") else ArrayType(value.dtype, value.ndim)
     t = getattr(value, "_kl_type", None) or getattr(type(value), "_kl_type", None)
     if isinstance(t, Type):
@@ -165,8 +172,8 @@ def value_type(value, pattern: Type | None = None) -> Type | None:
         a = np.asarray(value)
         if numpy_kind(a.dtype) not in "biuf":  # bfloat16 included
             return None
-        el = pattern.dtype if isinstance(pattern, (Vector, Matrix)) and pattern.dtype is not \
-            ANY else (float32 if a.dtype == np.float64 and not isinstance(value, np.ndarray)
+        el = pattern.dtype if isinstance(pattern, (Vector, Matrix)) and not \
+            is_generic(pattern.dtype) else (float32 if a.dtype == np.float64 and not isinstance(value, np.ndarray)
                       else to_type(a.dtype))
         if a.ndim == 1:
             return Vector(a.shape[0], el)

@@ -5,6 +5,7 @@ for, and machine code per (backend, adjoint, bounds_check) variant.
 """
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import gc
@@ -15,7 +16,7 @@ import weakref
 from typing import Callable, ParamSpec, TypeVar
 
 from . import config
-from .errors import KernelError, too_deeply_nested
+from .errors import KernelError, KernelSyntaxError, too_deeply_nested
 from .ir.nodes import Function
 from .ir.printer import print_function
 
@@ -147,6 +148,13 @@ class Kernel:
         self._specialisations: dict = {}
         functools.update_wrapper(self, pyfunc)
         self.key = key or pyfunc.__name__
+        if param_types is None:
+            try:
+                generic = self.is_generic
+            except Exception:  # noqa: BLE001 — a bad annotation: reported at its launch
+                generic = False
+            if generic:
+                self.module.generics[self.key] = self
 
     @property
     def is_generic(self) -> bool:
@@ -169,6 +177,12 @@ class Kernel:
                                param_types=list(types))
             self._specialisations[types] = found
         return found
+
+    @property
+    def overloads(self) -> dict:
+        """Warp's ``kernel.overloads``: this generic kernel's variants so far (declared with
+        kl.overload or made by launches), by their parameter types."""
+        return dict(self._specialisations)
 
     def for_arguments(self, values) -> "Kernel":
         """The kernel a launch with these argument values runs (self unless generic)."""
@@ -392,6 +406,10 @@ class Module:
         # key -> the latest kernel defined under that name, held weakly: a module never
         # keeps a kernel (and its compiled code) alive
         self.kernels = weakref.WeakValueDictionary()
+        # key -> the latest generic kernel of that key, held (as Warp's module holds all its
+        # kernels): a decorator overload stub (@kl.overload) of the same qualified name
+        # finds it after the name was rebound; redefining the key lets the old one go
+        self.generics: dict = {}
 
     def load(self, device=None, block_dim=None) -> bool:
         """Compile the module's kernels now (Warp's ``module.load``): a kernel's errors are
@@ -485,15 +503,17 @@ def force_load(device=None, modules=None, block_dim=None):
     return None
 
 
-def kernel(f=None, *, enable_backward: bool | None = None, module=None, **options):
+def kernel(f=None, *, enable_backward: bool | None = None, module=None, name=None,
+           **options):
     """Decorator: compile a Python function as a kernel (``@kl.kernel`` or ``@kl.kernel()``).
     enable_backward=False marks a kernel whose adjoint must not be used (a tape skips it
-    with a warning); None takes the module's option."""
+    with a warning); None takes the module's option. ``name`` is the kernel's key (its
+    function's name by default)."""
     def wrap(pyfunc):
         opts = dict(options)
         if enable_backward is not None:
             opts["enable_backward"] = bool(enable_backward)
-        return Kernel(pyfunc, options=opts, module=module)
+        return Kernel(pyfunc, options=opts, module=module, key=name)
     return wrap(f) if f is not None else wrap
 
 
@@ -531,14 +551,58 @@ def overload(target, arg_types=None):
         return target.specialise(_user_facing(declared_types, target, arg_types))
     if callable(target) and arg_types is None:
         existing = _bound_in_caller(target.__name__)
-        if isinstance(existing, Kernel):
-            from .generics import annotated_types
-            return existing.specialise(_user_facing(annotated_types, target))
         if isinstance(existing, Func):
             return existing.add_overload(target)
-        raise TypeError(f"@kl.overload: no generic kernel or func named "
-                        f"'{target.__name__}' is defined before it")
+        generic = existing if isinstance(existing, Kernel) and existing.param_types is None \
+            else _registered_kernel(target)
+        if generic is None:
+            raise TypeError(f"@kl.overload: no generic kernel or func named "
+                            f"'{target.__name__}' is defined before it")
+        _check_overload_stub(target)
+        from .generics import declared_types
+        generic.specialise(_user_facing(declared_types, generic,
+                                        _user_facing(_stub_types, target)))
+        return generic  # the decorated name stays the generic kernel, as in Warp
     raise TypeError(f"kl.overload takes a kernel and its argument types, not {target!r}")
+
+
+def _stub_types(stub) -> list:
+    from .generics import annotated_types
+    return annotated_types(stub)
+
+
+def _registered_kernel(stub):
+    """The generic kernel of the stub's module defined by a function of the stub's
+    qualified name (a kernel registered under a custom key, ``kl.kernel(name=...)``)."""
+    found = [k for k in get_module(stub.__module__).generics.values()
+             if k.pyfunc.__qualname__ == stub.__qualname__]
+    if len(found) > 1:
+        keys = ", ".join(repr(k.key) for k in found)
+        raise RuntimeError(f"Ambiguous kernel lookup for '{stub.__module__}."
+                           f"{stub.__qualname__}': it matches several custom-named kernels "
+                           f"({keys}); pass the kernel object to kl.overload(kernel, types) "
+                           "instead of using the decorator form")
+    return found[0] if found else None
+
+
+def _check_overload_stub(stub) -> None:
+    """A decorator overload is a signature only: its body may hold pass, ``...`` and a
+    docstring, and it returns nothing (no return annotation, or ``-> None``)."""
+    ret = getattr(stub, "__annotations__", {}).get("return", None)
+    if ret is not None and ret is not type(None) and ret not in ("None", "NoneType",
+                                                                 "types.NoneType"):
+        raise TypeError(f"Return annotations are not allowed on @wp.overload stubs "
+                        f"(kl.overload of '{stub.__name__}'): omit the return annotation "
+                        "or use `-> None`")
+    from .frontend.source import parse_function
+    src = parse_function(stub)
+    for node in src.tree.body:
+        if isinstance(node, ast.Pass) or isinstance(node, ast.Expr) and isinstance(
+                node.value, ast.Constant) and (node.value.value is ... or
+                                               isinstance(node.value.value, str)):
+            continue
+        raise KernelSyntaxError(f"kl.overload stub '{stub.__name__}' declares types only: its "
+                                "body may hold pass, ... and a docstring", src.loc(node))
 
 
 def _bound_in_caller(name: str):

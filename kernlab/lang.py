@@ -105,10 +105,15 @@ class _TileForm(SpecialForm):
     annotation for a func parameter that takes a tile)."""
 
     def __getitem__(self, args):
-        from .types import Tile, to_type
+        from .types import ANY, Tile, _literal, to_type
         dtype, *shape = args if isinstance(args, tuple) else (args,)
-        if not shape or not all(isinstance(n, int) and n > 0 for n in shape):
-            raise TypeError("tile[dtype, M, ...] takes an element type and positive int "
+        if len(shape) == 1 and isinstance(shape[0], tuple):  # tile[dtype, (M, N)]
+            shape = list(shape[0])
+        if not shape:  # tile[dtype]: a func parameter taking a tile of any shape
+            return Tile(to_type(dtype), ANY)
+        shape = [_literal(n) for n in shape]  # tile[dtype, Literal[M], ...]
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in shape):
+            raise TypeError("tile[dtype, M, ...] takes an element type and positive integer "
                             "extents")
         return Tile(to_type(dtype), tuple(shape))
 

@@ -282,6 +282,23 @@ SUFFIX = {int8: "b", uint8: "ub", int16: "s", uint16: "us", int32: "i", uint32: 
           int64: "l", uint64: "ul", float16: "h", float32: "f", float64: "d"}
 
 
+def _literal(x):
+    """``Literal[3]`` as 3 (a bare value as itself)."""
+    if typing.get_origin(x) is typing.Literal:
+        args = typing.get_args(x)
+        if len(args) != 1:
+            raise TypeError(f"Expected a single Literal value, got Literal{list(args)}")
+        return args[0]
+    return x
+
+
+def _extent(what: str, x) -> int:
+    n = _literal(x)
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n <= 0:
+        raise TypeError(f"{what} must be a positive integer, got {n!r}")
+    return int(n)
+
+
 @dataclass(frozen=True)
 class Vector(Type):
     length: int
@@ -289,6 +306,14 @@ class Vector(Type):
 
     is_vector = True
     _wp_generic_type_str_ = "vec_t"  # Warp's name for the family (code that checks it)
+
+    def __class_getitem__(cls, params):
+        """``Vector[dtype, Literal[n]]`` (or a bare n): the vector type, as
+        ``vector(n, dtype)`` gives it."""
+        if not isinstance(params, tuple) or len(params) != 2:
+            got = len(params) if isinstance(params, tuple) else 1
+            raise TypeError(f"Vector requires 2 parameters (dtype, length), got {got}")
+        return vector(_extent("Vector length", params[1]), params[0])
 
     @property
     def scalar(self) -> Scalar:
@@ -342,6 +367,15 @@ class Matrix(Type):
     is_matrix = True
     _wp_generic_type_str_ = "mat_t"
 
+    def __class_getitem__(cls, params):
+        """``Matrix[dtype, Literal[rows], Literal[cols]]``: as ``matrix((rows, cols),
+        dtype)``."""
+        if not isinstance(params, tuple) or len(params) != 3:
+            got = len(params) if isinstance(params, tuple) else 1
+            raise TypeError(f"Matrix requires 3 parameters (dtype, rows, cols), got {got}")
+        return matrix((_extent("Matrix rows", params[1]), _extent("Matrix cols", params[2])),
+                      params[0])
+
     @property
     def scalar(self) -> Scalar:
         return self.dtype
@@ -392,6 +426,9 @@ class Matrix(Type):
 class Quaternion(Vector):
     """A quaternion (x, y, z, w): a 4-vector whose ``*`` is the Hamilton product."""
 
+    def __class_getitem__(cls, dtype):  # Quaternion[float32]: quaternion(float32)
+        return quaternion(dtype)
+
     def __call__(self, *args):
         from .spatial_values import quaternion_value
         return quaternion_value(self, args)
@@ -410,6 +447,9 @@ class Quaternion(Vector):
 class Transformation(Vector):
     """A rigid transform (p, q): translation vec3 then rotation quaternion, 7 components.
     ``*`` composes transforms. In Python, ``transform()`` is the identity (as in Warp)."""
+
+    def __class_getitem__(cls, dtype):  # Transformation[float32]: transformation(float32)
+        return transformation(dtype)
 
     def __call__(self, *args, **kwargs):
         from .spatial_values import transform_value
@@ -437,6 +477,20 @@ class ArrayType(Type):
 
     def __repr__(self):
         return f"array({self.dtype}, ndim={self.ndim})"
+
+    __str__ = __repr__
+
+
+@dataclass(frozen=True)
+class IndexedArrayType(ArrayType):
+    """Warp's ``indexedarray``: an array seen through one int32 index array per axis
+    (``a[i]`` is ``data[idx0[i]]``). A kernel parameter of this type is flattened by the
+    front end into the data array and one index array per axis (frontend/views.py
+    ``Indexed``), so no backend knows the type; an axis the indexedarray does not index
+    gets the identity index array at the launch."""
+
+    def __repr__(self):
+        return f"indexedarray({self.dtype}, ndim={self.ndim})"
 
     __str__ = __repr__
 
@@ -488,7 +542,8 @@ class Tile(Type):
         return self.length * self.scalar.nbytes
 
     def __repr__(self):
-        return f"tile({self.dtype}, {tuple(self.tile_shape)})"
+        shape = "Any" if self.tile_shape is ANY else tuple(self.tile_shape)
+        return f"tile({self.dtype}, {shape})"
 
     __str__ = __repr__
 
@@ -513,12 +568,51 @@ class AnyType(Type):
 ANY = AnyType()
 
 
+class ScalarSet(Type):
+    """A constrained generic scalar in an annotation, Warp's ``wp.Int``, ``wp.Float`` and
+    ``wp.Scalar``: like ``Any`` it takes the argument's type, but only one of ``members``.
+    It may stand alone or as the dtype of a vector, matrix or array pattern
+    (``vector(3, kl.Int)``, ``array(dtype=kl.Float)``). A Python int argument is int32, a
+    float float32, as everywhere else."""
+
+    def __init__(self, name: str, members: tuple, doc: str):
+        self.name, self.members = name, tuple(members)
+        self._doc = doc
+
+    def accepts(self, t) -> bool:
+        """Whether the concrete type t is one of the members."""
+        return t in self.members
+
+    def __reduce__(self):  # pickled and copied by name: there is one of each
+        return (_scalar_set_named, (self.name,))
+
+    def __repr__(self):
+        return self.name
+
+    __str__ = __repr__
+
+
+Int = ScalarSet("Int", INTS, "any integer scalar type (int8 .. uint64; a Python int is int32)")
+Float = ScalarSet("Float", FLOATS, "any floating-point scalar type (float16, bfloat16, float32, "
+                  "float64; a Python float is float32)")
+GenericScalar = ScalarSet("Scalar", INTS + FLOATS, "any integer or floating-point scalar "
+                          "type, not bool")
+SCALAR_SETS = {s.name: s for s in (Int, Float, GenericScalar)}
+
+
+def _scalar_set_named(name: str) -> ScalarSet:
+    return SCALAR_SETS[name]
+
+
 def is_generic(t) -> bool:
-    """Whether a type still has an ``Any`` in it (a generic parameter)."""
-    if t is ANY:
+    """Whether a type still has an ``Any`` or a constrained generic (``Int``, ``Float``,
+    ``Scalar``) in it (a generic parameter)."""
+    if t is ANY or isinstance(t, ScalarSet):
         return True
     if isinstance(t, Vector) and t.length is ANY:
         return True
+    if isinstance(t, Tile):
+        return t.tile_shape is ANY or is_generic(t.dtype)
     if isinstance(t, (ArrayType, Vector, Matrix)):
         return is_generic(t.dtype)
     return False
@@ -667,9 +761,21 @@ def _shaped(t, a: np.ndarray) -> np.ndarray:
     return a.reshape(t.shape)
 
 
+_CANONICAL: dict = {}
+
+
+def canonical(t: Type) -> Type:
+    """The one object of a vector/matrix/quaternion/transform type: the factories give the
+    same object for the same type (``vector(3, float32) is vec3``), as Warp's do."""
+    try:
+        return _CANONICAL.setdefault(t, t)
+    except TypeError:  # unhashable (a pattern holding something odd): as it is
+        return t
+
+
 def vector(length: int, dtype=float32) -> Vector:
     """The vector type of that length and dtype; ``length=Any`` makes a generic pattern."""
-    return Vector(ANY if length is typing.Any else int(length), to_type(dtype))
+    return canonical(Vector(ANY if length is typing.Any else int(length), to_type(dtype)))
 
 
 def matrix(shape, dtype=float32) -> Matrix:
@@ -677,8 +783,11 @@ def matrix(shape, dtype=float32) -> Matrix:
     generic pattern."""
     if any(n is typing.Any or n is ANY for n in shape):
         return ANY  # generic, like vector(Any, ...)
+    if len(shape) != 2:
+        raise ValueError(f"Matrix shape must have exactly two dimensions, got {len(shape)} "
+                         f"dimension{'s' if len(shape) != 1 else ''} in shape {tuple(shape)}")
     rows, cols = shape
-    return Matrix(int(rows), int(cols), to_type(dtype))
+    return canonical(Matrix(int(rows), int(cols), to_type(dtype)))
 
 
 # The named types: vec2b .. vec4ul for every scalar, mat22h .. mat44d for every float.
@@ -689,6 +798,8 @@ for _s, _suffix in SUFFIX.items():
         if _s.is_float:
             NAMED[f"mat{_n}{_n}{_suffix}"] = Matrix(_n, _n, _s)
 globals().update(NAMED)
+for _t in NAMED.values():
+    canonical(_t)
 vec2, vec3, vec4 = vec2f, vec3f, vec4f  # noqa: F821 (defined just above)
 mat22, mat33, mat44 = mat22f, mat33f, mat44f  # noqa: F821
 NAMED.update(vec2=vec2, vec3=vec3, vec4=vec4, mat22=mat22, mat33=mat33, mat44=mat44)
@@ -698,7 +809,7 @@ vector_types = tuple(NAMED.values())
 def quaternion(*args, dtype=None):
     """``quaternion(dtype)`` is the type; ``quaternion(x, y, z, w, dtype=...)`` a value."""
     if len(args) == 1 and dtype is None and _is_type(args[0]):
-        return Quaternion(4, to_type(args[0]))
+        return canonical(Quaternion(4, to_type(args[0])))
     t = Quaternion(4, to_type(dtype) if dtype is not None else float32)
     return t(*args) if args else t
 
@@ -706,7 +817,7 @@ def quaternion(*args, dtype=None):
 def transformation(*args, dtype=None):
     """``transformation(dtype)`` is the type; ``transformation(p, q, dtype=...)`` a value."""
     if len(args) == 1 and dtype is None and _is_type(args[0]):
-        return Transformation(7, to_type(args[0]))
+        return canonical(Transformation(7, to_type(args[0])))
     t = Transformation(7, to_type(dtype) if dtype is not None else float32)
     return t(*args) if args else t
 
@@ -719,10 +830,11 @@ def _is_type(x) -> bool:
     return True
 
 
-quat = quatf = Quaternion(4, float32)
-quath, quatd = Quaternion(4, float16), Quaternion(4, float64)
-transform = transformf = Transformation(7, float32)
-transformh, transformd = Transformation(7, float16), Transformation(7, float64)
+quat = quatf = canonical(Quaternion(4, float32))
+quath, quatd = canonical(Quaternion(4, float16)), canonical(Quaternion(4, float64))
+transform = transformf = canonical(Transformation(7, float32))
+transformh, transformd = canonical(Transformation(7, float16)), \
+    canonical(Transformation(7, float64))
 spatial_vector = spatial_vectorf = Vector(6, float32)
 spatial_vectorh, spatial_vectord = Vector(6, float16), Vector(6, float64)
 spatial_matrix = spatial_matrixf = Matrix(6, 6, float32)
@@ -755,6 +867,9 @@ def to_type(t) -> Type:
         return ANY
     if isinstance(getattr(t, "kl_class_type", None), Type):  # type(kl.quat()): its type
         return t.kl_class_type
+    if getattr(t, "is_annotation", False) is True and isinstance(getattr(t, "type", None),
+                                                                   Type):
+        return t.type  # an array or indexedarray annotation object: its kernel type
     if t in _PY_TYPES:
         return _PY_TYPES[t]
     try:
@@ -888,6 +1003,10 @@ def describe_type(t: Type) -> str:
                     "7 mantissa bits; computed in float32, rounded to nearest even)")
         return (f"{what}. An annotation and a cast in kernels; in Python, {t.name}(x) gives "
                 f"a NumPy scalar. Warp: wp.{t.name}.")
+    if isinstance(t, ScalarSet):
+        return (f"{t.name}: a generic annotation for {t._doc}, alone or as the dtype of a "
+                f"vector, matrix or array; a func or kernel takes the argument's type. "
+                f"Warp: wp.{t.name}.")
     if isinstance(t, Quaternion):
         return (f"{t!r}: a quaternion (x, y, z, w) of {t.dtype}; * is the Hamilton product. "
                 f"Warp: wp.{t!r}.")
@@ -920,6 +1039,6 @@ class _DocPerInstance:
 Scalar.__doc__ = "A scalar type: float16/32/64, the signed and unsigned integers, bool."
 Vector.__doc__ = "A vector type: a length and a scalar dtype (vec3 is Vector(3, float32))."
 Matrix.__doc__ = "A matrix type: rows, columns and a scalar dtype (mat33 is 3x3 float32)."
-for _cls in (Scalar, Vector, Matrix, Quaternion, Transformation):
+for _cls in (Scalar, Vector, Matrix, Quaternion, Transformation, ScalarSet):
     _cls.__doc__ = _DocPerInstance(_cls.__doc__, describe_type)
 del _cls

@@ -64,10 +64,10 @@ builtin("normalize", [sig("FV", ret="V")], _np_normalize,
 
 
 class _OuterSig:
-    params = ("FV", "FV")
+    params = ("V", "V")
 
-    def match(self, types):
-        if len(types) == 2 and all(t.is_vector and t.is_float for t in types) \
+    def match(self, types):  # any numeric vectors (Warp 1.19 takes integer ones too)
+        if len(types) == 2 and all(t.is_vector and t.dtype.kind != "b" for t in types) \
                 and types[0].dtype == types[1].dtype:
             return {"R": Matrix(types[0].length, types[1].length, types[0].dtype)}
         return None

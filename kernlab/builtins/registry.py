@@ -84,8 +84,8 @@ def _pattern(pat, t):
         return [("T", t if s else None)]
     if pat == "B":
         return [("_", t if t == bool_ else None)]
-    if pat in ("V", "FV"):
-        ok = t.is_vector and (pat == "V" or t.is_float)
+    if pat in ("V", "FV", "IV"):  # any vector, a float vector, an integer vector
+        ok = t.is_vector and (pat == "V" or t.is_float if pat != "IV" else t.scalar.is_int)
         return [("V", t if ok else None), ("T", t.scalar if ok else None)]
     if pat in ("M", "FM"):
         ok = t.is_matrix and (pat == "M" or t.is_float)

@@ -242,8 +242,14 @@ builtin("cw_div", _CW, _np_div,
 # ---- integer bit operations -------------------------------------------------------------
 
 def _np_int(fn):
-    """Reference of a bit operation: Python ints, wrapped to the operands' type."""
+    """Reference of a bit operation: Python ints, wrapped to the operands' type;
+    component by component on integer vectors."""
     def ref(a, *rest):
+        if np.ndim(a):
+            out = np.array(a, copy=True)
+            for k in np.ndindex(out.shape):
+                out[k] = ref(np.asarray(a)[k], *(np.asarray(b)[k] for b in rest))
+            return out
         t = np.result_type(a)
         bits = t.itemsize * 8
         out = fn(int(a), *(int(b) for b in rest), bits) & ((1 << bits) - 1)
@@ -262,6 +268,9 @@ def _shift_ref(left):
 
 def _widened(cx, a, b, op):
     """Run ``op`` in at least 32 bits (C's promotion), then truncate to the operand type."""
+    if isinstance(a.type, ir.VectorType):  # an integer vector: component by component
+        return cx._gather(a.type, [_widened(cx, x, y, op) for x, y in
+                                   zip(cx._elements(a), cx._elements(b))])
     ty, signed = a.type, cx._kind(a) == "i"
     if ty.width >= 32:
         return op(a, cx.b.and_(b, ir.Constant(ty, ty.width - 1)))
@@ -271,7 +280,8 @@ def _widened(cx, a, b, op):
     return cx.b.trunc(r, ty)
 
 
-_INT2 = [sig("I", "I", ret="T")]
+# scalars, and integer vectors component by component (Warp's &, |, ^, <<, >>, ~ on them)
+_INT2 = [sig("I", "I", ret="T"), sig("IV", "IV", ret="V")]
 builtin("bit_and", _INT2, _np_int(lambda a, b, bits: a & b),
         llvm=lambda cx, a, b: cx.b.and_(a, b), cuda="({0} & {1})", differentiable=False)
 builtin("bit_or", _INT2, _np_int(lambda a, b, bits: a | b),
@@ -285,7 +295,7 @@ builtin("rshift", _INT2, _np_int(_shift_ref(False)),
         llvm=lambda cx, a, b: _widened(cx, a, b, cx.b.ashr if cx._kind(a) == "i"
                                        else cx.b.lshr),
         cuda="kl_rshift({0}, {1})", differentiable=False)
-builtin("invert", [sig("I", ret="T")], _np_int(lambda a, bits: ~a),
+builtin("invert", [sig("I", ret="T"), sig("IV", ret="V")], _np_int(lambda a, bits: ~a),
         llvm=lambda cx, a: cx.b.not_(a), cuda="(~{0})", differentiable=False)
 
 

@@ -18,7 +18,7 @@ from .. import lang, types
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..generics import annotated_types, matches
 from ..ir.nodes import Op, Value
-from ..types import ANY, Matrix, Type, Vector, bool_, float32, int32, to_type
+from ..types import ANY, Matrix, ScalarSet, Type, Vector, bool_, float32, int32, to_type
 from .spatial import NOT_SPATIAL
 from . import structs, tuples
 from .hashgrid import NOT_HASHGRID
@@ -51,6 +51,8 @@ class CallMixin:
             return self.tid(len(node.args))
         if obj is getattr(lang, "static", None):
             return self.static_value(node)
+        if obj is builtins.type:
+            return self.type_of(node)
         if obj is lang.grad:
             target = self.expr(node.args[0]) if len(node.args) == 1 else None
             if not isinstance(target, PyObj) or node.keywords:
@@ -115,6 +117,21 @@ class CallMixin:
             return self.length_of(args)
         raise KernelTypeError(f"'{ast.unparse(node.func)}' ({obj!r}) cannot be called in a "
                               "kernel", self.b.loc)
+
+    def type_of(self, node):
+        """``type(x)``: the kernel type of x as a Python-level object, which can then be
+        called (a cast or constructor, ``type(a)(b)``), read (``type(a).dtype``) or given
+        as a dtype (as in Warp's generic code). A literal is int32, float32 or bool."""
+        if len(node.args) != 1 or node.keywords:
+            raise KernelTypeError("type() takes one argument in a kernel", self.b.loc)
+        x = self.expr(node.args[0])
+        if isinstance(x, Lit) and isinstance(x.value, (bool, int, float)):
+            return PyObj(bool_ if isinstance(x.value, bool)
+                         else int32 if isinstance(x.value, int) else float32)
+        if isinstance(x, (Value, ArrayRef)) or structs.is_structish(x):
+            return PyObj(x.type)
+        raise KernelTypeError(f"type() of '{ast.unparse(node.args[0])}' ({self.describe_arg(x)})"
+                              " is not a kernel type", self.b.loc)
 
     # ---- arguments -------------------------------------------------------------------------
 
@@ -198,10 +215,8 @@ class CallMixin:
         for name, var in self.scope.names.items():  # len(t) of a tuple local works
             if isinstance(var, tuples.TupleLocal):
                 env[name] = (None,) * len(var)
-        for name, var in self.scope.names.items():  # constants known now (static loop vars)
-            const = getattr(var, "static_value", None)
-            if const is not None:
-                env[name] = const
+        # the variables of loops unrolled for static() (control.py static_unrolled)
+        env.update(getattr(self.scope, "static_consts", {}))
         try:
             value = eval(compile(ast.Expression(node.args[0]), self.b.loc.file, "eval"), env)
         except Exception as exc:  # noqa: BLE001 — the user's expression failed
@@ -299,8 +314,16 @@ class CallMixin:
             elif len(args) == 1 and typed and typed[0].is_matrix:
                 shape = typed[0].shape
             else:
-                raise KernelTypeError("matrix() needs shape=(rows, cols)", self.b.loc)
+                raise KernelTypeError("matrix() needs shape=(rows, cols): the `shape` argument "
+                                      "must be specified when initializing a matrix by value",
+                                      self.b.loc)
             target = Matrix(int(shape[0]), int(shape[1]), dtype)
+            if len(args) == 1 and typed and typed[0].is_matrix and typed[0].shape != target.shape:
+                # in Warp's words (as for vectors): the requested shape first
+                raise KernelTypeError(
+                    f"matrix(shape={target.shape}) cannot copy a {typed[0]}: incompatible matrix "
+                    f"of shape {target.shape} given when copy constructing a matrix of shape "
+                    f"{typed[0].shape}", self.b.loc)
         if len(args) == 1 and typed and not typed[0].is_scalar and typed[0].scalar != dtype:
             return self.b.cast(self.value(args[0]), target)
         return self.construct(target, args)
@@ -374,6 +397,9 @@ class CallMixin:
         if isinstance(x, Lit):
             if t is ANY:
                 return True
+            if isinstance(t, ScalarSet):  # Int, Float, Scalar: the literal's own type
+                return not isinstance(x.value, bool) and t.accepts(
+                    int32 if isinstance(x.value, int) else float32)
             if not t.is_scalar:
                 return False
             if isinstance(x.value, bool):

@@ -64,6 +64,17 @@ class ControlMixin:
         if isinstance(raw[2], Lit) and raw[2].value == 0:
             raise KernelTypeError("range() step must not be zero", self.b.loc)
         var = self.loop_var(node.target.id, start.type)
+        if not backwards and all(isinstance(r, Lit) for r in raw) \
+                and _static_reads(node.body, node.target.id):
+            return self.static_unrolled(node, range(*(r.value for r in raw)), var)
+        consts = getattr(self.scope, "static_consts", {})
+        if node.target.id in consts:  # a runtime loop over an unrolled loop's variable:
+            values = range(*(r.value for r in raw)) if all(isinstance(r, Lit) for r in raw) \
+                else None  # after it, the last value (if known) is what static() sees
+            if values and not backwards and not _direct(node.body, ast.Break):
+                consts[node.target.id] = values[-1]
+            elif values is None or values:
+                consts.pop(node.target.id)
         if not backwards:
             return self.run_loop(node, start, stop, step, raw[2], var)
         # reversed(range(start, stop, step)): n = the range's length; i = start + (n-1-k)*step
@@ -79,6 +90,29 @@ class ControlMixin:
         def set_var():
             b.store(var, b.add(start, b.mul(b.sub(last, b.load(k)), step)))
         return self.run_loop(node, zero, n, one, Lit(1), k, set_var)
+
+    def static_unrolled(self, node, values, var):
+        """A loop over a constant range whose body reads its variable in ``static()``:
+        unrolled, as Warp does, with the variable a known constant in each copy (so
+        ``static(funcs[i])`` picks per iteration)."""
+        name = node.target.id
+        if any(isinstance(n, (ast.Break, ast.Continue, ast.Return)) for n in
+               ast.walk(ast.Module(node.body, []))):
+            raise KernelSyntaxError(f"loop over '{name}' reads it in static(), so it is "
+                                    "unrolled; break, continue and return are not supported "
+                                    "there", self.b.loc)
+        consts = self.scope.__dict__.setdefault("static_consts", {})
+        held = consts.get(name, _NONE)
+        try:
+            for v in values:
+                self.b.store(var, self.b.const(v, var.type))
+                consts[name] = v
+                self.loop_body(node.body, None)
+        finally:
+            if held is _NONE:
+                consts.pop(name, None)
+            else:
+                consts[name] = held
 
     def for_each(self, node, seq):
         """``for x in v``: the components of a vector (the rows of a matrix), in order."""
@@ -389,3 +423,17 @@ def _direct(stmts, kind) -> bool:
         return any(visit(c) for c in ast.iter_child_nodes(node))
     return any(visit(s) for s in stmts)
 
+
+_NONE = object()
+
+
+def _static_reads(stmts, name: str) -> bool:
+    """Whether a ``static(...)`` call in stmts reads the name."""
+    for n in ast.walk(ast.Module(list(stmts), [])):
+        if isinstance(n, ast.Call) and (
+                isinstance(n.func, ast.Name) and n.func.id == "static"
+                or isinstance(n.func, ast.Attribute) and n.func.attr == "static"):
+            if any(isinstance(m, ast.Name) and m.id == name for a in n.args
+                   for m in ast.walk(a)):
+                return True
+    return False

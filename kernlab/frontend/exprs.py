@@ -266,6 +266,11 @@ class ExprMixin:
             try:
                 return self.from_python(getattr(base.obj, node.attr), node.attr)
             except AttributeError:
+                if getattr(base.obj, "__name__", None) == "kernlab" \
+                        and node.attr in ("float", "int"):
+                    # in kernels, as in Warp, kl.float(x) / kl.int(x) are the conversions
+                    # float(x) / int(x) (to float32 / int32); Python scope has no such names
+                    return PyObj({"float": float, "int": int}[node.attr])
                 text = ast.unparse(node.value)
                 hint = hint_for_attribute(text, base.obj, node.attr)
                 raise KernelAttributeError(f"'{text}' has no attribute '{node.attr}'{hint}",
@@ -283,6 +288,12 @@ class ExprMixin:
             if k >= base.type.length:
                 raise KernelTypeError(f"{base.type} has no component '{node.attr}'", self.b.loc)
             return self.b.index(base, self.b.const(k, int32))
+        if isinstance(base, Value) and (base.type.is_scalar or base.type.is_vector
+                                        or base.type.is_matrix) \
+                and node.attr in ("dtype", "length"):  # attributes of the value's type
+            t = base.type
+            return PyObj(t.scalar) if node.attr == "dtype" else \
+                Lit(t.length if t.is_vector or t.is_matrix else 1)
         if isinstance(base, Value):
             name = getattr(base.type, "__name__", None) or str(base.type)
             raise KernelAttributeError(f"'{name}' object has no attribute '{node.attr}'",
@@ -505,6 +516,18 @@ class ExprMixin:
                     f"{target}() takes 1 or {target.length} values: incompatible number of "
                     f"values given ({len(vals)}) when constructing a vector of length "
                     f"{target.length}", self.b.loc)
+        if type(target) is Matrix:  # likewise for matrices
+            if len(vals) == 1 and type(vals[0].type) is Matrix:
+                raise KernelTypeError(
+                    f"{target}() cannot copy a {vals[0].type}: incompatible matrix of shape "
+                    f"{target.shape} given when copy constructing a matrix of shape "
+                    f"{vals[0].type.shape}", self.b.loc)
+            if len(vals) > 1 and all(v.type.is_scalar for v in vals) \
+                    and len(vals) != target.length:
+                raise KernelTypeError(
+                    f"{target}() takes 1 or {target.length} values: incompatible number of "
+                    f"values given ({len(vals)}) when constructing a matrix of shape "
+                    f"{target.shape}", self.b.loc)
         if target.is_vector and any(not v.type.is_scalar for v in vals):
             vals = self.components(vals)  # quat(v, w), transform(p, q), vec6(a, b)
         vals = [self.b.cast(v, target.scalar) if v.type.is_scalar and v.type.is_float

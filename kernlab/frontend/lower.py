@@ -15,7 +15,7 @@ from ..ir.builder import Builder
 from ..ir.nodes import Block, Function, Op, Param, Site, Value, Var
 from ..ir.verify import verify
 from ..types import bool_, int32, non_atomic_types
-from ..types import is_generic
+from ..types import IndexedArrayType, is_generic
 from .calls import CallMixin
 from .control import ControlMixin
 from .grads import GradMixin
@@ -128,6 +128,9 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
             user_params.append((arg.arg, t))
             if structs.is_struct_type(t):  # one IR parameter per leaf field
                 self.scope.names[arg.arg] = structs.bind_struct_param(self, arg.arg, t, params)
+                continue
+            if isinstance(t, IndexedArrayType):  # its data and index arrays (views.py)
+                self.scope.names[arg.arg] = self.indexed_param(arg.arg, t, params)
                 continue
             value = Value(t, arg.arg)
             params.append(Param(arg.arg, t, value))
@@ -251,6 +254,8 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
 
     def assign(self, target, value, declared=None):
         if isinstance(target, ast.Name):
+            # a value known only at run time now: static() no longer sees a constant
+            getattr(self.scope, "static_consts", {}).pop(target.id, None)
             return self.assign_name(target.id, value, declared)
         if isinstance(target, ast.Subscript):
             adj = self.adjoint_target(target)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from ..errors import KernelAttributeError, KernelTypeError
 from ..ir.nodes import Op, Param, Value, Var
 from ..runtime.structs import StructType, is_struct, is_struct_array
-from ..types import is_generic
+from ..types import IndexedArrayType, is_generic
 
 
 class StructVal:
@@ -87,6 +87,8 @@ def bind_struct_param(lo, name: str, t, params: list):
             fields[fname] = _Unknown(t, fname)
         elif is_struct_type(ft):  # a nested struct, or an array of structs
             fields[fname] = bind_struct_param(lo, path, ft, params)
+        elif isinstance(ft, IndexedArrayType):  # its data and index arrays (views.py)
+            fields[fname] = lo.indexed_param(path, ft, params)
         else:
             value = Value(ft, path)
             params.append(Param(path, ft, value))
@@ -137,7 +139,8 @@ def finish_signature(lo, user_params: list, n_flat: int) -> None:
     """Record the user-level signature where a launch must flatten struct arguments
     (n_flat: the IR parameters they give; hidden ones for unset array fields follow)."""
     func = lo.func
-    if any(is_struct_type(t) for _, t in user_params) or len(func.params) > n_flat:
+    if any(is_struct_type(t) or isinstance(t, IndexedArrayType) for _, t in user_params) \
+            or len(func.params) > n_flat:
         func.struct_signature = list(user_params)
         func.struct_flat_count = n_flat
 

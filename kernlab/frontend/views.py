@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..errors import KernelTypeError, KernelValueError
 from ..ir.nodes import Op, Site, Value
-from ..types import ArrayType, Matrix, Vector, int32
+from ..types import ArrayType, IndexedArrayType, Matrix, Vector, int32
 from .exprs import EmptyVector, Lit, ShapeOf
 
 
@@ -73,6 +73,29 @@ class Reshaped(ArrayRef):
     @property
     def kept(self) -> list:
         return [Axis(Lit(0), Lit(1), n) for n in self.shape]
+
+
+class Indexed(ArrayRef):
+    """An indexedarray parameter (Warp's ``indexedarray``): the array ``base`` seen through
+    one int32 index array per axis (``a[i, j]`` is ``base[idx0[i], idx1[j]]``). ``slots``
+    has one entry per axis of base: ``(index array, its length)`` for an axis the view
+    keeps, or the base index (a Value) an earlier ``a[i]`` fixed. Every access is an
+    access of base at loaded indices, bounds-checked on both, and gradients flow to
+    base's own adjoint; an axis the indexedarray leaves alone got the identity index
+    array at the launch."""
+
+    def __init__(self, base: Value, slots: list):
+        super().__init__(base, [])
+        self.slots = slots
+        self.star = "an indexedarray cannot be *-unpacked"
+
+    @property
+    def kept(self) -> list:
+        return [Axis(Lit(0), Lit(1), s[1]) for s in self.slots if isinstance(s, tuple)]
+
+    @property
+    def type(self) -> ArrayType:
+        return IndexedArrayType(self.base.type.dtype, len(self.kept))
 
 
 class ShapeTuple(tuple):
@@ -286,7 +309,41 @@ class ViewMixin:
             flat = self.call_builtin("div", [flat, n])
         return [self.value(x, int32) for x in reversed(out)]
 
+    def indexed_param(self, name: str, t: IndexedArrayType, params: list) -> Indexed:
+        """Kernel parameter ``name: indexedarray[...]``: IR parameters for its data array
+        and one index array per axis (the launch flattens the argument the same way)."""
+        from ..ir.nodes import Param
+        base = Value(ArrayType(t.dtype, t.ndim), name)
+        params.append(Param(name, base.type, base))
+        slots = []
+        for d in range(t.ndim):
+            idx = Value(ArrayType(int32, 1), f"{name}.indices{d}")
+            params.append(Param(idx.name, idx.type, idx))
+            slots.append((idx, self.b.emit(Op.SHAPE, [idx], int32, dim=0)))
+        return Indexed(base, slots)
+
     def view_index(self, base, idx):
+        if isinstance(base, Indexed):
+            if any(isinstance(i, ast.Slice) for i in idx):
+                raise KernelTypeError("an indexedarray cannot be sliced in a kernel; index it "
+                                      "with integers", self.b.loc)
+            raw = [self.expr(i) for i in idx]
+            n = len(base.kept)
+            if len(raw) > n:
+                self.view_indices(base, raw)  # (its error)
+            if len(raw) < n:  # a[i]: the view of the remaining axes
+                it, fixed, out = iter(raw), 0, []
+                for s in base.slots:
+                    if isinstance(s, tuple) and fixed < len(raw):
+                        out.append(self.b.emit(Op.LOAD, [s[0], self.int_index(next(it))],
+                                               int32, site=self.site(s[0])))
+                        fixed += 1
+                    else:
+                        out.append(s)
+                return Indexed(base.base, out)
+            indices = self.view_indices(base, raw)
+            return self.b.emit(Op.LOAD, [base.base, *indices], base.base.type.dtype,
+                               site=self.site(base.base))
         if isinstance(base, Reshaped):
             if any(isinstance(i, ast.Slice) for i in idx) or len(idx) != len(base.shape):
                 raise KernelTypeError("an array made from a pointer is indexed with one "
@@ -407,6 +464,17 @@ class ViewMixin:
         """The base array's indices for ``view[raw...]`` (one index per kept axis)."""
         if isinstance(ref, Reshaped):
             return self.unflatten(ref, raw)
+        if isinstance(ref, Indexed):
+            n = len(ref.kept)
+            if len(raw) != n:
+                raise KernelTypeError("Incorrect number of indices specified for array "
+                                      f"indexing: indexedarray '{ref.name}' has {n} "
+                                      f"dimension(s) but {len(raw)} index(es) were given",
+                                      self.b.loc)
+            it = iter(raw)
+            return [self.b.emit(Op.LOAD, [s[0], self.int_index(next(it))], int32,
+                                site=self.site(s[0])) if isinstance(s, tuple) else s
+                    for s in ref.slots]
         kept = ref.kept
         if len(raw) != len(kept):
             raise KernelTypeError("Incorrect number of indices specified for array indexing: "
@@ -471,4 +539,4 @@ def _negative_literal(node) -> bool:
         and isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, int)
 
 
-__all__ = ["ArrayRef", "Axis", "ViewMixin", "ShapeOf"]
+__all__ = ["ArrayRef", "Axis", "Indexed", "ViewMixin", "ShapeOf"]

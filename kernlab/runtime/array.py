@@ -20,8 +20,6 @@ arithmetic (``+``, ``*=``, NumPy ufuncs).
 """
 from __future__ import annotations
 
-import typing
-
 import contextvars
 import math
 from typing import Any
@@ -160,12 +158,14 @@ class array(ArrayProtocols, ArrayOperators):
         """``kl.array[float]``: Warp's subscript spelling of a 1-D array annotation;
         ``kl.array[float, Literal[2]]`` one of that many dimensions."""
         if isinstance(dtype, tuple) and len(dtype) == 2:
+            from ..types import _literal
             dtype, ndim = dtype
-            n = typing.get_args(ndim)
-            if typing.get_origin(ndim) is not typing.Literal or len(n) != 1 \
-                    or not isinstance(n[0], int) or not 1 <= n[0] <= 4:
-                raise TypeError(f"array[dtype, Literal[n]] takes n in 1..4, not {ndim!r}")
-            return cls(dtype=dtype, ndim=n[0])
+            n = _literal(ndim)  # Literal[2], or a bare 2
+            if isinstance(n, bool) or not isinstance(n, int):
+                raise TypeError(f"array[dtype, Literal[n]] takes an integer n, not {ndim!r}")
+            if not 1 <= n <= MAX_DIMS:
+                raise ValueError(f"array ndim must be between 1 and {MAX_DIMS}, not {n}")
+            return cls(dtype=dtype, ndim=n)
         return cls(dtype=dtype)
 
     @classmethod

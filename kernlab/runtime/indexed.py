@@ -31,7 +31,9 @@ class indexedarray:
         self.is_annotation = data is None
         if data is None:
             self.data, self.indices = None, None
-            self.dtype, self.ndim, self.shape, self.device = dtype, ndim or 1, None, None
+            from ..types import float32
+            self.dtype = float32 if dtype is None else to_type(dtype)
+            self.ndim, self.shape, self.device = ndim or 1, None, None
             return
         if not isinstance(data, array):
             raise TypeError(f"an indexedarray views a kernlab array, not {type(data).__name__}")
@@ -79,6 +81,24 @@ class indexedarray:
         return cls(view, indices + [None] * (view.ndim - len(indices)))
 
     @property
+    def type(self):
+        """The kernel type: IndexedArrayType(dtype, ndim)."""
+        from ..types import IndexedArrayType
+        return IndexedArrayType(self.dtype, self.ndim)
+
+    def kernel_indices(self) -> list:
+        """The index array of every axis as a kernel launch passes them: an axis that is
+        not indexed gets the identity (0 .. n-1), made once per indexedarray."""
+        cached = getattr(self, "_kernel_indices", None)
+        if cached is None:
+            from .array import array
+            cached = [idx if idx is not None else
+                      array(np.arange(n, dtype=np.int32), dtype=int32, device=self.device)
+                      for n, idx in zip(self.data.shape, self.indices)]
+            self._kernel_indices = cached
+        return cached
+
+    @property
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
@@ -104,6 +124,31 @@ class indexedarray:
             host[self._positions()] = values
             self.data._storage()[...] = host
         self.data._bump_version()
+
+    def fill_(self, value) -> "indexedarray":
+        """Set every selected element to value (a scalar fills every component)."""
+        from .structs import StructType
+        if isinstance(self.dtype, StructType):
+            raise TypeError("fill_ of an indexedarray of structs is not supported; use "
+                            "kl.copy or a kernel")
+        v = np.asarray(value, dtype=self.dtype.scalar.np)
+        inner = tuple(self.dtype.shape)
+        if v.ndim and inner and v.shape != inner and v.size == int(np.prod(inner)):
+            v = v.reshape(inner)  # a matrix given as its flat components
+        full = np.broadcast_to(v, tuple(self.shape) + inner)
+        self._scatter(full)
+        return self
+
+    def contiguous(self):
+        """A new (contiguous) kl.array holding the selected elements."""
+        from .array import array
+        return array(self.numpy(), dtype=self.dtype, device=self.device)
+
+    def zero_(self) -> "indexedarray":
+        """Set every selected element to zero (every field of a struct)."""
+        picked = self.data.numpy()[self._positions()]
+        self._scatter(np.zeros_like(picked))
+        return self
 
     def __len__(self) -> int:
         return self.shape[0]

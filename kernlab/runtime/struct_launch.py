@@ -3,7 +3,7 @@ fields, in the order of the kernel's IR parameters (frontend/structs.py makes th
 an array of structs becomes one strided view per leaf field (structs.field_views)."""
 from __future__ import annotations
 
-from ..types import ArrayType
+from ..types import ArrayType, IndexedArrayType
 from .structs import (StructInstance, StructType, array_leaves, field_views, grad_struct,
                       is_struct_array)
 
@@ -65,8 +65,27 @@ def _empty(t: ArrayType, device):
     return zeros((0,) * t.ndim, dtype=t.dtype, device=device)
 
 
+def _indexed_values(kname, name, t, value, adjoint):
+    """An indexedarray argument as the kernel's IR parameters take it: its data array,
+    then one index array per axis (frontend/views.py Indexed). Its gradient (adjoint) is
+    the data's gradient, at the same indices."""
+    from ..errors import LaunchError
+    from .indexed import indexedarray
+    if adjoint:
+        data = value.data if isinstance(value, indexedarray) else value
+        return [data] + [None] * t.ndim
+    if not isinstance(value, indexedarray) or value.is_annotation \
+            or value.dtype != t.dtype or value.ndim != t.ndim:
+        got = f"an indexedarray of {value.dtype} with {value.ndim} dimension(s)" \
+            if isinstance(value, indexedarray) else type(value).__name__
+        raise LaunchError(f"kernel '{kname}': parameter '{name}' ({t}) got {got}")
+    return [value.data, *value.kernel_indices()]
+
+
 def _leaf_values(kname, name, t, value, device, adjoint):
     from ..errors import LaunchError
+    if isinstance(t, IndexedArrayType):
+        return _indexed_values(kname, name, t, value, adjoint)
     if isinstance(t, StructType):
         if value is None and adjoint:
             return [None] * leaf_count(t)
@@ -80,8 +99,8 @@ def _leaf_values(kname, name, t, value, device, adjoint):
                 continue
             fvalue = getattr(value, fname)
             path = f"{name}.{fname}"
-            if isinstance(ft, StructType) or (isinstance(ft, ArrayType) and
-                                              isinstance(ft.dtype, StructType)):
+            if isinstance(ft, (StructType, IndexedArrayType)) or (
+                    isinstance(ft, ArrayType) and isinstance(ft.dtype, StructType)):
                 out += _leaf_values(kname, path, ft, fvalue, device, adjoint)
             elif isinstance(ft, ArrayType) and fvalue is None:
                 out.append(None if adjoint else _empty(ft, device))
@@ -127,6 +146,8 @@ def leaf_count(t) -> int:
         return sum(leaf_count(ft) for ft in t.fields.values() if ft is not None)
     if is_struct_array(t):
         return sum(1 for _, at in array_leaves(t, "") if at is not None)
+    if isinstance(t, IndexedArrayType):  # its data and one index array per axis
+        return 1 + t.ndim
     return 1
 
 
@@ -154,7 +175,7 @@ class StructArgs:
         func = self.kernel.ir
         for (start, n), (name, t), v in zip(self._slots(), func.struct_signature,
                                             self.values):
-            if isinstance(t, StructType) or is_struct_array(t):
+            if isinstance(t, (StructType, IndexedArrayType)) or is_struct_array(t):
                 leaves = _leaf_values(self.kernel.key, name, t, v, self.device, False)
                 for k, leaf in enumerate(leaves):
                     cmd.params[start + k] = convert_arg(self.kernel.key, func.params[start + k],
@@ -168,7 +189,7 @@ class StructArgs:
         if not 0 <= index < len(sig):
             raise LaunchError(f"kernel '{self.kernel.key}' has no parameter at index {index}")
         name, t = sig[index]
-        if isinstance(t, StructType) or is_struct_array(t):
+        if isinstance(t, (StructType, IndexedArrayType)) or is_struct_array(t):
             _leaf_values(self.kernel.key, name, t, value, self.device, False)  # checks it
             self.values[index] = value
             self.refresh(cmd)

@@ -20,7 +20,7 @@ import weakref
 
 import numpy as np
 
-from ..types import ArrayType, Type, numpy_kind, to_type
+from ..types import ArrayType, IndexedArrayType, Type, numpy_kind, to_type
 
 _ARRAY_RECORD = np.dtype({"names": ["data", "grad", "shape", "strides", "ndim"],
                           "formats": ["u8", "u8", ("i4", 4), ("i4", 4), "i4"]}, align=True)
@@ -285,7 +285,7 @@ def _vm_name(t) -> str:
 
 def convert_field(st: StructType, name: str, t, value):
     """value as field ``name`` of struct st stores it, or a TypeError naming the field."""
-    if t is None:
+    if t is None or isinstance(t, IndexedArrayType):
         return _check_indexed(name, st.annotations.get(name), value)
     if isinstance(t, StructType):
         if value is None:
@@ -317,7 +317,7 @@ def convert_field(st: StructType, name: str, t, value):
 
 
 def _check_indexed(name, ann, value):
-    """An indexedarray field (kept on the Python side; kernels cannot read it yet)."""
+    """An indexedarray field (a kernel takes its data and index arrays)."""
     try:
         from .indexed import indexedarray
     except ImportError:  # pragma: no cover - the arrays lane's module

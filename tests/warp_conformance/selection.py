@@ -45,6 +45,21 @@ EXTRA_FILES = [
     "test_operators",         # operators, bare type names, struct operators via user funcs
     "test_adam",              # kl.optim.Adam
     "test_sgd",               # kl.optim.SGD
+    "test_generics",          # Any, Int/Float/Scalar annotations, overloads, type(x)
+    "test_indexedarray",      # wp.indexedarray in kernels, in structs, at Python scope
+    "matrix/test_mat_basics",           # matrix types, indexing, components, comparisons
+    "matrix/test_mat_constructors",     # matRC(...), matrix(..., shape=, dtype=), their errors
+    "matrix/test_mat_elementwise_ops",  # +, -, *, /, cw_mul, cw_div on every scalar type
+    "matrix/test_mat_linalg",           # mul (incl. vec * mat), outer, transpose, det, inverse
+    "matrix/test_mat_assign_copy",      # matrix assignment is a copy, with adjoints
+    "test_vec_constructors",            # vecN(...), vector(..., length=, dtype=), casts
+    "test_vec_scalar_ops",              # vector-scalar arithmetic and math, every scalar type
+    "test_quat_assign_copy",            # quaternion assignment is a copy, with adjoints
+    "test_spatial_assign_copy",         # transform / spatial vector assignment copies
+    "test_triangle_closest_point",      # closest point on a triangle (a user func)
+    "test_future_annotations",          # kernels under `from __future__ import annotations`
+    "test_codegen_continue",            # continue in loops, unrolled and not
+    "test_fp16",                        # float16 loads, stores, kl.float conversions, grads
 ]
 
 # The quick subset CI runs (the whole run is a documented command: see README.md).
@@ -78,6 +93,7 @@ EXCLUDED: dict[str, str] = {
     "test_conditional.TestConditional.test_conditional_unequal_types_cpu":
         "unloads a module through warp._src.context.user_modules (Warp's module registry)",
     "test_launch.TestLaunch.test_launch_cmd_composite_defaults_cpu": _CODEGEN,
+    "test_codegen_continue.TestCodeGenContinue.test_unrolling_policy": _CODEGEN,
     "test_func.TestFunc.test_native_func_export": _NATIVE,
     "test_func.TestFunc.test_native_function_error_resolution": _NATIVE,
     "test_grad_customs.TestGradCustoms.test_native_snippet_in_custom_grad_cpu": _NATIVE,

@@ -595,6 +595,26 @@ template <typename T> __device__ inline T kl_rshift(T a, T b) {
     return T(a >> (b & (sizeof(T) < 4 ? 31 : 8 * sizeof(T) - 1)));
 }
 
+// bit operations on integer vectors, component by component
+KL_VEC_FN vec<N, T> kl_lshift(const vec<N, T>& a, const vec<N, T>& b) {
+    vec<N, T> out; for (int i = 0; i < N; ++i) out.c[i] = kl_lshift(a.c[i], b.c[i]); return out;
+}
+KL_VEC_FN vec<N, T> kl_rshift(const vec<N, T>& a, const vec<N, T>& b) {
+    vec<N, T> out; for (int i = 0; i < N; ++i) out.c[i] = kl_rshift(a.c[i], b.c[i]); return out;
+}
+KL_VEC_FN vec<N, T> operator&(const vec<N, T>& a, const vec<N, T>& b) {
+    vec<N, T> out; for (int i = 0; i < N; ++i) out.c[i] = T(a.c[i] & b.c[i]); return out;
+}
+KL_VEC_FN vec<N, T> operator|(const vec<N, T>& a, const vec<N, T>& b) {
+    vec<N, T> out; for (int i = 0; i < N; ++i) out.c[i] = T(a.c[i] | b.c[i]); return out;
+}
+KL_VEC_FN vec<N, T> operator^(const vec<N, T>& a, const vec<N, T>& b) {
+    vec<N, T> out; for (int i = 0; i < N; ++i) out.c[i] = T(a.c[i] ^ b.c[i]); return out;
+}
+KL_VEC_FN vec<N, T> operator~(const vec<N, T>& a) {
+    vec<N, T> out; for (int i = 0; i < N; ++i) out.c[i] = T(~a.c[i]); return out;
+}
+
 template <typename V, typename T> __device__ inline V lerp(const V& a, const V& b, T t) {
     return a * (T(1) - t) + b * t;
 }
@@ -998,6 +1018,13 @@ KL_VEC_FN vec<N, T> kl_atomic_max(vec<N, T>* p, const vec<N, T>& v) {
 KL_VEC_FN vec<N, T> kl_atomic_sub(vec<N, T>* p, const vec<N, T>& v) {
     return kl_atomic_add(p, -v);
 }
+#define KL_VEC_BIT_ATOMIC(NAME) \
+    KL_VEC_FN vec<N, T> NAME(vec<N, T>* p, const vec<N, T>& v) { \
+        vec<N, T> old; \
+        for (int i = 0; i < N; ++i) old.c[i] = NAME(&p->c[i], v.c[i]); \
+        return old; \
+    }
+KL_VEC_BIT_ATOMIC(kl_atomic_and) KL_VEC_BIT_ATOMIC(kl_atomic_or) KL_VEC_BIT_ATOMIC(kl_atomic_xor)
 KL_MAT_FN mat<R, C, T> kl_atomic_sub(mat<R, C, T>* p, const mat<R, C, T>& v) {
     return kl_atomic_add(p, -v);
 }

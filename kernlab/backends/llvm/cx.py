@@ -261,8 +261,10 @@ class BuiltinContext(TileContext):
             return self.intr("llvm.fabs", x)
         if kind == "u":
             return x
-        neg = self.b.icmp_signed("<", x, ir.Constant(x.type, 0))
-        return self.b.select(neg, self.b.sub(ir.Constant(x.type, 0), x), x)
+        zero = self.splat(ir.Constant(x.type.element if isinstance(x.type, ir.VectorType)
+                                      else x.type, 0), x.type)  # integer vectors too
+        neg = self.b.icmp_signed("<", x, zero)
+        return self.b.select(neg, self.b.sub(zero, x), x)
 
     def cmp(self, op: str, a: ir.Value, b: ir.Value) -> ir.Value:
         if op not in _CMP_OPS:
@@ -459,7 +461,7 @@ class BuiltinContext(TileContext):
 
     def outer(self, a, b):
         ea, eb = self._elements(a), self._elements(b)
-        return self._gather(ll_type(self.ret), [self.b.fmul(x, y) for x in ea for y in eb])
+        return self._gather(ll_type(self.ret), [self._op2("mul", x, y) for x in ea for y in eb])
 
     def transpose(self, m):
         t = self.types[0]

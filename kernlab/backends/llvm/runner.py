@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import itertools
 import math
 import os
 import struct
@@ -37,6 +38,9 @@ CHUNKED_THRESHOLD = 1 << 20  # threads: larger loop-free launches from the main 
 CHUNK_SECONDS = 0.01         # in chunks of about this long, interruptible between chunks
 PARALLEL_THRESHOLD_LOOPS = 512  # the same for kernels with long loops: each thread does more,
                                 # and these already run on the pool (see _run_checked)
+PARALLEL_BLOCK_MIN = PARALLEL_THRESHOLD // 4  # threads: the smallest block of a parallel
+BLOCKS_PER_THREAD = 8  # launch (a quarter of the threshold for kernels with loops), handed
+                       # out in about this many blocks per thread (Runner._parallel)
 MAX_THREADS = 2**31 - 1     # thread ids are int32
 
 _POINTER_FORMAT = "Q"
@@ -425,16 +429,47 @@ class Runner:
             start = stop
 
     def _parallel(self, fn, buf, bounds):
+        """Run [bounds[0], bounds[-1]) on len(bounds) - 1 threads (this one and pool
+        workers), handed out in blocks: each thread takes the next block until none is
+        left. A worker that starts late (its core busy elsewhere, a pool thread still
+        waking) does less or nothing instead of holding the launch up, and the caller waits
+        only for workers that started: a launch is not held up by a worker that never got
+        a core. A block that sets the status (an error, or the fast entry declining)
+        stops the others being taken: the caller reads the status."""
+        start, end, parts = bounds[0], bounds[-1], len(bounds) - 1
+        least = PARALLEL_THRESHOLD_LOOPS // 4 if self.interruptible else PARALLEL_BLOCK_MIN
+        size = max(least, -(-(end - start) // (parts * BLOCKS_PER_THREAD)))
+        cuts = list(range(start, end, size)) + [end]
+        status, blocks = self.layout.status_offset, len(cuts) - 1
+        take = itertools.count().__next__  # atomic under the GIL
+        # A worker marks itself started before it looks for a block, and the caller raises
+        # ``stop`` before it looks at the marks: either the caller sees the worker started
+        # and waits for it, or the worker sees ``stop`` (or no block left) and does nothing.
+        started, stop = [False] * (parts - 1), []
+
+        def share(j):  # worker j's part
+            started[j] = True
+            while not stop and buf[status] == b"\0":
+                k = take()
+                if k >= blocks:
+                    break
+                fn(buf, cuts[k], cuts[k + 1])
         pool = _workers(config.num_threads)
-        futures = [pool.submit(fn, buf, bounds[k], bounds[k + 1])
-                   for k in range(1, len(bounds) - 1)]
+        futures = [pool.submit(share, j) for j in range(parts - 1)]
         try:
-            fn(buf, bounds[0], bounds[1])
-            for f in futures:
-                f.result()
+            while buf[status] == b"\0":
+                k = take()
+                if k >= blocks:
+                    break
+                fn(buf, cuts[k], cuts[k + 1])
         except KeyboardInterrupt:  # no worker may be left writing after the caller returns
+            stop.append(True)
             _wait_all(futures)
             raise
+        stop.append(True)
+        for j, f in enumerate(futures):
+            if started[j]:
+                f.result()
 
     def _raise_failure(self, buf, args):
         """The error the status block records: an index out of bounds, or (verify_fp) a NaN
