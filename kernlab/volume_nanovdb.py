@@ -239,7 +239,7 @@ def _pack(kind, background, keys, t_upper, tvals, up_child, up_vals, lo_child, l
         n = len(t)
         parts.append(inverse[start:start + n] + 1)
         start += n
-    n_upper, n_lower, n_leaf = len(up_child), len(lo_child), len(leaves)
+    n_upper, n_lower = len(up_child), len(lo_child)
     leaf_slot = 1 + len(uniq)
 
     root = np.zeros((len(keys), 5), np.int64)

@@ -20,8 +20,6 @@ arithmetic (``+``, ``*=``, NumPy ufuncs).
 """
 from __future__ import annotations
 
-import typing
-
 import contextvars
 import math
 from typing import Any

@@ -28,11 +28,15 @@ def optional_arrays(func: Function) -> list:
     them are there, so its loops hold no test for them (a test per access keeps LLVM from
     vectorising except with masked loads and stores, slow on many CPUs and very slow on an
     absent array, whose masked-off lanes still point at unmapped memory)."""
-    nullable, plain = set(), set()
-    for ins in walked(func):
-        if ins.op in (Op.LOAD, Op.STORE, Op.ATOMIC):
-            (nullable if ins.attrs.get("nullable") else plain).add(ins.args[0])
-    return [k for k, p in enumerate(func.params) if p.value in nullable - plain]
+    out = getattr(func, "_optional_arrays", None)  # (asked for by the layout and each entry)
+    if out is None:
+        nullable, plain = set(), set()
+        for ins in walked(func):
+            if ins.op in (Op.LOAD, Op.STORE, Op.ATOMIC):
+                (nullable if ins.attrs.get("nullable") else plain).add(ins.args[0])
+        out = func._optional_arrays = tuple(k for k, p in enumerate(func.params)
+                                            if p.value in nullable - plain)
+    return list(out)
 
 
 PRIVATE_BYTES = 4096  # an atomically updated array at most this big may be privatised
@@ -88,6 +92,23 @@ def lower_to_llvm(func: Function, bounds_check: bool, offsets: dict, symbol: str
                          presence, private if fast else ()).build()
 
 
+def _facts(func: Function) -> tuple:
+    """(the integer constants of the body by value, whether it uses the tape's stack), found
+    once per Function: each of its two entries asks."""
+    out = getattr(func, "_entry_facts", None)
+    if out is None:
+        consts, uses_stack = {}, False
+        for i in walked(func):
+            op = i.op
+            if op is Op.CONST:
+                if i.result.type.is_scalar and i.result.type.kind in "iu":
+                    consts[i.result] = int(i.attrs["value"])
+            elif op is Op.PUSH or op is Op.POP:
+                uses_stack = True
+        out = func._entry_facts = (consts, uses_stack)
+    return out
+
+
 class _EntryBuilder:
     def __init__(self, func, bounds_check, offsets, symbol, verify_fp=False, fast=False,
                  presence=None, private=()):
@@ -96,9 +117,7 @@ class _EntryBuilder:
         self.presence = presence or {}  # optional array param value -> there (fast entry)
         self.private_params = sorted(private)
         self.private: dict = {}  # array param value -> its _Private copy (fast entry)
-        self.consts = {i.result: int(i.attrs["value"]) for i in walked(func)
-                       if i.op is Op.CONST and i.result.type.is_scalar
-                       and i.result.type.kind in "iu"}
+        self.consts, self.uses_stack = _facts(func)
         self.module = ir.Module(name=func.name)
         fnty = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
         self.fn = ir.Function(self.module, fnty, symbol)
@@ -106,7 +125,6 @@ class _EntryBuilder:
         self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
         self.cx = BuiltinContext(self.module, self.b)
         self.tids = tid_values(func)
-        self.uses_stack = any(i.op in (Op.PUSH, Op.POP) for i in walked(func))
         self.strings: dict = {}  # C string constants, by text
         self.checked_loops = interrupt_checks(func)
         self.interrupt = None

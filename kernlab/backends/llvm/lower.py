@@ -63,7 +63,11 @@ def walked(func: Function) -> list:
 
 def tid_values(func: Function) -> dict:
     """Values that are certainly this thread's id along some launch dim: TID results and
-    loads of a Var stored exactly once, at the top level, from a TID (after that store)."""
+    loads of a Var stored exactly once, at the top level, from a TID (after that store).
+    Found once per Function (each entry asks); the caller must not change it."""
+    found = getattr(func, "_tid_values", None)
+    if found is not None:
+        return found
     stores = Counter(ins.attrs["var"] for ins in walked(func) if ins.op is Op.STORE_VAR)
     tids = {ins.result: ins.attrs["dim"] for ins in walked(func) if ins.op is Op.TID}
     candidates = {ins.attrs["var"]: tids[ins.args[0]] for ins in func.body.instrs
@@ -76,6 +80,7 @@ def tid_values(func: Function) -> dict:
             stored.add(var)
         elif ins.op is Op.LOAD_VAR and var in stored:
             out[ins.result] = candidates[var]
+    func._tid_values = out
     return out
 
 
@@ -86,6 +91,9 @@ SHORT_LOOP = 64  # a constant-trip FOR with no loop inside and at most this many
 def interrupt_checks(func: Function) -> set:
     """The FOR and WHILE instructions whose back-edge checks the interrupt flag: every
     WHILE, every FOR with a loop inside or a trip count that is not a small constant."""
+    out = getattr(func, "_interrupt_checks", None)  # (asked for by each entry and the tier)
+    if out is not None:
+        return out
     consts = {i.result: i.attrs["value"] for i in walked(func) if i.op is Op.CONST}
     out = set()
     for ins in walked(func):
@@ -97,6 +105,7 @@ def interrupt_checks(func: Function) -> set:
             if nested or None in bounds or bounds[2] == 0 \
                     or len(range(*(int(b) for b in bounds))) > SHORT_LOOP:
                 out.add(ins)
+    func._interrupt_checks = out = frozenset(out)
     return out
 
 
@@ -119,6 +128,7 @@ class _BodyLowering:
         self.func = entry.func
         self.thread_ids = thread_ids  # this thread's id along each launch dim (i32)
         self.values: dict = dict(entry.params)
+        self._labels: dict = {}  # file -> how listings name it (printer.file_label)
 
     def block(self, block: Block):
         top = block is self.func.body and self.func.is_adjoint
@@ -132,7 +142,10 @@ class _BodyLowering:
         where = (ins.loc.file, ins.loc.line)
         if where != getattr(self, "_where", None):  # the user's line, once per run of ops
             self._where = where
-            self.b.comment(f"{file_label(ins.loc.file)}:{ins.loc.line}")
+            label = self._labels.get(where[0])
+            if label is None:
+                label = self._labels[where[0]] = file_label(where[0])
+            self.b.comment(f"{label}:{where[1]}")
         method = _METHODS.get(ins.op)
         if method is None:  # the lowering method of each Op, found once
             method = _METHODS[ins.op] = getattr(_BodyLowering, "op_" + ins.op.name.lower())
