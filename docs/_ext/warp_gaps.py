@@ -95,10 +95,10 @@ MISSING = [
     (["ModuleBuildOptions",
       "compile_aot_module", "load_aot_module", "clear_kernel_cache", "clear_lto_cache",
       "build_experimental", "get_cpu_kernel_cache_key", "map", "Function",
-      "Float", "Int", "Scalar", "WarpCodegenIndexError", "WarpDeterminismError",
+      "WarpCodegenIndexError", "WarpDeterminismError",
       "JaxCallableGraphMode", "JaxModulePreloadMode", "handle"],
      "Module system and internals",
-     "module build options, ahead-of-time modules, wp.map, typing helpers; kernlab "
+     "module build options, ahead-of-time modules, wp.map; kernlab "
      "compiles each kernel on its own and caches it (kl.config.cache_dir)"),
 ]
 
