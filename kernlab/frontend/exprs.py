@@ -504,30 +504,20 @@ class ExprMixin:
         if len(vals) == 1 and not vals[0].type.is_scalar \
                 and getattr(vals[0].type, "shape", None) == target.shape:
             return self.b.cast(vals[0], target)  # a copy (of another scalar type: converted)
-        if type(target) is Vector:  # the sizes Warp rejects, in Warp's words
-            if len(vals) == 1 and type(vals[0].type) is Vector:
+        sized = {Vector: ("vector", "length"), Matrix: ("matrix", "shape")}.get(type(target))
+        if sized is not None:  # the sizes Warp rejects, in Warp's words
+            noun, size = sized
+            if len(vals) == 1 and type(vals[0].type) is type(target):
                 raise KernelTypeError(
-                    f"{target}() cannot copy a {vals[0].type}: incompatible vector of length "
-                    f"{target.length} given when copy constructing a vector of length "
-                    f"{vals[0].type.length}", self.b.loc)
+                    f"{target}() cannot copy a {vals[0].type}: incompatible {noun} of {size} "
+                    f"{getattr(target, size)} given when copy constructing a {noun} of {size} "
+                    f"{getattr(vals[0].type, size)}", self.b.loc)
             if len(vals) > 1 and all(v.type.is_scalar for v in vals) \
                     and len(vals) != target.length:
                 raise KernelTypeError(
                     f"{target}() takes 1 or {target.length} values: incompatible number of "
-                    f"values given ({len(vals)}) when constructing a vector of length "
-                    f"{target.length}", self.b.loc)
-        if type(target) is Matrix:  # likewise for matrices
-            if len(vals) == 1 and type(vals[0].type) is Matrix:
-                raise KernelTypeError(
-                    f"{target}() cannot copy a {vals[0].type}: incompatible matrix of shape "
-                    f"{target.shape} given when copy constructing a matrix of shape "
-                    f"{vals[0].type.shape}", self.b.loc)
-            if len(vals) > 1 and all(v.type.is_scalar for v in vals) \
-                    and len(vals) != target.length:
-                raise KernelTypeError(
-                    f"{target}() takes 1 or {target.length} values: incompatible number of "
-                    f"values given ({len(vals)}) when constructing a matrix of shape "
-                    f"{target.shape}", self.b.loc)
+                    f"values given ({len(vals)}) when constructing a {noun} of {size} "
+                    f"{getattr(target, size)}", self.b.loc)
         if target.is_vector and any(not v.type.is_scalar for v in vals):
             vals = self.components(vals)  # quat(v, w), transform(p, q), vec6(a, b)
         vals = [self.b.cast(v, target.scalar) if v.type.is_scalar and v.type.is_float

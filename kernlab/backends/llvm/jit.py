@@ -284,7 +284,13 @@ def optimised_module(func: Function, text: str, tm=None, unlocked: bool = False)
     pto.loop_vectorization = pto.slp_vectorization = vectorize
     pto.loop_unrolling = True
     pb = llvm.create_pass_builder(tm, pto)
-    mpm = pb.getModulePassManager()
+    _run_passes(pb.getModulePassManager(), ref, pb, unlocked)
+    return ref
+
+
+def _run_passes(mpm, ref, pb, unlocked: bool) -> None:
+    """Run the pass manager ``mpm`` over ``ref`` (without llvmlite's lock when
+    ``unlocked``: see _unlocked), then free it."""
     try:
         if unlocked:
             _unlocked("LLVMPY_RunNewModulePassManager")(mpm, ref, pb)
@@ -292,7 +298,6 @@ def optimised_module(func: Function, text: str, tm=None, unlocked: bool = False)
             mpm.run(ref, pb)
     finally:
         _free_pass_manager(mpm)
-    return ref
 
 
 SHORT_PIPELINE_MIN_INSTRUCTIONS = FAST_CODEGEN_MIN_INSTRUCTIONS  # IR instructions: a body
@@ -314,13 +319,7 @@ def _short_pipeline(ref, tm, unlocked: bool = False) -> None:
     mpm = llvm.create_new_module_pass_manager()
     for name in SHORT_PIPELINE:
         getattr(mpm, f"add_{name}_pass")()
-    try:
-        if unlocked:
-            _unlocked("LLVMPY_RunNewModulePassManager")(mpm, ref, pb)
-        else:
-            mpm.run(ref, pb)
-    finally:
-        _free_pass_manager(mpm)
+    _run_passes(mpm, ref, pb, unlocked)
 
 
 def _unlocked(name: str):
