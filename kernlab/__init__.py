@@ -16,7 +16,8 @@ from .errors import (GradientError, KernelAttributeError, KernelError, KernelKey
                      WarpCodegenKeyError, WarpCodegenTypeError, WarpCodegenValueError)
 from .kernel import (Func, Kernel, Module, force_load, func, func_grad, func_native,
                      func_replay, get_module, get_module_options, kernel, load_module,
-                     overload, set_module_options, source)
+                     set_module_options, source)
+from .generics import overload
 from .lang import (FUNCTIONS as _FUNCTIONS, TILE_FORMS as _TILE_FORMS, adjoint, atomic_add, atomic_and, atomic_cas,
                    atomic_exch, atomic_max, atomic_min, atomic_or, atomic_sub, atomic_xor,
                    constant, expect_eq, expect_near, expect_neq, grad, identity,

@@ -7,12 +7,13 @@ or ahead of time through ``kl.overload`` (``declared_types``).
 """
 from __future__ import annotations
 
+import ast
 import inspect
 import re
 
 import numpy as np
 
-from .errors import KernelTypeError, LaunchError
+from .errors import KernelSyntaxError, KernelTypeError, LaunchError
 from .types import ANY, ArrayType, Matrix, ScalarSet, Tile, Type, Vector, bool_, float32, int32, \
     is_generic, numpy_kind, to_type
 
@@ -185,3 +186,67 @@ def value_type(value, pattern: Type | None = None) -> Type | None:
 def _param_names(pyfunc) -> list[str]:
     from .frontend.source import parse_function
     return [a.arg for a in parse_function(pyfunc).tree.args.args]
+
+
+# ---- kl.overload: declaring the variants of a generic kernel -------------------------------
+
+def overload(target, arg_types=None):
+    """Warp's ``wp.overload``: ``overload(kernel, [types])`` or ``overload(kernel, {name:
+    type})`` declares the variant of a generic kernel for those types and returns it; as a
+    decorator on a function of the same name, its annotations give the types."""
+    from .kernel import Func, Kernel, _bound_in_caller, _user_facing
+    if isinstance(target, Kernel):
+        return target.specialise(_user_facing(declared_types, target, arg_types))
+    if callable(target) and arg_types is None:
+        existing = _bound_in_caller(target.__name__, within=("kernlab.kernel", __name__))
+        if isinstance(existing, Func):
+            return existing.add_overload(target)
+        generic = existing if isinstance(existing, Kernel) and existing.param_types is None \
+            else _registered_kernel(target)
+        if generic is None:
+            raise TypeError(f"@kl.overload: no generic kernel or func named "
+                            f"'{target.__name__}' is defined before it")
+        _check_overload_stub(target)
+        generic.specialise(_user_facing(declared_types, generic,
+                                        _user_facing(_stub_types, target)))
+        return generic  # the decorated name stays the generic kernel, as in Warp
+    raise TypeError(f"kl.overload takes a kernel and its argument types, not {target!r}")
+
+
+def _stub_types(stub) -> list:
+    return annotated_types(stub)
+
+
+def _registered_kernel(stub):
+    """The generic kernel of the stub's module defined by a function of the stub's
+    qualified name (a kernel registered under a custom key, ``kl.kernel(name=...)``)."""
+    from .kernel import get_module
+    found = [k for k in get_module(stub.__module__).generics.values()
+             if k.pyfunc.__qualname__ == stub.__qualname__]
+    if len(found) > 1:
+        keys = ", ".join(repr(k.key) for k in found)
+        raise RuntimeError(f"Ambiguous kernel lookup for '{stub.__module__}."
+                           f"{stub.__qualname__}': it matches several custom-named kernels "
+                           f"({keys}); pass the kernel object to kl.overload(kernel, types) "
+                           "instead of using the decorator form")
+    return found[0] if found else None
+
+
+def _check_overload_stub(stub) -> None:
+    """A decorator overload is a signature only: its body may hold pass, ``...`` and a
+    docstring, and it returns nothing (no return annotation, or ``-> None``)."""
+    ret = getattr(stub, "__annotations__", {}).get("return", None)
+    if ret is not None and ret is not type(None) and ret not in ("None", "NoneType",
+                                                                 "types.NoneType"):
+        raise TypeError(f"Return annotations are not allowed on @wp.overload stubs "
+                        f"(kl.overload of '{stub.__name__}'): omit the return annotation "
+                        "or use `-> None`")
+    from .frontend.source import parse_function
+    src = parse_function(stub)
+    for node in src.tree.body:
+        if isinstance(node, ast.Pass) or isinstance(node, ast.Expr) and isinstance(
+                node.value, ast.Constant) and (node.value.value is ... or
+                                               isinstance(node.value.value, str)):
+            continue
+        raise KernelSyntaxError(f"kl.overload stub '{stub.__name__}' declares types only: its "
+                                "body may hold pass, ... and a docstring", src.loc(node))

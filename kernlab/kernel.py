@@ -5,7 +5,6 @@ for, and machine code per (backend, adjoint, bounds_check) variant.
 """
 from __future__ import annotations
 
-import ast
 import contextlib
 import functools
 import gc
@@ -16,7 +15,7 @@ import weakref
 from typing import Callable, ParamSpec, TypeVar
 
 from . import config
-from .errors import KernelError, KernelSyntaxError, too_deeply_nested
+from .errors import KernelError, too_deeply_nested
 from .ir.nodes import Function
 from .ir.printer import print_function
 
@@ -542,75 +541,12 @@ def func(f=None, *, module=None, name=None, **_ignored):
     return wrap(f) if f is not None else wrap
 
 
-def overload(target, arg_types=None):
-    """Warp's ``wp.overload``: ``overload(kernel, [types])`` or ``overload(kernel, {name:
-    type})`` declares the variant of a generic kernel for those types and returns it; as a
-    decorator on a function of the same name, its annotations give the types."""
-    if isinstance(target, Kernel):
-        from .generics import declared_types
-        return target.specialise(_user_facing(declared_types, target, arg_types))
-    if callable(target) and arg_types is None:
-        existing = _bound_in_caller(target.__name__)
-        if isinstance(existing, Func):
-            return existing.add_overload(target)
-        generic = existing if isinstance(existing, Kernel) and existing.param_types is None \
-            else _registered_kernel(target)
-        if generic is None:
-            raise TypeError(f"@kl.overload: no generic kernel or func named "
-                            f"'{target.__name__}' is defined before it")
-        _check_overload_stub(target)
-        from .generics import declared_types
-        generic.specialise(_user_facing(declared_types, generic,
-                                        _user_facing(_stub_types, target)))
-        return generic  # the decorated name stays the generic kernel, as in Warp
-    raise TypeError(f"kl.overload takes a kernel and its argument types, not {target!r}")
-
-
-def _stub_types(stub) -> list:
-    from .generics import annotated_types
-    return annotated_types(stub)
-
-
-def _registered_kernel(stub):
-    """The generic kernel of the stub's module defined by a function of the stub's
-    qualified name (a kernel registered under a custom key, ``kl.kernel(name=...)``)."""
-    found = [k for k in get_module(stub.__module__).generics.values()
-             if k.pyfunc.__qualname__ == stub.__qualname__]
-    if len(found) > 1:
-        keys = ", ".join(repr(k.key) for k in found)
-        raise RuntimeError(f"Ambiguous kernel lookup for '{stub.__module__}."
-                           f"{stub.__qualname__}': it matches several custom-named kernels "
-                           f"({keys}); pass the kernel object to kl.overload(kernel, types) "
-                           "instead of using the decorator form")
-    return found[0] if found else None
-
-
-def _check_overload_stub(stub) -> None:
-    """A decorator overload is a signature only: its body may hold pass, ``...`` and a
-    docstring, and it returns nothing (no return annotation, or ``-> None``)."""
-    ret = getattr(stub, "__annotations__", {}).get("return", None)
-    if ret is not None and ret is not type(None) and ret not in ("None", "NoneType",
-                                                                 "types.NoneType"):
-        raise TypeError(f"Return annotations are not allowed on @wp.overload stubs "
-                        f"(kl.overload of '{stub.__name__}'): omit the return annotation "
-                        "or use `-> None`")
-    from .frontend.source import parse_function
-    src = parse_function(stub)
-    for node in src.tree.body:
-        if isinstance(node, ast.Pass) or isinstance(node, ast.Expr) and isinstance(
-                node.value, ast.Constant) and (node.value.value is ... or
-                                               isinstance(node.value.value, str)):
-            continue
-        raise KernelSyntaxError(f"kl.overload stub '{stub.__name__}' declares types only: its "
-                                "body may hold pass, ... and a docstring", src.loc(node))
-
-
-def _bound_in_caller(name: str):
-    """What ``name`` means where the decorator is applied (the first frame outside this
-    module); the frame is not kept."""
+def _bound_in_caller(name: str, within=(__name__,)):
+    """What ``name`` means where the decorator is applied (the first frame outside the
+    modules ``within``); the frame is not kept."""
     frame = sys._getframe(1)
     try:
-        while frame is not None and frame.f_globals.get("__name__") == __name__:
+        while frame is not None and frame.f_globals.get("__name__") in within:
             frame = frame.f_back
         if frame is None:
             return None
