@@ -78,10 +78,14 @@ def bf16_round(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     return bf16_widen(b, bf16_narrow(b, x))
 
 
+_FLOAT_CLASSES = frozenset((ir.HalfType, ir.FloatType, ir.DoubleType))
+
+
 def is_float(ty: ir.Type) -> bool:
-    if isinstance(ty, ir.VectorType):
-        ty = ty.element
-    return isinstance(ty, (ir.HalfType, ir.FloatType, ir.DoubleType))
+    cls = type(ty)
+    if cls is ir.VectorType:
+        cls = type(ty.element)
+    return cls in _FLOAT_CLASSES
 
 
 def _const_like(ty: ir.Type, value) -> ir.Constant:
@@ -105,9 +109,25 @@ def _mangle(ty: ir.Type) -> str:
     return {ir.HalfType: "f16", ir.FloatType: "f32"}.get(type(ty), "f64")
 
 
+_CONSTANTS: dict = {}  # (scalar name, value) -> its ir.Constant (a kernel repeats a few)
+_CONSTANTS_MAX = 4096  # emptied when it grows past this (a session compiles many kernels)
+
+
 def constant(t: Type, value) -> ir.Constant:
     """An LLVM constant of kernlab type t (value is broadcast over vectors/matrices)."""
     if t.is_scalar:
+        # A constant is immutable, so one object serves every use. Cached only for plain
+        # Python numbers other than 0 and NaN, where equal keys are the same constant
+        # (0.0 == -0.0, and NaN is equal to nothing).
+        if type(value) is float or type(value) is int:
+            if value and value == value:
+                key = (t.name, value)
+                c = _CONSTANTS.get(key)
+                if c is None:
+                    if len(_CONSTANTS) >= _CONSTANTS_MAX:
+                        _CONSTANTS.clear()
+                    c = _CONSTANTS[key] = _scalar_const(t, value)
+                return c
         return _scalar_const(t, value)
     flat = np.broadcast_to(np.asarray(value, t.scalar.np), t.shape).reshape(-1)
     return ir.Constant(ll_type(t), [_scalar_const(t.scalar, x) for x in flat])
@@ -132,12 +152,18 @@ class BuiltinContext(TileContext):
 
     def call_builtin(self, builtin, args, types, ret):
         """Lower one CALL: set the operand/result types, then run the record's lambda."""
-        self.types, self.ret = list(types), ret
-        if not builtin.name.startswith("tile") and (
-                (ret is not None and ret.is_tile) or any(t.is_tile for t in types)):
-            return self.tile_lift(builtin, args, self.types, ret)  # element-wise (tiles.py)
+        self.types = types = list(types)
+        self.ret = ret
+        tile = ret is not None and ret.is_tile
+        if not tile:
+            for t in types:
+                if t.is_tile:
+                    tile = True
+                    break
+        if tile and not builtin.name.startswith("tile"):
+            return self.tile_lift(builtin, args, types, ret)  # element-wise (tiles.py)
         out = builtin.llvm(self, *args)
-        if is_bfloat16(ret) and not ret.is_tile and out is not None:
+        if out is not None and not tile and is_bfloat16(ret):
             out = bf16_round(self.b, out)  # computed in float, rounded once (as Warp)
         return out
 
@@ -181,7 +207,10 @@ class BuiltinContext(TileContext):
 
     def arith(self, op: str, a: ir.Value, b: ir.Value) -> ir.Value:
         """add / sub / mul, element-wise on vectors and matrices (scalars broadcast)."""
-        return self._op2(op, self.splat(a, b.type), self.splat(b, a.type))
+        t = a.type
+        if t is b.type:  # operands of one scalar type (a shared object): no splat
+            return (_FLOAT_OPS if is_float(t) else _INT_OPS)[op](self.b, a, b)
+        return self._op2(op, self.splat(a, b.type), self.splat(b, t))
 
     def neg(self, a: ir.Value) -> ir.Value:
         """-a; for floats an fneg, so -(0.0) is -0.0 as in NumPy."""
@@ -213,7 +242,7 @@ class BuiltinContext(TileContext):
         return self._gather(ll_type(self.ret), out)
 
     def _op2(self, op, a, b):
-        return getattr(self.b, "f" + op if is_float(a.type) else op)(a, b)
+        return (_FLOAT_OPS if is_float(a.type) else _INT_OPS)[op](self.b, a, b)
 
     def div(self, a: ir.Value, b: ir.Value) -> ir.Value:
         a, b = self.splat(a, b.type), self.splat(b, a.type)
@@ -477,6 +506,10 @@ class BuiltinContext(TileContext):
         n, e = self.types[0].rows, self._elements(m)
         cof = cofactor_expand(_LLVMArith(self.b, e[0].type), lambda i, j: e[i * n + j], n)
         return self._gather(m.type, cof)
+
+
+_INT_OPS = {op: getattr(ir.IRBuilder, op) for op in ("add", "sub", "mul")}
+_FLOAT_OPS = {op: getattr(ir.IRBuilder, "f" + op) for op in ("add", "sub", "mul")}
 
 
 class _LLVMArith:

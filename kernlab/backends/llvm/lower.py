@@ -129,37 +129,41 @@ class _BodyLowering:
         self.thread_ids = thread_ids  # this thread's id along each launch dim (i32)
         self.values: dict = dict(entry.params)
         self._labels: dict = {}  # file -> how listings name it (printer.file_label)
+        self._loc = self._where = None  # the SourceLoc and (file, line) last commented
 
     def block(self, block: Block):
-        top = block is self.func.body and self.func.is_adjoint
+        """Lower each instruction of ``block`` in turn (the loop over the ~100,000
+        instructions of a long adjoint: kept lean)."""
+        func, b, values, labels = self.func, self.b, self.values, self._labels
+        sections = (0, func.reverse_start) if block is func.body and func.is_adjoint else ()
         for k, ins in enumerate(block.instrs):
-            if top and k in (0, self.func.reverse_start):  # labelled sections in listings
-                self.b.comment("---- forward replay ----" if k == 0 else "---- reverse ----")
-                self._where = None
-            self.instr(ins)
-
-    def instr(self, ins: Instr):
-        where = (ins.loc.file, ins.loc.line)
-        if where != getattr(self, "_where", None):  # the user's line, once per run of ops
-            self._where = where
-            label = self._labels.get(where[0])
-            if label is None:
-                label = self._labels[where[0]] = file_label(where[0])
-            self.b.comment(f"{label}:{where[1]}")
-        method = _METHODS.get(ins.op)
-        if method is None:  # the lowering method of each Op, found once
-            method = _METHODS[ins.op] = getattr(_BodyLowering, "op_" + ins.op.name.lower())
-        try:
-            result = method(self, ins)
-        except KernelError:
-            raise
-        except Exception as exc:  # an internal bug: name the user's line, keep the detail
-            raise _internal(self.func, f"internal error lowering '{ins.op.value}' to LLVM",
-                            ins.loc, f"{type(exc).__name__}: {exc}") from exc
-        if ins.result is not None:
-            if isinstance(result, ir.Instruction) and not result.name:
-                result.name = ins.result.name or "v"  # readable listings
-            self.values[ins.result] = result
+            if sections and k in sections:  # labelled sections in listings
+                b.comment("---- forward replay ----" if k == 0 else "---- reverse ----")
+                self._loc = self._where = None
+            loc = ins.loc
+            if loc is not self._loc:  # the user's line, once per run of ops
+                self._loc = loc
+                if (loc.file, loc.line) != self._where:
+                    self._where = (loc.file, loc.line)
+                    label = labels.get(loc.file)
+                    if label is None:
+                        label = labels[loc.file] = file_label(loc.file)
+                    b.comment(f"{label}:{loc.line}")
+            # the lowering method of each Op, found once (by the member's name: an Enum's
+            # own __hash__ is a Python call)
+            method = _METHODS.get(ins.op._name_)
+            if method is None:
+                method = _METHODS[ins.op._name_] = getattr(_BodyLowering,
+                                                           "op_" + ins.op.name.lower())
+            try:
+                result = method(self, ins)
+            except KernelError:
+                raise
+            except Exception as exc:  # an internal bug: name the user's line, keep the detail
+                raise _internal(func, f"internal error lowering '{ins.op.value}' to LLVM",
+                                ins.loc, f"{type(exc).__name__}: {exc}") from exc
+            if ins.result is not None:
+                values[ins.result] = result
 
     def get(self, v: Value):
         return self.values[v]
@@ -175,26 +179,27 @@ class _BodyLowering:
         return self.thread_ids[ins.attrs["dim"]]
 
     def op_load_var(self, ins):
-        slot = self.e.slots[ins.attrs["var"]]
-        if ins.result.type.is_tile:  # a copy: the local's buffer may be stored to later
-            return self.cx.tile_fresh_copy(slot, ins.result.type)
-        return self.b.load(slot, name=ins.result.name)
+        slot, result = self.e.slots[ins.attrs["var"]], ins.result
+        if result.type.is_tile:  # a copy: the local's buffer may be stored to later
+            return self.cx.tile_fresh_copy(slot, result.type)
+        return self.b.load(slot, name=result.name, typ=slot.allocated_type)
 
     def op_store_var(self, ins):
-        slot = self.e.slots[ins.attrs["var"]]
-        if ins.args[0].type.is_tile:
-            self.cx.tile_copy(slot, self.get(ins.args[0]), ins.args[0].type)
+        slot, arg = self.e.slots[ins.attrs["var"]], ins.args[0]
+        if arg.type.is_tile:
+            self.cx.tile_copy(slot, self.values[arg], arg.type)
             return
-        self.b.store(self.get(ins.args[0]), slot)
+        self.b.store(self.values[arg], slot)
 
     def op_call(self, ins):
-        bi = ins.attrs["builtin"]
+        attrs = ins.attrs
+        bi = attrs["builtin"]
         if bi.llvm is None:  # every registered builtin has one (tests/test_llvm.py)
             raise _internal(self.func, f"builtin '{bi.name}' has no LLVM lowering", ins.loc)
-        if "site" in ins.attrs and (self.e.checks or self.func.sites[ins.attrs["site"]].guard):
+        if "site" in attrs and (self.e.checks or self.func.sites[attrs["site"]].guard):
             self._check_components(ins)
-        return self.cx.call_builtin(bi, [self.get(a) for a in ins.args],
-                                    [a.type for a in ins.args],
+        values, args = self.values, ins.args
+        return self.cx.call_builtin(bi, [values[a] for a in args], [a.type for a in args],
                                     ins.result.type if ins.result is not None else None)
 
     def op_shape(self, ins):
@@ -643,7 +648,7 @@ class _BodyLowering:
             if t.scalar.kind == "b" else v
 
 
-_METHODS: dict = {}  # Op -> _BodyLowering.op_<name>
+_METHODS: dict = {}  # Op's name -> _BodyLowering.op_<name>
 
 
 def _stack_type(t: Type):

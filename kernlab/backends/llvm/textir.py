@@ -6,8 +6,9 @@ builtin's ``llvm=`` lambda run unchanged on it.
 llvmlite.ir builds a general object graph and formats it through layers of descriptors,
 which for a kernel of thousands of lines cost more than LLVM's own optimisation of the
 result. Here each value carries its reference text (``_ref``: ``%"v.3"``, ``double
-0x3FF0...`` without the type), each instruction a %-format and its operands, and
-``str(module)`` formats every instruction once, in one pass; no import of llvmlite
+0x3FF0...`` without the type), each instruction its text, formatted from its operands'
+references when it is made (textir_builder.py), and ``str(module)`` joins the lines; no
+import of llvmlite
 (llvmlite.binding parses the text as before). Names follow llvmlite's rules (a per-function
 scope, ``base.N`` for repeats, ``.N`` for unnamed values) so listings read the same.
 
@@ -299,6 +300,18 @@ class _Scope:
                 counts[base] = n
                 name = f"{base}.{n}"
         self.used.add(name)
+        return name
+
+    def unnamed(self) -> str:
+        """``register("")``: the next free ``.N`` (most instructions are unnamed)."""
+        counts, used = self.counts, self.used
+        n = counts.get("", 0) + 1
+        name = f".{n}"
+        while name in used:
+            n += 1
+            name = f".{n}"
+        counts[""] = n
+        used.add(name)
         return name
 
 

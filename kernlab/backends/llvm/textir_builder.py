@@ -1,8 +1,14 @@
 """The instructions of textir and the ``IRBuilder`` that appends them (llvmlite.ir's builder
-API, the part the lowering uses). An instruction is a %-format with one ``%s`` per operand
-and its operands; it is formatted when the module is turned into text (textir.Module), so a
-value renamed after it was used (lower.py names results after the fact) prints its final
-name everywhere."""
+API, the part the lowering uses).
+
+An instruction's text (its ``body``: what follows ``%"name" =``) is formatted when it is
+made, from its operands' references: a 4,000-line adjoint makes 75,000 instructions, and
+keeping a format and an operand tuple for each, to format at the end, cost as much again.
+So a value may be renamed (``v.name = ...``) only before it is used as an operand, as the
+lowering does (entry.py names the entry's arguments and parameters as it reads them); a
+later rename would leave its uses naming the old value, and LLVM's parser would reject the
+module. Only what changes after an instruction is made is formatted with the module: a
+phi's incoming values, an alloca's alignment and the metadata of a branch."""
 from __future__ import annotations
 
 import contextlib
@@ -16,13 +22,14 @@ _CMP = {">": "gt", "<": "lt", "==": "eq", "!=": "ne", ">=": "ge", "<=": "le"}
 
 
 class Instruction(NamedValue):
-    __slots__ = ("parent", "fmt", "ops", "metadata", "void")
+    """An instruction with a result: ``body`` is its text after ``%"name" = ``."""
+    __slots__ = ("parent", "body", "metadata")
+    void = False
 
-    def __init__(self, block, typ, fmt, ops, name=""):
-        self.type, self._scope, self.parent = typ, block.function.scope, block
-        self.fmt, self.ops, self.metadata = fmt, ops, None
-        self.void = typ is _VOID
-        self._name = name = self._scope.register(name)  # NamedValue._set_name, inlined
+    def __init__(self, block, typ, body, name=""):
+        self.type, self.parent, self.body, self.metadata = typ, block, body, None
+        self._scope = scope = block._scope  # (the function's)
+        self._name = name = scope.register(name) if name else scope.unnamed()
         self._ref = f'%"{name}"' if not ("\\" in name or '"' in name) else _quote("%", name)
 
     @property
@@ -32,10 +39,6 @@ class Instruction(NamedValue):
     @property
     def module(self):
         return self.parent.function.module
-
-    @property
-    def operands(self):
-        return list(self.ops)
 
     def set_metadata(self, name, node):
         if self.metadata is None:
@@ -50,13 +53,28 @@ class Instruction(NamedValue):
         self.set_metadata("prof", md)
 
     def _body(self) -> str:
-        return self.fmt % tuple([o._ref for o in self.ops]) if self.ops else self.fmt
+        return self.body
 
     def _line(self) -> str:
+        if self.metadata is None and type(self) is Instruction:
+            return f"  {self._ref} = {self.body}"
         body = self._body()
         if self.metadata:
             body += "".join(f", !{k} {v._ref}" for k, v in self.metadata.items())
         return f"  {body}" if self.void else f"  {self._ref} = {body}"
+
+
+class VoidInstr(Instruction):
+    """An instruction without a result (a store, a branch, a call of a void function). It
+    still takes a name (llvmlite's numbering of unnamed values counts it)."""
+    __slots__ = ()
+    void = True
+
+    def _line(self) -> str:
+        if self.metadata is None:
+            return "  " + self.body
+        return "  " + self.body + "".join(f", !{k} {v._ref}"
+                                          for k, v in self.metadata.items())
 
 
 class PhiInstr(Instruction):
@@ -74,15 +92,14 @@ class AllocaInstr(Instruction):
     __slots__ = ("allocated_type", "align")
 
     def _body(self) -> str:
-        body = Instruction._body(self)
-        return body if self.align is None else f"{body}, align {self.align}"
+        return self.body if self.align is None else f"{self.body}, align {self.align}"
 
 
-class Comment(Instruction):
+class Comment(VoidInstr):
     __slots__ = ()
 
     def _line(self) -> str:
-        return "  " + self.fmt
+        return "  " + self.body
 
 
 def _label_suffix(label: str, suffix: str) -> str:
@@ -95,7 +112,7 @@ def _binop(opname):
         if t is not rhs.type and t != rhs.type:
             raise ValueError(f"Operands must be the same type, got ({t}, {rhs.type})")
         head = " ".join((opname,) + tuple(flags)) if flags else opname
-        return self._add(Instruction(self._block, t, f"{head} {t._s} %s, %s", (lhs, rhs),
+        return self._add(Instruction(self._block, t, f"{head} {t._s} {lhs._ref}, {rhs._ref}",
                                      name))
     op.__name__ = opname
     return op
@@ -106,7 +123,7 @@ def _castop(opname):
         if val.type == typ:
             return val
         return self._add(Instruction(self._block, typ,
-                                     f"{opname} {val.type._s} %s to {typ._s}", (val,), name))
+                                     f"{opname} {val.type._s} {val._ref} to {typ._s}", name))
     op.__name__ = opname
     return op
 
@@ -149,11 +166,11 @@ class IRBuilder:
         return self._block.function.append_basic_block(name)
 
     def _add(self, instr):
-        block = self._block
-        if self._anchor == len(block.instructions):
-            block.instructions.append(instr)
+        instructions = self._block.instructions
+        if self._anchor == len(instructions):
+            instructions.append(instr)
         else:
-            block.instructions.insert(self._anchor, instr)
+            instructions.insert(self._anchor, instr)
         self._anchor += 1
         return instr
 
@@ -183,14 +200,14 @@ class IRBuilder:
 
     def fneg(self, arg, name="", flags=()):
         head = " ".join(("fneg",) + tuple(flags)) if flags else "fneg"
-        return self._add(Instruction(self._block, arg.type, f"{head} {arg.type._s} %s",
-                                     (arg,), name))
+        return self._add(Instruction(self._block, arg.type,
+                                     f"{head} {arg.type._s} {arg._ref}", name))
 
     def _cmp(self, kind, op, lhs, rhs, name):
         t = lhs.type
         res = VectorType(_I1, t.count) if isinstance(t, VectorType) else _I1
-        return self._add(Instruction(self._block, res, f"{kind} {op} {t._s} %s, %s",
-                                     (lhs, rhs), name))
+        return self._add(Instruction(self._block, res,
+                                     f"{kind} {op} {t._s} {lhs._ref}, {rhs._ref}", name))
 
     def icmp_signed(self, cmpop, lhs, rhs, name=""):
         op = _CMP[cmpop]
@@ -210,8 +227,9 @@ class IRBuilder:
 
     def select(self, cond, lhs, rhs, name="", flags=()):
         return self._add(Instruction(
-            self._block, lhs.type, f"select {cond.type._s} %s, {lhs.type._s} %s, "
-                                   f"{rhs.type._s} %s", (cond, lhs, rhs), name))
+            self._block, lhs.type, f"select {cond.type._s} {cond._ref}, "
+                                   f"{lhs.type._s} {lhs._ref}, {rhs.type._s} {rhs._ref}",
+            name))
 
     # ---- casts -------------------------------------------------------------------------
 
@@ -224,12 +242,11 @@ class IRBuilder:
     # ---- memory ------------------------------------------------------------------------
 
     def alloca(self, typ, size=None, name=""):
-        fmt = f"alloca {typ._s}"
-        ops = ()
+        body = f"alloca {typ._s}"
         if size is not None:
             size = size if hasattr(size, "_ref") else Constant(IntType(32), size)
-            fmt, ops = fmt + f", {size.type._s} %s", (size,)
-        instr = AllocaInstr(self._block, PointerType(typ), fmt, ops, name)
+            body += f", {size.type._s} {size._ref}"
+        instr = AllocaInstr(self._block, PointerType(typ), body, name)
         instr.allocated_type, instr.align = typ, None
         return self._add(instr)
 
@@ -244,24 +261,24 @@ class IRBuilder:
         return ptr.type.pointee
 
     def load(self, ptr, name="", align=None, typ=None):
-        typ = self._pointee(ptr, typ)
-        tail = "" if align is None else f", align {align}"
-        return self._add(Instruction(self._block, typ, f"load {typ._s}, ptr %s{tail}",
-                                     (ptr,), name))
+        if typ is None:
+            typ = self._pointee(ptr, None)
+        body = f"load {typ._s}, ptr {ptr._ref}" if align is None else \
+            f"load {typ._s}, ptr {ptr._ref}, align {align}"
+        return self._add(Instruction(self._block, typ, body, name))
 
     def load_atomic(self, ptr, ordering, align, name="", typ=None):
         typ = self._pointee(ptr, typ)
         return self._add(Instruction(
-            self._block, typ, f"load atomic {typ._s}, ptr %s {ordering}, align {align}",
-            (ptr,), name))
+            self._block, typ, f"load atomic {typ._s}, ptr {ptr._ref} {ordering}, align {align}",
+            name))
 
     def store(self, value, ptr, align=None):
         if not isinstance(ptr.type, PointerType):
             raise TypeError(f"cannot store to a value of type {ptr.type}: not a pointer")
-        tail = "" if align is None else f", align {align}"
-        return self._add(Instruction(self._block, _VOID,
-                                     f"store {value.type._s} %s, ptr %s{tail}",
-                                     (value, ptr)))
+        body = f"store {value.type._s} {value._ref}, ptr {ptr._ref}" if align is None else \
+            f"store {value.type._s} {value._ref}, ptr {ptr._ref}, align {align}"
+        return self._add(VoidInstr(self._block, _VOID, body))
 
     def gep(self, ptr, indices, inbounds=False, name="", source_etype=None):
         if source_etype is not None:
@@ -273,41 +290,42 @@ class IRBuilder:
                 typ = typ.gep(i)
             typ = PointerType(typ)
         op = "getelementptr inbounds" if inbounds else "getelementptr"
-        idx = "".join(f", {i.type._s} %s" for i in indices)
-        return self._add(Instruction(self._block, typ, f"{op} {source_etype._s}, ptr %s{idx}",
-                                     (ptr, *indices), name))
+        idx = "".join(f", {i.type._s} {i._ref}" for i in indices)
+        return self._add(Instruction(self._block, typ,
+                                     f"{op} {source_etype._s}, ptr {ptr._ref}{idx}", name))
 
     def atomic_rmw(self, op, ptr, val, ordering, name=""):
         return self._add(Instruction(
-            self._block, val.type, f"atomicrmw {op} ptr %s, {val.type._s} %s {ordering}",
-            (ptr, val), name))
+            self._block, val.type,
+            f"atomicrmw {op} ptr {ptr._ref}, {val.type._s} {val._ref} {ordering}", name))
 
     def cmpxchg(self, ptr, cmp, val, ordering, failordering=None, name=""):
         t = val.type
         return self._add(Instruction(
             self._block, LiteralStructType([t, _I1]),
-            f"cmpxchg ptr %s, {t._s} %s, {t._s} %s {ordering} {failordering or ordering}",
-            (ptr, cmp, val), name))
+            f"cmpxchg ptr {ptr._ref}, {t._s} {cmp._ref}, {t._s} {val._ref} {ordering} "
+            f"{failordering or ordering}", name))
 
     # ---- vectors and aggregates --------------------------------------------------------
 
     def extract_element(self, vector, idx, name=""):
         t = vector.type
-        return self._add(Instruction(self._block, t.element,
-                                     f"extractelement {t._s} %s, {idx.type._s} %s",
-                                     (vector, idx), name))
+        return self._add(Instruction(
+            self._block, t.element,
+            f"extractelement {t._s} {vector._ref}, {idx.type._s} {idx._ref}", name))
 
     def insert_element(self, vector, value, idx, name=""):
         t = vector.type
         return self._add(Instruction(
-            self._block, t, f"insertelement {t._s} %s, {value.type._s} %s, {idx.type._s} %s",
-            (vector, value, idx), name))
+            self._block, t, f"insertelement {t._s} {vector._ref}, {value.type._s} "
+                            f"{value._ref}, {idx.type._s} {idx._ref}", name))
 
     def shuffle_vector(self, vector1, vector2, mask, name=""):
         t = VectorType(vector1.type.element, mask.type.count)
         return self._add(Instruction(
-            self._block, t, f"shufflevector {vector1.type._s} %s, {vector2.type._s} %s, "
-                            f"{mask.type._s} %s", (vector1, vector2, mask), name))
+            self._block, t, f"shufflevector {vector1.type._s} {vector1._ref}, "
+                            f"{vector2.type._s} {vector2._ref}, {mask.type._s} {mask._ref}",
+            name))
 
     def extract_value(self, agg, idx, name=""):
         idx = list(idx) if isinstance(idx, (tuple, list)) else [idx]
@@ -315,18 +333,19 @@ class IRBuilder:
         for i in idx:
             t = t.elements[i] if isinstance(t, LiteralStructType) else t.element
         at = ", ".join(str(i) for i in idx)
-        return self._add(Instruction(self._block, t, f"extractvalue {agg.type._s} %s, {at}",
-                                     (agg,), name))
+        return self._add(Instruction(self._block, t,
+                                     f"extractvalue {agg.type._s} {agg._ref}, {at}", name))
 
     def insert_value(self, agg, value, idx, name=""):
         idx = list(idx) if isinstance(idx, (tuple, list)) else [idx]
         at = ", ".join(str(i) for i in idx)
         return self._add(Instruction(
-            self._block, agg.type, f"insertvalue {agg.type._s} %s, {value.type._s} %s, {at}",
-            (agg, value), name))
+            self._block, agg.type,
+            f"insertvalue {agg.type._s} {agg._ref}, {value.type._s} {value._ref}, {at}",
+            name))
 
     def phi(self, typ, name="", flags=()):
-        instr = PhiInstr(self._block, typ, "", (), name)
+        instr = PhiInstr(self._block, typ, "", name)
         instr.incomings = []
         return self._add(instr)
 
@@ -337,33 +356,34 @@ class IRBuilder:
         fnty = fn.function_type
         if len(args) != len(fnty.args) and not (fnty.var_arg and len(args) > len(fnty.args)):
             raise TypeError(f"{fn._ref} takes {len(fnty.args)} arguments, got {len(args)}")
-        shown = fnty._s if fnty.var_arg else fnty.return_type._s
-        params = ", ".join(f"{a.type._s} %s" for a in args)
-        return self._add(Instruction(self._block, fnty.return_type,
-                                     f"call {shown} %s({params})", (fn, *args), name))
+        ret = fnty.return_type
+        shown = fnty._s if fnty.var_arg else ret._s
+        params = ", ".join([f"{a.type._s} {a._ref}" for a in args])
+        return self._add((VoidInstr if ret is _VOID else Instruction)(
+            self._block, ret, f"call {shown} {fn._ref}({params})", name))
 
     def comment(self, text):
         if "\n" in text:
             raise ValueError("a comment cannot contain a new line")
-        return self._add(Comment(self._block, _VOID, "; " + text, ()))
+        return self._add(Comment(self._block, _VOID, "; " + text))
 
     def branch(self, target):
-        return self._terminate(Instruction(self._block, _VOID, "br label %s", (target,)))
+        return self._terminate(VoidInstr(self._block, _VOID, f"br label {target._ref}"))
 
     def cbranch(self, cond, truebr, falsebr):
-        return self._terminate(Instruction(self._block, _VOID,
-                                           f"br {cond.type._s} %s, label %s, label %s",
-                                           (cond, truebr, falsebr)))
+        return self._terminate(VoidInstr(
+            self._block, _VOID,
+            f"br {cond.type._s} {cond._ref}, label {truebr._ref}, label {falsebr._ref}"))
 
     def ret_void(self):
-        return self._terminate(Instruction(self._block, _VOID, "ret void", ()))
+        return self._terminate(VoidInstr(self._block, _VOID, "ret void"))
 
     def ret(self, value):
-        return self._terminate(Instruction(self._block, _VOID, f"ret {value.type._s} %s",
-                                           (value,)))
+        return self._terminate(VoidInstr(self._block, _VOID,
+                                         f"ret {value.type._s} {value._ref}"))
 
     def unreachable(self):
-        return self._terminate(Instruction(self._block, _VOID, "unreachable", ()))
+        return self._terminate(VoidInstr(self._block, _VOID, "unreachable"))
 
     @contextlib.contextmanager
     def _branch_helper(self, enter, exit_):
