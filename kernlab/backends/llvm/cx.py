@@ -8,6 +8,8 @@ matrices ``<r*c x T>`` in row-major order.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from . import textir as ir
 
@@ -109,30 +111,26 @@ def _mangle(ty: ir.Type) -> str:
     return {ir.HalfType: "f16", ir.FloatType: "f32"}.get(type(ty), "f64")
 
 
-_CONSTANTS: dict = {}  # (scalar name, value) -> its ir.Constant (a kernel repeats a few)
+_CONSTANTS: dict = {}  # (scalar name, value[, sign of a zero]) -> its ir.Constant
 _CONSTANTS_MAX = 4096  # emptied when it grows past this (a session compiles many kernels)
+_NUMBERS = frozenset([int, float, bool] + [np.dtype(c).type for c in "?bhilqBHILQefd"])
 
 
 def constant(t: Type, value) -> ir.Constant:
     """An LLVM constant of kernlab type t (value is broadcast over vectors/matrices)."""
     if t.is_scalar:
-        # A constant is immutable, so one object serves every use. Cached only for plain
-        # Python numbers other than 0 and NaN, where equal keys are the same constant
-        # (0.0 == -0.0, and NaN is equal to nothing).
-        if type(value) is float or type(value) is int:
-            if value and value == value:
-                key = (t.name, value)
-                c = _CONSTANTS.get(key)
-                if c is None:
-                    if len(_CONSTANTS) >= _CONSTANTS_MAX:
-                        _CONSTANTS.clear()
-                    c = _CONSTANTS[key] = _scalar_const(t, value)
-                return c
+        # A constant is immutable, so one object serves every use. Python and NumPy numbers
+        # that are equal (with the same sign: 0.0 == -0.0) make the same constant of a
+        # type; NaN, equal to nothing, is made anew.
+        if type(value) in _NUMBERS and value == value:
+            key = (t.name, value) if value else (t.name, value, math.copysign(1.0, value))
+            c = _CONSTANTS.get(key)
+            if c is None:
+                if len(_CONSTANTS) >= _CONSTANTS_MAX:
+                    _CONSTANTS.clear()
+                c = _CONSTANTS[key] = _scalar_const(t, value)
+            return c
         return _scalar_const(t, value)
-    flat = np.broadcast_to(np.asarray(value, t.scalar.np), t.shape).reshape(-1)
-    return ir.Constant(ll_type(t), [_scalar_const(t.scalar, x) for x in flat])
-
-
 def _scalar_const(s: Scalar, value) -> ir.Constant:
     if s.kind == "f":
         return ir.Constant(ll_type(s), float(value))
@@ -151,9 +149,9 @@ class BuiltinContext(TileContext):
         self.ret: Type | None = None
 
     def call_builtin(self, builtin, args, types, ret):
-        """Lower one CALL: set the operand/result types, then run the record's lambda."""
-        self.types = types = list(types)
-        self.ret = ret
+        """Lower one CALL: set the operand/result types (``types``, a list the context
+        keeps), then run the record's lambda."""
+        self.types, self.ret = types, ret
         tile = ret is not None and ret.is_tile
         if not tile:
             for t in types:

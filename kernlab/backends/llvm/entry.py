@@ -11,7 +11,7 @@ from ...types import ArrayType
 from .cx import I1, I8, I32, I64, PTR, BuiltinContext, ll_type, mem_type, slot_type
 from .tiles import pin_buffer
 from .lower import (INTERRUPT_SYMBOL, STATUS_GENERAL, ArrayView, _BodyLowering, _size,
-                    interrupt_checks, tid_values, walked)
+                    accesses, interrupt_checks, of_op, tid_values, walked)
 
 PARTS = ("fast", "general")
 
@@ -19,7 +19,7 @@ PARTS = ("fast", "general")
 def has_fast_path(func: Function) -> bool:
     """Whether the kernel accesses arrays, so that a fast entry is worth having; a kernel
     that touches none has only the general one."""
-    return any(i.op in (Op.LOAD, Op.STORE, Op.ATOMIC) for i in walked(func))
+    return bool(of_op(func, Op.LOAD) or of_op(func, Op.STORE) or of_op(func, Op.ATOMIC))
 
 
 def optional_arrays(func: Function) -> list:
@@ -31,9 +31,8 @@ def optional_arrays(func: Function) -> list:
     out = getattr(func, "_optional_arrays", None)  # (asked for by the layout and each entry)
     if out is None:
         nullable, plain = set(), set()
-        for ins in walked(func):
-            if ins.op in (Op.LOAD, Op.STORE, Op.ATOMIC):
-                (nullable if ins.attrs.get("nullable") else plain).add(ins.args[0])
+        for ins in accesses(func):
+            (nullable if ins.attrs.get("nullable") else plain).add(ins.args[0])
         out = func._optional_arrays = tuple(k for k, p in enumerate(func.params)
                                             if p.value in nullable - plain)
     return list(out)
@@ -51,7 +50,7 @@ def private_candidates(func: Function, verify_fp: bool = False) -> list:
     matrices of them component-wise) whose returned value is not used. Float sums are
     then reassociated, as the atomics' arbitrary order already does. (verify_fp reports
     each value an atomic writes: nothing is privatised then.)"""
-    if verify_fp:
+    if verify_fp or not of_op(func, Op.ATOMIC):  # (with no atomic, every array has None)
         return []
     used = {a for ins in walked(func) for a in ins.args}
     used |= {r.result for ins in walked(func) for r in ins.regions if r.result is not None}
@@ -97,14 +96,9 @@ def _facts(func: Function) -> tuple:
     once per Function: each of its two entries asks."""
     out = getattr(func, "_entry_facts", None)
     if out is None:
-        consts, uses_stack = {}, False
-        for i in walked(func):
-            op = i.op
-            if op is Op.CONST:
-                if i.result.type.is_scalar and i.result.type.kind in "iu":
-                    consts[i.result] = int(i.attrs["value"])
-            elif op is Op.PUSH or op is Op.POP:
-                uses_stack = True
+        consts = {i.result: int(i.attrs["value"]) for i in of_op(func, Op.CONST)
+                  if i.result.type.is_scalar and i.result.type.kind in "iu"}
+        uses_stack = bool(of_op(func, Op.PUSH) or of_op(func, Op.POP))
         out = func._entry_facts = (consts, uses_stack)
     return out
 
@@ -158,8 +152,7 @@ class _EntryBuilder:
         b.position_at_end(run)
         start32, end32 = b.trunc(start, I32, "start32"), b.trunc(end, I32, "end32")
         if self.fast:
-            accessed = {i.args[0] for i in walked(func)
-                        if i.op in (Op.LOAD, Op.STORE, Op.ATOMIC)}
+            accessed = {i.args[0] for i in accesses(func)}
             arrays = [self.params[p.value] for p in func.params if p.value in accessed]
             fast, bail = self.fn.append_basic_block("fast"), self.fn.append_basic_block("bail")
             b.cbranch(self._fast_path_ok(arrays), fast, bail)
@@ -212,7 +205,7 @@ class _EntryBuilder:
         optional arrays (an adjoint's) are there or absent as this entry was specialised
         for; an array accessed both ways may be absent, and its accesses test for it."""
         b = self.b
-        optional = {i.args[0] for i in walked(self.func) if i.attrs.get("nullable")}
+        optional = {i.args[0] for i in accesses(self.func) if i.attrs.get("nullable")}
         absent = {}
 
         def holds(view, cond):
@@ -255,19 +248,18 @@ class _EntryBuilder:
         if not self.checks:
             return set()
         out = set()
-        for ins in walked(self.func):
-            if ins.op in (Op.LOAD, Op.STORE, Op.ATOMIC):
-                ndim = ins.args[0].type.ndim
-                for axis, idx in enumerate(ins.args[1:1 + ndim]):
-                    if idx in self.tids:
-                        out.add((ins.args[0], axis, self.tids[idx], 0))
-                    elif idx in self.consts:
-                        out.add((ins.args[0], axis, -1, self.consts[idx]))
+        for ins in accesses(self.func):
+            ndim = ins.args[0].type.ndim
+            for axis, idx in enumerate(ins.args[1:1 + ndim]):
+                if idx in self.tids:
+                    out.add((ins.args[0], axis, self.tids[idx], 0))
+                elif idx in self.consts:
+                    out.add((ins.args[0], axis, -1, self.consts[idx]))
         return out
 
     def _private_kind(self, k) -> str:
-        kinds = {i.attrs["kind"] for i in walked(self.func)
-                 if i.op is Op.ATOMIC and i.args[0] is self.func.params[k].value}
+        kinds = {i.attrs["kind"] for i in of_op(self.func, Op.ATOMIC)
+                 if i.args[0] is self.func.params[k].value}
         return "add" if kinds <= {"add", "sub"} else kinds.pop()
 
     def _thread_loops(self, start, end, fast):

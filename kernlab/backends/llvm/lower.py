@@ -23,6 +23,7 @@ that halves the machine code a kernel costs up front.
 """
 from __future__ import annotations
 
+import operator
 from collections import Counter
 
 from . import textir as ir
@@ -61,6 +62,28 @@ def walked(func: Function) -> list:
     return out
 
 
+def of_op(func: Function, op: Op):
+    """The instructions of the body with Op ``op``, in program order (a list the caller
+    must not change; () for none). ``walked`` is sorted by Op once per Function, in one pass:
+    most questions the lowering and the variant plan ask of a body of up to 100,000
+    instructions are about a few kinds of instruction (array accesses, loops, constants)."""
+    groups = getattr(func, "_by_op", None)
+    if groups is None:
+        groups = {}
+        for ins in walked(func):  # (by the Op's name: an Enum's own __hash__ is a Python call)
+            group = groups.get(ins.op._name_)
+            if group is None:
+                group = groups[ins.op._name_] = []
+            group.append(ins)
+        func._by_op = groups
+    return groups.get(op._name_, ())
+
+
+def accesses(func: Function) -> list:
+    """The LOAD, STORE and ATOMIC instructions of the body (by Op, not in program order)."""
+    return [*of_op(func, Op.LOAD), *of_op(func, Op.STORE), *of_op(func, Op.ATOMIC)]
+
+
 def tid_values(func: Function) -> dict:
     """Values that are certainly this thread's id along some launch dim: TID results and
     loads of a Var stored exactly once, at the top level, from a TID (after that store).
@@ -68,18 +91,23 @@ def tid_values(func: Function) -> dict:
     found = getattr(func, "_tid_values", None)
     if found is not None:
         return found
-    stores = Counter(ins.attrs["var"] for ins in walked(func) if ins.op is Op.STORE_VAR)
-    tids = {ins.result: ins.attrs["dim"] for ins in walked(func) if ins.op is Op.TID}
-    candidates = {ins.attrs["var"]: tids[ins.args[0]] for ins in func.body.instrs
-                  if ins.op is Op.STORE_VAR and ins.args[0] in tids
-                  and stores[ins.attrs["var"]] == 1}
-    stored, out = set(), dict(tids)
-    for ins in walked(func):
-        var = ins.attrs.get("var")
-        if ins.op is Op.STORE_VAR and var in candidates:
-            stored.add(var)
-        elif ins.op is Op.LOAD_VAR and var in stored:
-            out[ins.result] = candidates[var]
+    tids = {ins.result: ins.attrs["dim"] for ins in of_op(func, Op.TID)}
+    stores = of_op(func, Op.STORE_VAR)
+    from_tid = [ins for ins in stores if ins.args[0] in tids]
+    out = dict(tids)
+    if from_tid:
+        count = Counter(ins.attrs["var"] for ins in stores)
+        top = func.body.instrs
+        stored = {ins.attrs["var"]: ins for ins in from_tid  # var -> its one store
+                  if count[ins.attrs["var"]] == 1 and ins in top}
+        body, at = walked(func), 0
+        after = {var: body.index(ins) for var, ins in stored.items()}
+        for ins in of_op(func, Op.LOAD_VAR):  # their loads after the store (by place)
+            var = ins.attrs["var"]
+            if var in stored:
+                at = body.index(ins, at)  # (the loads are in program order too)
+                if at > after[var]:
+                    out[ins.result] = tids[stored[var].args[0]]
     func._tid_values = out
     return out
 
@@ -94,17 +122,15 @@ def interrupt_checks(func: Function) -> set:
     out = getattr(func, "_interrupt_checks", None)  # (asked for by each entry and the tier)
     if out is not None:
         return out
-    consts = {i.result: i.attrs["value"] for i in walked(func) if i.op is Op.CONST}
-    out = set()
-    for ins in walked(func):
-        if ins.op is Op.WHILE:
+    out = set(of_op(func, Op.WHILE))
+    fors = of_op(func, Op.FOR)
+    consts = {i.result: i.attrs["value"] for i in of_op(func, Op.CONST)} if fors else {}
+    for ins in fors:
+        nested = any(i.op in (Op.FOR, Op.WHILE) for i in ins.regions[0].walk())
+        bounds = [consts.get(v) for v in ins.args]
+        if nested or None in bounds or bounds[2] == 0 \
+                or len(range(*(int(b) for b in bounds))) > SHORT_LOOP:
             out.add(ins)
-        elif ins.op is Op.FOR:
-            nested = any(i.op in (Op.FOR, Op.WHILE) for i in ins.regions[0].walk())
-            bounds = [consts.get(v) for v in ins.args]
-            if nested or None in bounds or bounds[2] == 0 \
-                    or len(range(*(int(b) for b in bounds))) > SHORT_LOOP:
-                out.add(ins)
     func._interrupt_checks = out = frozenset(out)
     return out
 
@@ -198,8 +224,9 @@ class _BodyLowering:
             raise _internal(self.func, f"builtin '{bi.name}' has no LLVM lowering", ins.loc)
         if "site" in attrs and (self.e.checks or self.func.sites[attrs["site"]].guard):
             self._check_components(ins)
-        values, args = self.values, ins.args
-        return self.cx.call_builtin(bi, [values[a] for a in args], [a.type for a in args],
+        args = ins.args  # (map with C callables: a comprehension is a call of its own)
+        return self.cx.call_builtin(bi, list(map(self.values.__getitem__, args)),
+                                    list(map(_type_of, args)),
                                     ins.result.type if ins.result is not None else None)
 
     def op_shape(self, ins):
@@ -649,6 +676,7 @@ class _BodyLowering:
 
 
 _METHODS: dict = {}  # Op's name -> _BodyLowering.op_<name>
+_type_of = operator.attrgetter("type")
 
 
 def _stack_type(t: Type):

@@ -287,13 +287,15 @@ class Constant(Value):
 
 class _Scope:
     """Value and block names of one function (llvmlite's NameScope rules)."""
-    __slots__ = ("used", "counts")
+    __slots__ = ("used", "counts", "unnamed_count")
 
     def __init__(self):
-        self.used, self.counts = {""}, {}
+        self.used, self.counts, self.unnamed_count = {""}, {}, 0
 
     def register(self, name: str) -> str:
         if name in self.used:
+            if not name:
+                return self.unnamed()
             base, counts, used = name, self.counts, self.used
             while name in used:
                 n = counts.get(base, 0) + 1
@@ -304,13 +306,12 @@ class _Scope:
 
     def unnamed(self) -> str:
         """``register("")``: the next free ``.N`` (most instructions are unnamed)."""
-        counts, used = self.counts, self.used
-        n = counts.get("", 0) + 1
-        name = f".{n}"
+        n = self.unnamed_count + 1
+        name, used = f".{n}", self.used
         while name in used:
             n += 1
             name = f".{n}"
-        counts[""] = n
+        self.unnamed_count = n
         used.add(name)
         return name
 
