@@ -131,6 +131,10 @@ def constant(t: Type, value) -> ir.Constant:
                 c = _CONSTANTS[key] = _scalar_const(t, value)
             return c
         return _scalar_const(t, value)
+    flat = np.broadcast_to(np.asarray(value, t.scalar.np), t.shape).reshape(-1)
+    return ir.Constant(ll_type(t), [_scalar_const(t.scalar, x) for x in flat])
+
+
 def _scalar_const(s: Scalar, value) -> ir.Constant:
     if s.kind == "f":
         return ir.Constant(ll_type(s), float(value))
@@ -161,7 +165,7 @@ class BuiltinContext(TileContext):
         if tile and not builtin.name.startswith("tile"):
             return self.tile_lift(builtin, args, types, ret)  # element-wise (tiles.py)
         out = builtin.llvm(self, *args)
-        if out is not None and not tile and is_bfloat16(ret):
+        if out is not None and is_bfloat16(ret) and not ret.is_tile:
             out = bf16_round(self.b, out)  # computed in float, rounded once (as Warp)
         return out
 
@@ -205,10 +209,9 @@ class BuiltinContext(TileContext):
 
     def arith(self, op: str, a: ir.Value, b: ir.Value) -> ir.Value:
         """add / sub / mul, element-wise on vectors and matrices (scalars broadcast)."""
-        t = a.type
-        if t is b.type:  # operands of one scalar type (a shared object): no splat
-            return (_FLOAT_OPS if is_float(t) else _INT_OPS)[op](self.b, a, b)
-        return self._op2(op, self.splat(a, b.type), self.splat(b, t))
+        if a.type is not b.type:  # (one scalar type is one object: no splat)
+            a, b = self.splat(a, b.type), self.splat(b, a.type)
+        return self._op2(op, a, b)
 
     def neg(self, a: ir.Value) -> ir.Value:
         """-a; for floats an fneg, so -(0.0) is -0.0 as in NumPy."""
