@@ -31,7 +31,7 @@ from . import textir as ir
 from ...errors import KernelError
 from ...ir import printf as printf_format
 from ...ir.printer import file_label
-from ...ir.nodes import Block, Function, Instr, Op, Value
+from ...ir.nodes import Block, Function, Op, Value
 from ...types import ArrayType, Scalar, Type
 from .cx import I8, I32, I64, PTR, bf16_narrow, bf16_round, bf16_widen, constant, ll_type, \
     mem_type
@@ -64,8 +64,8 @@ def walked(func: Function) -> list:
 
 def of_op(func: Function, op: Op):
     """The instructions of the body with Op ``op``, in program order (a list the caller
-    must not change; () for none). ``walked`` is sorted by Op once per Function, in one pass:
-    most questions the lowering and the variant plan ask of a body of up to 100,000
+    must not change; () for none). ``walked`` is grouped by Op once per Function, in one
+    pass: most questions the lowering and the variant plan ask of a body of up to 100,000
     instructions are about a few kinds of instruction (array accesses, loops, constants)."""
     groups = getattr(func, "_by_op", None)
     if groups is None:

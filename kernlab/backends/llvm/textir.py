@@ -8,9 +8,9 @@ which for a kernel of thousands of lines cost more than LLVM's own optimisation 
 result. Here each value carries its reference text (``_ref``: ``%"v.3"``, ``double
 0x3FF0...`` without the type), each instruction its text, formatted from its operands'
 references when it is made (textir_builder.py), and ``str(module)`` joins the lines; no
-import of llvmlite
-(llvmlite.binding parses the text as before). Names follow llvmlite's rules (a per-function
-scope, ``base.N`` for repeats, ``.N`` for unnamed values) so listings read the same.
+import of llvmlite (llvmlite.binding parses the text as before). Names follow llvmlite's
+rules (a per-function scope, ``base.N`` for repeats, ``.N`` for unnamed values) so
+listings read the same.
 
 Pointers print as the opaque ``ptr``; like llvmlite, a pointer made by ``as_pointer()``,
 an ``alloca`` or a global remembers what it points at, so ``load``/``gep`` may omit the

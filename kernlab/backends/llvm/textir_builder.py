@@ -3,7 +3,8 @@ API, the part the lowering uses).
 
 An instruction's text (its ``body``: what follows ``%"name" =``) is formatted when it is
 made, from its operands' references: a 4,000-line adjoint makes 75,000 instructions, and
-keeping a format and an operand tuple for each, to format at the end, cost as much again.
+keeping a format and an operand tuple for each, to format them all at the end, was a good
+part of the lowering's time.
 So a value may be renamed (``v.name = ...``) only before it is used as an operand, as the
 lowering does (entry.py names the entry's arguments and parameters as it reads them); a
 later rename would leave its uses naming the old value, and LLVM's parser would reject the
