@@ -167,15 +167,29 @@ def fast_codegen_text(text: str) -> str:
       the same machine code, but LLVM's fast instruction selector handles a plain call and
       hands each intrinsic call to its slow selector instead (half the code generation time
       of that adjoint, a third of whose lines call sin)."""
-    for name, width in set(_LIBM_INTRINSIC.findall(text)):
+    declared = _declared(text)
+    for name, width in _LIBM_INTRINSICS:
         c_name = name + ("f" if width == "32" else "")
-        if f'@"{c_name}"(' in text or f"@{c_name}(" in text:
-            continue  # the module declares the C function itself: leave both as they are
-        text = text.replace(f'@"llvm.{name}.f{width}"(', f'@"{c_name}"(')
+        if f"llvm.{name}.f{width}" in declared and c_name not in declared:
+            text = text.replace(f'@"llvm.{name}.f{width}"(', f'@"{c_name}"(')
     return split_long_blocks(text, BLOCK_SPLIT_INSTRUCTIONS)
 
 
-_LIBM_INTRINSIC = re.compile(r'@"llvm\.(sin|cos|tan|exp|exp2|log|log2|log10|pow)\.f(32|64)"\(')
+_LIBM_INTRINSICS = [(name, width) for name in "sin cos tan exp exp2 log log2 log10 pow".split()
+                    for width in ("32", "64")]
+_DECLARED = re.compile(r'@"?([^"(]+)"?\(')  # the function a declaration names
+
+
+def _declared(text: str) -> set:
+    """The functions the module ``text`` declares (its declare lines are found with str.find,
+    at C speed: a huge body's text is megabytes)."""
+    names = set()
+    at = 0 if text.startswith("declare ") else text.find("\ndeclare ") + 1 or -1
+    while at >= 0:
+        end = text.find("\n", at)
+        names.update(_DECLARED.findall(text, at, len(text) if end < 0 else end))
+        at = text.find("\ndeclare ", at) + 1 or -1
+    return names
 
 
 _NAME = r'(?:"[^"]*"|[-\w.$]+)'  # a local name in LLVM's text, quoted or plain
@@ -187,50 +201,71 @@ _PHI_BLOCK = re.compile(rf", %({_NAME}) ?\]")  # the block of a phi's incoming v
 
 def split_long_blocks(text: str, limit: int) -> str:
     """LLVM IR text in which each named basic block (not a function's entry block) longer
-    than ``limit`` instructions is cut into a chain of blocks joined by unconditional
-    branches; phi nodes that named the block as a predecessor now name its last piece.
-    Cuts fall only before an instruction that defines a value and is no phi, landingpad or
-    alloca, so every instruction (one per line in LLVM's text) stays whole, and what each
-    piece computes dominates the pieces after it. Takes LLVM's own printing of a module
-    and kernlab's lowered text (textir.py: names quoted, ``{`` on a line of its own,
-    ``  ;`` comment lines, which are not counted)."""
-    out: list = []
+    than ``limit`` lines is cut into a chain of blocks joined by unconditional branches;
+    phi nodes that named the block as a predecessor now name its last piece. Cuts fall
+    only before an instruction that defines a value and is no phi, landingpad or alloca,
+    so every instruction (one per line in LLVM's text) stays whole, and what each piece
+    computes dominates the pieces after it. Takes LLVM's own printing of a module and
+    kernlab's lowered text (textir.py: names quoted, ``{`` on a line of its own, ``  ;``
+    comment lines, counted with the instructions: a piece's length only bounds the
+    instruction selector's work). Only the lines that open a block are looked at one by
+    one; a long block is cut by index (a 4,000-line kernel's adjoint is 73,000 lines)."""
     lines = text.split("\n")
-    k = 0
-    while k < len(lines):
+    out: list = []
+    done, cuts, function, started, previous = 0, 0, None, False, 0
+    for n, k in enumerate(heads := [k for k, line in enumerate(lines)
+                                    if line and line[0] not in " ;"]):
         line = lines[k]
-        out.append(line)
-        k += 1
-        if not line.startswith("define "):
+        if line.startswith("define "):
+            out += lines[done:k + 1]
+            done, function, started, previous, renames = k + 1, len(out), False, k, {}
             continue
-        body, renames, label, count, cuts, entry = [], {}, None, 0, 0, True
-        while k < len(lines) and lines[k] != "}":
-            line = lines[k]
-            k += 1
-            if not line.startswith((" ", ";")) and line.strip():
-                found = _LABEL.match(line)
-                # the entry block (labelled or not) is never cut: its allocas must stay there
-                entry = entry and not count
-                label = _unquoted(found.group(1)) if found and not entry else None
-                count = 0
-                body.append(line)
-                continue
-            if label is not None and count >= limit and _PLAIN_DEF.match(line):
+        if function is None:
+            continue
+        if line == "}":
+            if renames:  # the phis that named a cut block as a predecessor
+                out += lines[done:k]
+                done = k
+                out[function:] = [_phis_renamed("\n".join(out[function:]), renames)]
+            function = None
+            continue
+        # the entry block (labelled or not) is never cut: its allocas must stay there
+        started = started or any(lines[j].startswith("  ") for j in range(previous + 1, k))
+        previous = k
+        found = _LABEL.match(line)
+        end = heads[n + 1] if n + 1 < len(heads) else len(lines)
+        if not started or found is None or end - k - 1 <= limit:
+            continue
+        label, at = _unquoted(found.group(1)), k + 1 + limit
+        while at < end:
+            if _PLAIN_DEF.match(lines[at]):
                 cuts += 1
                 piece = f"kl.piece.{cuts}"
-                body += [f"  br label %{piece}", f"{piece}:"]
-                renames[label] = piece
-                count = 0
-            if line.startswith("  ") and line[2:3] not in (" ", ";"):
-                count += 1
-            body.append(line)
-        if renames:
-            def rename(found, renames=renames):
-                name = _unquoted(found.group(1))
-                return f", %{renames[name]} ]" if name in renames else found.group(0)
-            body = [_PHI_BLOCK.sub(rename, b) if " = phi " in b else b for b in body]
-        out += body
+                out += lines[done:at]
+                out += [f"  br label %{piece}", f"{piece}:"]
+                done, renames[label] = at, piece
+                at += limit
+            else:
+                at += 1
+    out += lines[done:]
     return "\n".join(out)
+
+
+def _phis_renamed(body: str, renames: dict) -> str:
+    """``body`` with the predecessor blocks its phis name renamed (found with str.find: a
+    regular expression over each line of a huge body took longer than the cutting)."""
+    def rename(found):
+        name = _unquoted(found.group(1))
+        return f", %{renames[name]} ]" if name in renames else found.group(0)
+    parts, at = [], 0
+    while (hit := body.find(" = phi ", at)) >= 0:
+        start = body.rfind("\n", 0, hit) + 1
+        stop = body.find("\n", hit)
+        stop = len(body) if stop < 0 else stop
+        parts += [body[at:start], _PHI_BLOCK.sub(rename, body[start:stop])]
+        at = stop
+    parts.append(body[at:])
+    return "".join(parts)
 
 
 def _unquoted(name: str) -> str:
