@@ -100,6 +100,29 @@ def kernel_key(kernel) -> str | None:
                          *extra, *deps.parts)
 
 
+def _block_end(lines: list, first: int, last: int) -> int:
+    """The last line (1-based) of the function whose bytecode ends at ``last``: statements
+    that leave no bytecode (an ``assert`` or ``if __debug__:`` under ``python -O``, a trailing
+    ``pass`` or docstring) still shape the kernel's IR, so the key runs on over every later
+    line indented deeper than the ``def`` (blank lines between them included)."""
+    k = first - 1
+    while k < len(lines) and lines[k].lstrip().startswith("@"):
+        k += 1  # the decorators: the def's own indentation is what counts
+    if k >= len(lines):
+        return last
+    indent = len(lines[k]) - len(lines[k].lstrip())
+    end, k = last, last
+    while k < len(lines):
+        text = lines[k]
+        stripped = text.lstrip()
+        if stripped and not stripped.startswith("#"):
+            if len(text) - len(stripped) <= indent:
+                break
+            end = k + 1
+        k += 1
+    return end
+
+
 def _source_lines(filename: str, module_globals) -> list:
     """The lines of a source file as linecache gives them (with their line ends). A file
     linecache does not hold yet is read directly when it is plain UTF-8 without a coding
@@ -165,7 +188,9 @@ class _Deps:
             for span in spans:
                 if span[1] is not None:
                     last = max(last, span[1])
-        lines = _source_lines(code.co_filename, pyfunc.__globals__)[first - 1:last]
+        source = _source_lines(code.co_filename, pyfunc.__globals__)
+        last = _block_end(source, first, last)
+        lines = source[first - 1:last]
         if not lines:
             raise Uncacheable
         self.parts += [code.co_filename, str(first), "".join(lines)]
