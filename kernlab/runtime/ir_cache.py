@@ -32,6 +32,7 @@ import stat
 import sys
 import threading
 import types as pytypes
+import weakref
 
 import numpy as np
 
@@ -624,8 +625,40 @@ def load(kernel):
     return found
 
 
+_deferred = threading.local()  # .kernels: weak references to the kernels whose entries
+                               # this thread has still to write
+
+
 def store(kernel) -> None:
-    """Keep the kernel's IR (and its adjoint's, once made) under its key."""
+    """Keep the kernel's IR (and its adjoint's, once made) under its key: noted now,
+    written by the next compile on this thread (Kernel.compiled), beside LLVM's work when
+    LLVM compiles (backends/llvm/variants._beside_stores: LLVM releases the GIL, and a
+    4,000-line kernel and its adjoint spend about a second pickling their IR), else when
+    the compile ends. Noted by weak reference: a kernel dropped before any compile is not
+    kept alive, nor written."""
+    if getattr(kernel, "_ir_cache_key", None) is None or not config.cache_dir:
+        return
+    kernels = getattr(_deferred, "kernels", None)
+    if kernels is None:
+        kernels = _deferred.kernels = []
+    if not any(ref() is kernel for ref in kernels):
+        kernels.append(weakref.ref(kernel))
+
+
+def has_deferred() -> bool:
+    return any(ref() is not None for ref in getattr(_deferred, "kernels", ()))
+
+
+def write_deferred() -> None:
+    """Write the entries noted on this thread (each kernel's IR as it is now)."""
+    kernels = getattr(_deferred, "kernels", None)
+    while kernels:
+        kernel = kernels.pop(0)()
+        if kernel is not None:
+            _store_now(kernel)
+
+
+def _store_now(kernel) -> None:
     key = getattr(kernel, "_ir_cache_key", None)
     if key is None or not config.cache_dir or kernel._ir is None:
         return
