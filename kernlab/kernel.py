@@ -143,6 +143,7 @@ class Kernel:
         self._quick = None  # the short path of small launches (runtime/launch.py _Quick)
         self._quick_adjoint = None  # the same for adjoint launches (launch_short.py)
         self._ir_cache_key: str | None = None  # of the front end's results (ir_cache.py)
+        self._ir_cache_token: str | None = None  # of the IR's entry there (its adjoints')
         self._generic: bool | None = None
         self._specialisations: dict = {}
         functools.update_wrapper(self, pyfunc)
@@ -196,7 +197,7 @@ class Kernel:
             from .runtime import ir_cache
             cached = ir_cache.load(self)  # the front end's results of an earlier process
             if cached is not None:  # (a generic kernel has none: it never has an IR)
-                self._ir, self._adjoint = cached
+                self._ir = cached
                 return self._ir
             from .frontend import source_to_ir
             if self.is_generic:
@@ -213,9 +214,11 @@ class Kernel:
             from .autodiff import reverse_mode
             from .runtime import ir_cache
             ir = self.ir
-            if self._adjoint is None:  # not loaded with the IR
-                self._adjoint = _compiling(reverse_mode, ir)
-                ir_cache.store(self)  # again, with the adjoint
+            adjoint = ir_cache.load_adjoint(self)  # an earlier process's
+            if adjoint is None:
+                adjoint = _compiling(reverse_mode, ir)
+                ir_cache.store_adjoint(self, adjoint)
+            self._adjoint = adjoint
         return self._adjoint
 
     def adjoint_variant(self, retain: frozenset = frozenset(), shared: bool = False) -> Function:
@@ -228,10 +231,13 @@ class Kernel:
         func = self._adjoint_retain.get(key)
         if func is None:
             from .autodiff import reverse_mode
-            func = self._adjoint_retain[key] = _compiling(reverse_mode, self.ir, retain,
-                                                          shared)
             from .runtime import ir_cache
-            ir_cache.store(self)  # again, with this variant: a warm start finds it there
+            ir = self.ir
+            func = ir_cache.load_adjoint(self, key)  # an earlier process's
+            if func is None:
+                func = _compiling(reverse_mode, ir, retain, shared)
+                ir_cache.store_adjoint(self, func, key)
+            self._adjoint_retain[key] = func
         return func
 
     def tangent_variant(self, adjoint: bool = False, retain: frozenset = frozenset(),
