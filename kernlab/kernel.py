@@ -144,6 +144,7 @@ class Kernel:
         self._quick_adjoint = None  # the same for adjoint launches (launch_short.py)
         self._ir_cache_key: str | None = None  # of the front end's results (ir_cache.py)
         self._ir_cache_token: str | None = None  # of the IR's entry there (its adjoints')
+        self._ir_cache_adjoints_read = False  # whether the adjoints' entry was read
         self._generic: bool | None = None
         self._specialisations: dict = {}
         functools.update_wrapper(self, pyfunc)
@@ -211,14 +212,13 @@ class Kernel:
     @property
     def adjoint_ir(self) -> Function:
         if self._adjoint is None:
-            from .autodiff import reverse_mode
             from .runtime import ir_cache
             ir = self.ir
-            adjoint = ir_cache.load_adjoint(self)  # an earlier process's
-            if adjoint is None:
-                adjoint = _compiling(reverse_mode, ir)
-                ir_cache.store_adjoint(self, adjoint)
-            self._adjoint = adjoint
+            ir_cache.load_adjoints(self)  # an earlier process's adjoint and variants
+            if self._adjoint is None:  # (autodiff not imported otherwise: a warm start's)
+                from .autodiff import reverse_mode
+                self._adjoint = _compiling(reverse_mode, ir)
+                ir_cache.store_adjoints(self)
         return self._adjoint
 
     def adjoint_variant(self, retain: frozenset = frozenset(), shared: bool = False) -> Function:
@@ -230,14 +230,15 @@ class Kernel:
         key = (retain, shared)
         func = self._adjoint_retain.get(key)
         if func is None:
-            from .autodiff import reverse_mode
             from .runtime import ir_cache
             ir = self.ir
-            func = ir_cache.load_adjoint(self, key)  # an earlier process's
+            ir_cache.load_adjoints(self)  # an earlier process's adjoint and variants
+            func = self._adjoint_retain.get(key)
             if func is None:
-                func = _compiling(reverse_mode, ir, retain, shared)
-                ir_cache.store_adjoint(self, func, key)
-            self._adjoint_retain[key] = func
+                from .autodiff import reverse_mode
+                func = self._adjoint_retain[key] = _compiling(reverse_mode, ir, retain,
+                                                              shared)
+                ir_cache.store_adjoints(self)  # again, with this variant
         return func
 
     def tangent_variant(self, adjoint: bool = False, retain: frozenset = frozenset(),

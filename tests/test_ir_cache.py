@@ -118,10 +118,9 @@ def adjoint_runs(monkeypatch) -> list:
     return calls
 
 
-def test_the_adjoint_and_its_variants_are_entries_of_their_own(cache_dir, tmp_path,
-                                                                 monkeypatch):
+def test_the_adjoints_are_an_entry_of_their_own(cache_dir, tmp_path, monkeypatch):
     """A later process that only launches the kernel reads the IR's entry alone; the
-    adjoint and an adjoint variant (a retained gradient) are read when first wanted, and
+    adjoint and the adjoint variants (a retained gradient) are read when first wanted, and
     compute what they did when made (NumPy's derivative)."""
     path = tmp_path / "kernels_parts.py"
     runs = adjoint_runs(monkeypatch)

@@ -129,13 +129,15 @@ def _round_trip(kernel):
     adjoints' against the IR loaded."""
     ir, adjoint = kernel.ir, kernel.adjoint_ir
     retained = kernel.adjoint_variant(frozenset([1]))
-    payloads = [ir_cache.dumps(ir, token="t"), ir_cache.dumps(adjoint, ir),
-                ir_cache.dumps(retained, ir)]
+    key = (frozenset([1]), False)
+    payloads = [ir_cache.dumps(ir, token="t"),
+                ir_cache.dumps(adjoint, ir, variants={key: retained})]
     assert None not in payloads, "the kernel could not be cached"
-    ir2, token = ir_cache.loads(payloads[0])
-    assert token == "t"
-    loaded = [ir2] + [ir_cache.loads(p, ir2)[0] for p in payloads[1:]]
-    return (ir, adjoint, retained), loaded
+    ir2, variants, token = ir_cache.loads(payloads[0])
+    assert token == "t" and variants == {}
+    adjoint2, variants2, _ = ir_cache.loads(payloads[1], ir2)
+    assert list(variants2) == [key]
+    return (ir, adjoint, retained), (ir2, adjoint2, variants2[key])
 
 
 def test_every_node_kind_round_trips_with_its_structure_and_sharing():
@@ -247,8 +249,8 @@ def test_deeply_nested_regions_round_trip(tmp_path, depth):
     ns: dict = {}
     exec(compile(path.read_text(), str(path), "exec"), ns)  # noqa: S102
     kernel = ns["nested"]
-    ir2, _ = ir_cache.loads(ir_cache.dumps(kernel.ir))
-    adjoint2, _ = ir_cache.loads(ir_cache.dumps(kernel.adjoint_ir, kernel.ir), ir2)
+    ir2 = ir_cache.loads(ir_cache.dumps(kernel.ir))[0]
+    adjoint2 = ir_cache.loads(ir_cache.dumps(kernel.adjoint_ir, kernel.ir), ir2)[0]
     compare = _Compare()
     compare.function(kernel.ir, ir2)
     compare.function(kernel.adjoint_ir, adjoint2)

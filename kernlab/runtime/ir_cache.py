@@ -503,20 +503,21 @@ def _renumber(values) -> None:
         v.id = next(_ids)
 
 
-def dumps(func, base=None, token: str = "") -> bytes | None:
-    """The payload of ``func``: a kernel's IR, or an adjoint IR (an adjoint variant) made
-    from the IR ``base``, whose objects it names rather than holds (_shared). ``token``
-    names the payload (see store)."""
+def dumps(func, base=None, token: str = "", variants=None) -> bytes | None:
+    """The payload of ``func`` (or None) and ``variants`` (a dict of Functions): a kernel's
+    IR, or its adjoint IR and adjoint variants (Kernel.adjoint_variant), made from the IR
+    ``base``, whose objects they name rather than hold (_shared). ``token`` names the
+    payload (see store)."""
     from ..kernel import gc_paused
     try:
         with gc_paused():  # (hundreds of thousands of tuples, no cycles among them)
-            return _dump(func, base, token)
+            return _dump(func, base, token, dict(variants or {}))
     except (Uncacheable, pickle.PicklingError, TypeError, AttributeError, RecursionError,
             RuntimeError):  # (RuntimeError: a dict another thread changed meanwhile)
         return None
 
 
-def _dump(func, base, token: str) -> bytes:
+def _dump(func, base, token: str, variants: dict) -> bytes:
     """dumps, whose pickler and its memo (every list and dict of the payload) are garbage
     before the collector is on again: it would walk them all."""
     buf = io.BytesIO()
@@ -525,7 +526,7 @@ def _dump(func, base, token: str) -> bytes:
     if shared:
         pickler.memo = {id(o): (k, o) for k, o in enumerate(shared)}
     # (the count: a base that differs from the one written against is a miss)
-    pickler.dump((FORMAT, token, len(shared), func))
+    pickler.dump((FORMAT, token, len(shared), func, variants))
     return buf.getvalue()
 
 
@@ -534,8 +535,8 @@ _INT32 = struct.Struct("<i")  # (the seeding pickle of loads: PROTO 5, then per 
 
 
 def loads(payload: bytes, base=None):
-    """(IR, its token) from a payload of dumps (``base``: the IR loaded for the ``base`` it
-    was made with), or None when the payload is not ours."""
+    """(IR or None, variants, token) from a payload of dumps (``base``: the IR loaded for
+    the ``base`` it was made with), or None when the payload is not ours."""
     from ..ir import nodes
     from ..kernel import gc_paused
     with _load_lock, gc_paused():  # (the objects it makes are the IR's: none is garbage)
@@ -564,21 +565,23 @@ def _load(payload: bytes, base):
     unpickler.shared = shared
     if shared:
         unpickler.load()
-    fmt, token, count, func = unpickler.load()
-    if fmt != FORMAT or count != len(shared) or type(func) is not Function \
-            or type(token) is not str:
+    fmt, token, count, func, variants = unpickler.load()
+    if fmt != FORMAT or count != len(shared) or type(token) is not str \
+            or type(variants) is not dict \
+            or not all(type(f) is Function for f in (func, *variants.values()) if f is not None):
         return None
-    return func, token
+    return func, variants, token
 
 
 # ---- the kernel's side ----------------------------------------------------------------------
-# A kernel's IR is one entry, under kernel_key; its adjoint and each adjoint variant another
-# (_adjoint_key), written when they are made and read when they are first wanted: nothing is
-# pickled twice, and a process that never differentiates never loads an adjoint. An adjoint
-# entry names the objects it shares with the IR (_shared) and holds only the rest, so it is
-# read with the very IR it was written against: its key holds the token of that IR's entry,
-# a random name each writing of the IR entry gets (another process writing the IR entry
-# anew, with a token of its own, leaves the adjoint entries made against the old one unread).
+# A kernel's IR is one entry, under kernel_key; its adjoint with the adjoint variants its
+# launches made another (_adjoint_key), written when one is made and read when the adjoint
+# is first wanted: the IR is pickled once, and a process that never differentiates never
+# reads an adjoint. The adjoint entry names the objects it shares with the IR (_shared) and
+# holds only the rest, so it is read with the very IR it was written against: its key holds
+# the token of that IR's entry, a random name each writing of the IR entry gets (another
+# process writing the IR entry anew, with a token of its own, leaves the adjoint entries
+# made against the old one unread).
 
 def ir_digest(func) -> str:
     """A digest of what printer.canonical_parts says of ``func``, made once per Function and
@@ -603,7 +606,7 @@ def load(kernel):
             payload = cache.load(key)
             found = loads(payload) if payload is not None else None
             if found is not None:
-                found, kernel._ir_cache_token = found
+                found, _, kernel._ir_cache_token = found
     if found is None:
         from ..backends import preload_cpu_backend
         preload_cpu_backend()
@@ -631,34 +634,44 @@ def store(kernel) -> None:
         kernel._ir_cache_token = token
 
 
-def _adjoint_key(kernel, variant) -> str | None:
-    """The key of the kernel's adjoint (``variant``: (retained parameters, shared) of
-    Kernel.adjoint_variant, or None) against the IR entry this process wrote or read."""
+def _adjoint_key(kernel) -> str | None:
+    """The key of the kernel's adjoint entry against the IR entry this process wrote or
+    read, or None."""
     token = getattr(kernel, "_ir_cache_token", None)
     if token is None or not config.cache_dir or kernel._ir is None:
         return None
-    what = "adjoint" if variant is None else \
-        f"adjoint retain={sorted(variant[0])} shared={bool(variant[1])}"
-    return cache.key_for(kernel._ir_cache_key, token, what)
+    return cache.key_for(kernel._ir_cache_key, token, "adjoints")
 
 
-def load_adjoint(kernel, variant=None):
-    """The kernel's adjoint IR (an adjoint variant) from the cache, or None."""
-    key = _adjoint_key(kernel, variant)
+def load_adjoints(kernel) -> None:
+    """The kernel's adjoint IR and adjoint variants from the cache, where there are any,
+    into the kernel (read once per kernel)."""
+    if kernel._ir_cache_adjoints_read:
+        return
+    kernel._ir_cache_adjoints_read = True
+    key = _adjoint_key(kernel)
     payload = cache.load(key) if key is not None else None
     found = loads(payload, kernel._ir) if payload is not None else None
-    return found[0] if found is not None else None
+    if found is not None:
+        adjoint, variants, _ = found
+        if kernel._adjoint is None:
+            kernel._adjoint = adjoint
+        for k, func in variants.items():
+            kernel._adjoint_retain.setdefault(k, func)
 
 
-def store_adjoint(kernel, func, variant=None) -> None:
-    """Keep the kernel's adjoint IR ``func`` (an adjoint variant), made from its IR."""
-    key = _adjoint_key(kernel, variant)
+def store_adjoints(kernel) -> None:
+    """Keep the kernel's adjoint IR and adjoint variants, made from its IR."""
+    key = _adjoint_key(kernel)
     if key is None:
         return
+    variants = dict(kernel._adjoint_retain)
     try:
-        ir_digest(func)
+        for func in (kernel._adjoint, *variants.values()):
+            if func is not None:
+                ir_digest(func)  # the compiled code's cache key reads it
     except Exception:  # noqa: BLE001 — its launches report it; this only saves time
         return
-    payload = dumps(func, kernel._ir)
+    payload = dumps(kernel._adjoint, kernel._ir, variants=variants)
     if payload is not None:
         cache.store(key, payload)
