@@ -144,7 +144,8 @@ class Kernel:
         self._quick_adjoint = None  # the same for adjoint launches (launch_short.py)
         self._ir_cache_key: str | None = None  # of the front end's results (ir_cache.py)
         self._ir_cache_token: str | None = None  # of the IR's entry there (its adjoints')
-        self._ir_cache_adjoints_read = False  # whether the adjoints' entry was read
+        self._ir_cache_adjoints: tuple | None = None  # what its adjoints' entry holds
+        # ((adjoint IR or not, variants' keys), ir_cache._adjoints_state), once read
         self._generic: bool | None = None
         self._specialisations: dict = {}
         functools.update_wrapper(self, pyfunc)
@@ -218,7 +219,7 @@ class Kernel:
             if self._adjoint is None:  # (autodiff not imported otherwise: a warm start's)
                 from .autodiff import reverse_mode
                 self._adjoint = _compiling(reverse_mode, ir)
-                ir_cache.store_adjoints(self)
+                ir_cache.store(self)  # again, with the adjoint
         return self._adjoint
 
     def adjoint_variant(self, retain: frozenset = frozenset(), shared: bool = False) -> Function:
@@ -238,7 +239,7 @@ class Kernel:
                 from .autodiff import reverse_mode
                 func = self._adjoint_retain[key] = _compiling(reverse_mode, ir, retain,
                                                               shared)
-                ir_cache.store_adjoints(self)  # again, with this variant
+                ir_cache.store(self)  # again, with this variant
         return func
 
     def tangent_variant(self, adjoint: bool = False, retain: frozenset = frozenset(),
@@ -310,8 +311,12 @@ class Kernel:
             key += ("shared",)
         runner = self._compiled.get(key)
         if runner is None:
+            from .runtime import ir_cache
             with gc_paused():  # one pause for the front end, the cache and the backend
-                runner = self._compile(backend, adjoint, retain, tangent, shared, key)
+                try:
+                    runner = self._compile(backend, adjoint, retain, tangent, shared, key)
+                finally:  # what the LLVM backend did not write beside its work (ir_cache)
+                    ir_cache.write_deferred()
             self._compiled[key] = runner
         return runner
 

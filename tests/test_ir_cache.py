@@ -127,6 +127,7 @@ def test_the_adjoints_are_an_entry_of_their_own(cache_dir, tmp_path, monkeypatch
     first = load_module(path, MODULE.format(scale=3.0, offset=0.5)).scaled
     check(first, 3.0, 0.5)
     first.adjoint_variant(frozenset([0]))
+    ir_cache.write_deferred()  # (else written by the next compile)
     made = len(runs)
     assert made >= 2 and ("scaled", (frozenset([0]), False)) in runs  # made here
     loads = []
@@ -155,6 +156,41 @@ def test_a_change_in_a_called_func_or_a_constant_rebuilds(cache_dir, tmp_path, m
     changed = load_module(path, MODULE.format(scale=scale, offset=offset)).scaled
     check(changed, scale, offset)
     assert runs == ["scaled", "scaled"]
+
+
+TRAILING = """\
+import kernlab as kl
+
+
+@kl.kernel
+def checked(x: kl.array(dtype=float), y: kl.array(dtype=float)):
+    i = kl.tid()
+    y[i] = x[i] * 2.0
+
+    # a trailing assert leaves no bytecode under python -O
+    assert x[i] {op} 0.0
+
+
+LATER = 1
+"""
+
+
+def test_an_edit_to_a_trailing_statement_without_bytecode_changes_the_key(cache_dir,
+                                                                          tmp_path):
+    """Under python -O a kernel's last assert compiles to nothing, so the code object's
+    lines end before it; the key must still cover it (stale IR otherwise)."""
+    path = tmp_path / "kernels_trailing.py"
+    keys = []
+    for op in (">=", "<"):
+        text = TRAILING.format(op=op)
+        path.write_text(text)
+        module = types.ModuleType(f"ir_cache_mod_{next(_names)}")
+        module.__file__ = str(path)
+        exec(compile(text, str(path), "exec", optimize=1), module.__dict__)  # noqa: S102
+        code = module.checked.pyfunc.__code__
+        assert max(line for *_, line in code.co_lines() if line) < text.count("\n") - 3
+        keys.append(ir_cache.kernel_key(module.checked))
+    assert None not in keys and keys[0] != keys[1]
 
 
 def test_a_tampered_ir_entry_is_rejected_and_rebuilt(cache_dir, tmp_path, monkeypatch):

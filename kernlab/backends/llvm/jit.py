@@ -218,6 +218,8 @@ def _codegen_machine(func: Function):
     at O3 take time superlinear in the body (their IR is optimised by _short_pipeline)."""
     if _body_size(func) < FAST_CODEGEN_MIN_INSTRUCTIONS:
         return _host()[0]
+    if _fast_codegen:  # (no lock: a compile's helper thread asks while the caller holds it)
+        return _fast_codegen[0]
     with _lock:
         if not _fast_codegen:
             _fast_codegen.append(llvm.Target.from_triple(llvm.get_process_triple())
@@ -418,12 +420,13 @@ def optimised_object(func, text: str, tm=None) -> bytes:
     return _emit_unlocked(tm, optimised_module(func, text, tm, unlocked=True))
 
 
-def optimised_entry(func, text: str, symbol: str, layout, key: str, tm=None):
+def optimised_entry(func, text: str, symbol: str, layout, key: str, tm=None, obj=None):
     """Optimise and compile the lowered entry ``text``, load it (variants.place: kernlab's
     loader, else MCJIT) and keep its object in the disk cache (``tm``: the target machine
     of a helper thread, which then optimises and emits code without llvmlite's global
-    lock: see _unlocked)."""
-    obj = optimised_object(func, text, tm)
+    lock: see _unlocked; ``obj``: its object code, already made by optimised_object)."""
+    if obj is None:
+        obj = optimised_object(func, text, tm)
     entry, _ = variants.place(func, obj, symbol)
     if entry is None:
         raise LoweringError("internal error: the compiled kernel has no entry point",
