@@ -339,7 +339,8 @@ class _Pickler(pickle.Pickler):
                     or not set(map(type, instrs)) <= {self.instr}:
                 raise Uncacheable
             if set(map(len, map(vars, instrs))) <= {6}:  # no attributes beyond the fields
-                return _block, (list(map(_INSTR_ROW, instrs)), obj.result)
+                return _block, (list(map(_INSTR_ROW, instrs)), obj.result,
+                                {k: ins.regions for k, ins in enumerate(instrs) if ins.regions})
             return _block_of_dicts, (list(map(vars, instrs)), obj.result)
         if t is self.loc:
             return t, (obj.file, obj.line, obj.col, obj.end_col, obj.func)
@@ -410,15 +411,16 @@ _KEPT = ("_inplace_plan", "_ir_digest")  # per-Function caches a warm start want
 # Pickling the IR's dataclasses one by one (a reduce call, a state dict and a reducer hook per
 # instruction) took seconds for a 4,000-line kernel and its adjoint. Instructions, the bulk
 # of an IR, therefore travel as tuples of their fields: a Block goes as (the list of its
-# instructions' (op, args, result, loc, attrs, regions), its result), made by map() and an
-# attrgetter in C, and pickle writes and reads those tuples without calling back into
-# Python (as dicts, the pickler took twice as long); _block makes the Instrs again. An
+# instructions' (op, args, result, loc, attrs), made by map() and an attrgetter in C, its
+# result, {index: regions} of the instructions that have regions), and pickle writes and
+# reads those tuples without calling back into Python (as dicts, or with an empty list of
+# regions each, the pickler took up to twice as long); _block makes the Instrs again. An
 # instruction with attributes of its own goes as its __dict__ (_block_of_dicts). Functions,
 # Params and Sites go as (class, attributes) (_rebuild), Values and Vars as nodes._restore
 # calls, SourceLocs by their fields; pickle's memo keeps each of them shared wherever it
 # is used (arguments, results, attributes, parameters).
 
-_INSTR_ROW = operator.attrgetter("op", "args", "result", "loc", "attrs", "regions")
+_INSTR_ROW = operator.attrgetter("op", "args", "result", "loc", "attrs")
 
 
 @functools.lru_cache(maxsize=None)
@@ -427,17 +429,20 @@ def _node_classes() -> tuple:
     return Block, Instr
 
 
-def _block(rows, result):
-    """A Block of the instructions ``rows`` (see above)."""
+def _block(rows, result, regions):
+    """A Block of the instructions ``rows``, those at the keys of ``regions`` with those
+    regions, the others with none (see above)."""
     Block, Instr = _node_classes()
     new = Instr.__new__
     instrs = []
-    for op, args, res, loc, attrs, regions in rows:
+    for op, args, res, loc, attrs in rows:
         ins = new(Instr)
         # (a dict display assigned whole: half the time of update() with keywords)
         ins.__dict__ = {"op": op, "args": args, "result": res, "loc": loc, "attrs": attrs,
-                        "regions": regions}
+                        "regions": []}
         instrs.append(ins)
+    for k, found in regions.items():
+        instrs[k].__dict__["regions"] = found
     block = Block.__new__(Block)
     block.instrs, block.result = instrs, result
     return block
