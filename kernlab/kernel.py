@@ -143,6 +143,9 @@ class Kernel:
         self._quick = None  # the short path of small launches (runtime/launch.py _Quick)
         self._quick_adjoint = None  # the same for adjoint launches (launch_short.py)
         self._ir_cache_key: str | None = None  # of the front end's results (ir_cache.py)
+        self._ir_cache_token: str | None = None  # of the IR's entry there (its adjoints')
+        self._ir_cache_adjoints: tuple | None = None  # what its adjoints' entry holds
+        # ((adjoint IR or not, variants' keys), ir_cache._adjoints_state), once read
         self._generic: bool | None = None
         self._specialisations: dict = {}
         functools.update_wrapper(self, pyfunc)
@@ -196,7 +199,7 @@ class Kernel:
             from .runtime import ir_cache
             cached = ir_cache.load(self)  # the front end's results of an earlier process
             if cached is not None:  # (a generic kernel has none: it never has an IR)
-                self._ir, self._adjoint = cached
+                self._ir = cached
                 return self._ir
             from .frontend import source_to_ir
             if self.is_generic:
@@ -210,10 +213,11 @@ class Kernel:
     @property
     def adjoint_ir(self) -> Function:
         if self._adjoint is None:
-            from .autodiff import reverse_mode
             from .runtime import ir_cache
             ir = self.ir
-            if self._adjoint is None:  # not loaded with the IR
+            ir_cache.load_adjoints(self)  # an earlier process's adjoint and variants
+            if self._adjoint is None:  # (autodiff not imported otherwise: a warm start's)
+                from .autodiff import reverse_mode
                 self._adjoint = _compiling(reverse_mode, ir)
                 ir_cache.store(self)  # again, with the adjoint
         return self._adjoint
@@ -227,11 +231,15 @@ class Kernel:
         key = (retain, shared)
         func = self._adjoint_retain.get(key)
         if func is None:
-            from .autodiff import reverse_mode
-            func = self._adjoint_retain[key] = _compiling(reverse_mode, self.ir, retain,
-                                                          shared)
             from .runtime import ir_cache
-            ir_cache.store(self)  # again, with this variant: a warm start finds it there
+            ir = self.ir
+            ir_cache.load_adjoints(self)  # an earlier process's adjoint and variants
+            func = self._adjoint_retain.get(key)
+            if func is None:
+                from .autodiff import reverse_mode
+                func = self._adjoint_retain[key] = _compiling(reverse_mode, ir, retain,
+                                                              shared)
+                ir_cache.store(self)  # again, with this variant
         return func
 
     def tangent_variant(self, adjoint: bool = False, retain: frozenset = frozenset(),

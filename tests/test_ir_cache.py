@@ -106,6 +106,46 @@ def test_a_second_definition_loads_ir_and_adjoint_from_the_cache(cache_dir, tmp_
     assert len(set(ids)) == len(ids) and min(ids) > mark  # numbered anew in this process
 
 
+def adjoint_runs(monkeypatch) -> list:
+    calls = []
+    import kernlab.autodiff as autodiff
+    real = autodiff.reverse_mode
+
+    def counting(func, *args, **kwargs):
+        calls.append((func.name, args))
+        return real(func, *args, **kwargs)
+    monkeypatch.setattr(autodiff, "reverse_mode", counting)
+    return calls
+
+
+def test_the_adjoints_are_an_entry_of_their_own(cache_dir, tmp_path, monkeypatch):
+    """A later process that only launches the kernel reads the IR's entry alone; the
+    adjoint and the adjoint variants (a retained gradient) are read when first wanted, and
+    compute what they did when made (NumPy's derivative)."""
+    path = tmp_path / "kernels_parts.py"
+    runs = adjoint_runs(monkeypatch)
+    first = load_module(path, MODULE.format(scale=3.0, offset=0.5)).scaled
+    check(first, 3.0, 0.5)
+    first.adjoint_variant(frozenset([0]))
+    ir_cache.write_deferred()  # (else written by the next compile)
+    made = len(runs)
+    assert made >= 2 and ("scaled", (frozenset([0]), False)) in runs  # made here
+    loads = []
+    real_load = cache.load
+    monkeypatch.setattr(cache, "load", lambda key: loads.append(key) or real_load(key))
+    second = load_module(path, MODULE.format(scale=3.0, offset=0.5)).scaled
+    second.ir
+    assert loads == [ir_cache.kernel_key(second)] and second._adjoint is None
+    check(second, 3.0, 0.5)
+    variant = second.adjoint_variant(frozenset([0]))
+    assert len(runs) == made  # none made again
+    assert variant.is_adjoint and variant is not second.adjoint_ir
+    assert variant.params[0] is second.ir.params[0]  # shared with the IR, as when made
+    # a variant nobody made before is made, and stored
+    second.adjoint_variant(frozenset([0, 1]))
+    assert len(runs) == made + 1
+
+
 @pytest.mark.parametrize("change", ["func source", "constant value"])
 def test_a_change_in_a_called_func_or_a_constant_rebuilds(cache_dir, tmp_path, monkeypatch,
                                                           change):

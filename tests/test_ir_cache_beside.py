@@ -48,6 +48,19 @@ def check(kernel, n=3, scale=1.0):
     np.testing.assert_allclose(dx, scale * n * x ** (n - 1), rtol=1e-6)
 
 
+def stored(kernel, adjoint: bool) -> bool:
+    """Whether the cache holds the kernel's IR (with adjoint=True: its adjoint IR too)."""
+    key = kernel._ir_cache_key
+    payload = cache.load(key) if key else None
+    found = ir_cache.loads(payload) if payload is not None else None
+    if found is None or not adjoint:
+        return found is not None
+    key = ir_cache._adjoint_key(kernel)  # (read against the IR it was written with)
+    payload = cache.load(key) if key else None
+    found = ir_cache.loads(payload, kernel._ir) if payload is not None else None
+    return found is not None and found[0] is not None
+
+
 def test_the_adjoints_entry_is_written_while_llvm_compiles_the_adjoint(cache_dir, tmp_path,
                                                                         monkeypatch):
     kernel = load_module(tmp_path / "kernels_beside.py", MODULE.format(scale=1.0)).powers
@@ -57,18 +70,14 @@ def test_the_adjoints_entry_is_written_while_llvm_compiles_the_adjoint(cache_dir
     def watched(func, text, tm=None):
         # the calling thread is pickling meanwhile: wait (bounded) for the entry to hold
         # this compile's IR. Written only after LLVM returned, it never would here.
-        key = kernel._ir_cache_key
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            payload = cache.load(key) if key else None
-            found = ir_cache.loads(payload) if payload is not None else None
-            if found is not None and (found[1] is not None or not func.is_adjoint):
+            found = stored(kernel, func.is_adjoint)
+            if found:
                 break
             time.sleep(0.002)
-        else:
-            found = None
         seen.append((func.is_adjoint, threading.current_thread() is threading.main_thread(),
-                     found is not None and (found[1] is not None) == func.is_adjoint))
+                     found))
         return real(func, text, tm)
 
     monkeypatch.setattr(jit, "optimised_object", watched)
@@ -94,5 +103,4 @@ def test_an_llvm_failure_on_the_helper_thread_reaches_the_caller(cache_dir, tmp_
     assert not ir_cache.has_deferred()  # nothing left noted on this thread
     monkeypatch.setattr(jit, "optimised_object", real)
     check(kernel, 2, 1.0 + 2.0 ** -20)  # the same kernel compiles and runs once LLVM works
-    payload = cache.load(kernel._ir_cache_key)
-    assert payload is not None and ir_cache.loads(payload)[1] is not None
+    assert stored(kernel, adjoint=True)

@@ -1,6 +1,7 @@
-"""The flattened IR payload of runtime/ir_cache.py (format kernlab-ir-4): every kind of IR
-node survives dumps/loads with its structure, its sharing (one Value used in several places
-is one Value after loading) and its source locations; a payload of another format is a
+"""The IR payloads of runtime/ir_cache.py (format kernlab-ir-5): every kind of IR node
+survives dumps/loads with its structure, its sharing (one Value used in several places is
+one Value after loading, and an adjoint loaded against its kernel's loaded IR shares with
+it what the fresh ones share) and its source locations; a payload of another format is a
 miss, not misread. The comparison walks both IRs independently of the encoder."""
 import pickle
 
@@ -117,28 +118,34 @@ class _Compare:
             self.value(u, w)
         assert len(a.sites) == len(b.sites)
         for s, t in zip(a.sites, b.sites):
-            assert type(t) is Site and (s.loc, s.array, s.shape, s.kind) == \
-                (t.loc, t.array, t.shape, t.kind)
+            assert type(t) is Site and (s.loc, s.array, s.shape, s.kind, s.guard) == \
+                (t.loc, t.array, t.shape, t.kind, t.guard)
         self.anything(a.owned, b.owned)
         self.block(a.body, b.body)
 
 
 def _round_trip(kernel):
+    """(IR, adjoint, retained variant) and their copies loaded from three payloads, the
+    adjoints' against the IR loaded."""
     ir, adjoint = kernel.ir, kernel.adjoint_ir
     retained = kernel.adjoint_variant(frozenset([1]))
-    payload = ir_cache.dumps(ir, adjoint, {(frozenset([1]), False): retained})
-    assert payload is not None, "the kernel could not be cached"
-    loaded = ir_cache.loads(payload)
-    assert loaded is not None
-    return (ir, adjoint, retained), loaded
+    key = (frozenset([1]), False)
+    payloads = [ir_cache.dumps(ir, token="t"),
+                ir_cache.dumps(adjoint, ir, variants={key: retained})]
+    assert None not in payloads, "the kernel could not be cached"
+    ir2, variants, token = ir_cache.loads(payloads[0])
+    assert token == "t" and variants == {}
+    adjoint2, variants2, _ = ir_cache.loads(payloads[1], ir2)
+    assert list(variants2) == [key]
+    return (ir, adjoint, retained), (ir2, adjoint2, variants2[key])
 
 
 def test_every_node_kind_round_trips_with_its_structure_and_sharing():
-    (ir, adjoint, retained), (ir2, adjoint2, variants2) = _round_trip(everything)
+    (ir, adjoint, retained), (ir2, adjoint2, retained2) = _round_trip(everything)
     compare = _Compare()
     compare.function(ir, ir2)
     compare.function(adjoint, adjoint2)
-    compare.function(retained, variants2[(frozenset([1]), False)])
+    compare.function(retained, retained2)
     # every kind of instruction but CUSTOM (a func with a custom gradient: its Func
     # holds the user's Python function, which no cache entry names) was compared
     assert compare.seen == set(Op) - {Op.CUSTOM}, set(Op) - compare.seen
@@ -158,6 +165,27 @@ def test_values_shared_between_the_kernel_and_its_adjoint_stay_shared():
     compare = _Compare()  # one matching across both functions
     compare.function(ir, ir2)
     compare.function(adjoint, adjoint2)
+    # what the adjoint holds of the kernel's IR, the loaded adjoint holds of the loaded IR
+    assert adjoint.params[0] is ir.params[0] and adjoint2.params[0] is ir2.params[0]
+    assert adjoint.sites is ir.sites and adjoint2.sites is ir2.sites
+    assert adjoint.vars[0] is ir.vars[0] and adjoint2.vars[0] is ir2.vars[0]
+
+
+def test_an_adjoint_payload_read_against_another_ir_is_a_miss():
+    """An adjoint's payload names objects of the IR it was made from by their places: read
+    against an IR of another shape (or none), it is a miss rather than misread."""
+    ir, adjoint = everything.ir, everything.adjoint_ir
+    payload = ir_cache.dumps(adjoint, ir)
+    other = kl.kernel(smooth_kernel.pyfunc).ir
+    assert ir_cache.loads(payload, other) is None
+    assert ir_cache.loads(payload) is None
+    assert ir_cache.loads(payload, ir) is not None
+
+
+@kl.kernel
+def smooth_kernel(x: kl.array(dtype=float)):
+    i = kl.tid()
+    x[i] = smooth(x[i])
 
 
 def test_the_loaded_ir_computes_what_numpy_does():
@@ -183,14 +211,16 @@ def test_the_loaded_ir_computes_what_numpy_does():
 
 
 def test_a_payload_of_another_format_is_a_miss():
-    payload = ir_cache.dumps(everything.ir, None)
+    payload = ir_cache.dumps(everything.ir)
     fmt, *rest = pickle.loads(payload.replace(ir_cache.FORMAT.encode(), b"kernlab-ir-0"))
     assert fmt == "kernlab-ir-0"
     assert ir_cache.loads(payload.replace(ir_cache.FORMAT.encode(), b"kernlab-ir-0")) is None
-    # the shape of format 3 (the IR pickled object by object) is not misread either
-    old = pickle.dumps(("kernlab-ir-3", None, None, {}))
-    assert ir_cache.loads(old) is None
-    assert ir_cache.FORMAT != "kernlab-ir-3"
+    # the shapes of formats 3 (the IR pickled object by object) and 4 (IR, adjoint and
+    # variants flattened into one payload) are not misread either
+    for old in (pickle.dumps(("kernlab-ir-3", None, None, {})),
+                pickle.dumps(("kernlab-ir-4", [], [], 0, None, {}))):
+        assert ir_cache.loads(old) is None
+    assert ir_cache.FORMAT not in ("kernlab-ir-3", "kernlab-ir-4")
 
 
 def test_an_instruction_reached_outside_the_structure_makes_it_uncacheable():
@@ -200,10 +230,10 @@ def test_an_instruction_reached_outside_the_structure_makes_it_uncacheable():
     first = ir.body.instrs[0]
     first.attrs["odd"] = ir.body.instrs[1]
     try:
-        assert ir_cache.dumps(ir, None) is None
+        assert ir_cache.dumps(ir) is None
     finally:
         del first.attrs["odd"]
-    assert ir_cache.dumps(ir, None) is not None
+    assert ir_cache.dumps(ir) is not None
 
 
 @pytest.mark.parametrize("depth", [40])
@@ -219,8 +249,8 @@ def test_deeply_nested_regions_round_trip(tmp_path, depth):
     ns: dict = {}
     exec(compile(path.read_text(), str(path), "exec"), ns)  # noqa: S102
     kernel = ns["nested"]
-    payload = ir_cache.dumps(kernel.ir, kernel.adjoint_ir)
-    ir2, adjoint2, _ = ir_cache.loads(payload)
+    ir2 = ir_cache.loads(ir_cache.dumps(kernel.ir))[0]
+    adjoint2 = ir_cache.loads(ir_cache.dumps(kernel.adjoint_ir, kernel.ir), ir2)[0]
     compare = _Compare()
     compare.function(kernel.ir, ir2)
     compare.function(kernel.adjoint_ir, adjoint2)

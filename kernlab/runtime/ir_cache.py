@@ -26,9 +26,11 @@ import builtins
 import functools
 import io
 import linecache
+import operator
 import os
 import pickle
 import stat
+import struct
 import sys
 import threading
 import types as pytypes
@@ -39,7 +41,8 @@ import numpy as np
 from .. import config
 from . import cache
 
-FORMAT = "kernlab-ir-4"  # bump when what is pickled changes shape (4: flattened IR, see encode)
+FORMAT = "kernlab-ir-5"  # bump when what is pickled changes shape (5: one IR an entry,
+                         # instructions as tuples: see _block)
 _MAX_ARRAY_BYTES = 1 << 16  # constants larger than this are not hashed: no caching
 _LIBRARY_MODULES = {"math": None, "numpy": np.__version__}  # attribute reads are library
                                                            # constants
@@ -311,29 +314,47 @@ class _Pickler(pickle.Pickler):
         from ..ir.nodes import Block, Function, Instr, Op, Param, Site, Value, Var, _restore
         from ..types import ArrayType, Type
         self.registry, self.builtin = REGISTRY, Builtin
-        self.flattened = {Function, Block, Instr, Param, Site, SourceLoc}
+        self.rebuilt = {Function, Param, Site}  # by their attributes (_rebuild)
+        self.block, self.instr, self.loc = Block, Instr, SourceLoc
         self.values, self.restore, self.op = {Value, Var}, _restore, Op
         self.type, self.array_type = Type, ArrayType
         self.named, self.named_by_value = _named_types()[1], _named_by_value()
-        # the types most objects of an IR have: nothing to decide for them
         self.plain: set = set()  # types with nothing to decide (see reducer_override)
 
     def reducer_override(self, obj):
         """Every object pickle does not save as an atom (numbers, strings) or from its memo
-        passes here once: kernlab's builtins and named types go by name; a module, or a
-        function or class from outside kernlab, makes the IR uncacheable. (This hook rather
-        than persistent_id, which pickle calls for every object, atoms and repeats too:
-        a 4,000-line adjoint made millions of calls.)"""
+        passes here once: the IR's nodes go as described above _block; kernlab's builtins
+        and named types go by name; a module, or a function or class from outside kernlab,
+        makes the IR uncacheable. (This hook rather than persistent_id, which pickle calls
+        for every object, atoms and repeats too: a 4,000-line adjoint made millions of
+        calls.)"""
         t = type(obj)
         if t in self.plain:
             return NotImplemented
         if t in self.values:  # (one call rather than this one and their __reduce__)
             return self.restore, (t, obj.type, obj.name, obj.id)
+        if t is self.block:
+            instrs = obj.instrs
+            if len(vars(obj)) != 2 or type(instrs) is not list \
+                    or not set(map(type, instrs)) <= {self.instr}:
+                raise Uncacheable
+            if set(map(len, map(vars, instrs))) <= {6}:  # no attributes beyond the fields
+                return _block, (list(map(_INSTR_ROW, instrs)), obj.result,
+                                {k: ins.regions for k, ins in enumerate(instrs) if ins.regions})
+            return _block_of_dicts, (list(map(vars, instrs)), obj.result)
+        if t is self.loc:
+            return t, (obj.file, obj.line, obj.col, obj.end_col, obj.func)
         if t is self.op:  # getattr(Op, name), in C (an Enum's reduce calls the class)
             return getattr, (t, obj.name)
-        if t in self.flattened:
-            # Functions, Blocks, Instrs and SourceLocs travel flattened (_Encoder): one
-            # reached any other way (an attribute holding an instruction) is not expected
+        if t in self.rebuilt:
+            # without the per-process caches (sizes, entries), but with the in-place plan
+            # and the IR's digest. The copy is one step under the GIL: another thread
+            # launching the kernel adds its caches meanwhile.
+            return _rebuild, (t, {k: v for k, v in vars(obj).copy().items()
+                                  if not k.startswith("_") or k in _KEPT})
+        if t is self.instr:
+            # Instrs travel as their blocks' lists of attributes: one reached any other way
+            # (an attribute holding an instruction) is not expected
             raise Uncacheable
         if t is self.builtin:
             if self.registry.get(obj.name) is not obj:
@@ -356,8 +377,8 @@ class _Pickler(pickle.Pickler):
                 raise Uncacheable  # a user's function or class: by reference, could change
             return NotImplemented  # by reference (and memoised: asked once)
         if not issubclass(t, self.type):
-            # nothing above depends on more than the type for these (Values, Vars, Instrs,
-            # Blocks, Ops, dicts, lists, tuples): the next one skips the tests
+            # nothing above depends on more than the type for these (dicts, lists, tuples,
+            # InplacePlans): the next one skips the tests
             self.plain.add(t)
         return NotImplemented
 
@@ -383,149 +404,98 @@ def _type_named(name: str):
     return _named_types()[0][name]
 
 
-_KEPT = ("_inplace_plan", "_canonical")  # per-Function caches a warm start wants
+_KEPT = ("_inplace_plan", "_ir_digest")  # per-Function caches a warm start wants
 
 
-# ---- the flattened IR -----------------------------------------------------------------------
+# ---- the IR's nodes in a payload ------------------------------------------------------------
 # Pickling the IR's dataclasses one by one (a reduce call, a state dict and a reducer hook per
-# instruction) took seconds for a 4,000-line kernel and its adjoint. The payload holds them
-# flattened into tuples, lists and dicts instead, which pickle writes and reads in C without
-# calling back into Python; Values and Vars stay objects (pickle's memo keeps each one
-# shared wherever it is used: arguments, results, attributes, parameters).
-#
-#   function: (state, the names of the state's entries that are encoded, see _FUNCTION_FIELDS)
-#   block:    (instructions, result value or None)
-#   instr:    (Op, args, result, location index, attrs, regions as blocks)
-#             — a longer tuple when the instruction carries attributes of its own (extra)
-#   location: an index into the payload's table of (file, line, col, end_col, func)
+# instruction) took seconds for a 4,000-line kernel and its adjoint. Instructions, the bulk
+# of an IR, therefore travel as tuples of their fields: a Block goes as (the list of its
+# instructions' (op, args, result, loc, attrs), made by map() and an attrgetter in C, its
+# result, {index: regions} of the instructions that have regions), and pickle writes and
+# reads those tuples without calling back into Python (as dicts, or with an empty list of
+# regions each, the pickler took up to twice as long); _block makes the Instrs again. An
+# instruction with attributes of its own goes as its __dict__ (_block_of_dicts). Functions,
+# Params and Sites go as (class, attributes) (_rebuild), Values and Vars as nodes._restore
+# calls, SourceLocs by their fields; pickle's memo keeps each of them shared wherever it
+# is used (arguments, results, attributes, parameters).
 
-class _Encoder:
-    """Flattens Functions (and the Blocks, Instrs, Params, Sites and SourceLocs in them)."""
-
-    def __init__(self):
-        self.locs: dict = {}   # id(SourceLoc) -> index
-        self.by_value: dict = {}  # (file, line, col, end_col, func) -> index
-        self.table: list = []  # those rows, by index
-        self.alive: list = []  # the SourceLocs in self.locs
-        self.funcs: dict = {}  # id(Function) -> index into self.encoded
-        self.encoded: list = []
-
-    def loc(self, loc) -> int:
-        k = self.locs.get(id(loc))
-        return self._new_loc(loc) if k is None else k
-
-    def _new_loc(self, loc) -> int:
-        """A location not seen before by identity: equal ones share an entry (and one
-        SourceLoc when loaded; they are immutable)."""
-        row = (loc.file, loc.line, loc.col, loc.end_col, loc.func)
-        k = self.by_value.get(row)
-        if k is None:
-            k = self.by_value[row] = len(self.table)
-            self.table.append(row)
-        self.locs[id(loc)] = k
-        self.alive.append(loc)  # (its id stays its own while the encoder lives)
-        return k
-
-    def function(self, func) -> int | None:
-        if func is None:
-            return None
-        k = self.funcs.get(id(func))
-        if k is not None:
-            return k
-        from ..ir.nodes import Function
-        if type(func) is not Function:
-            raise Uncacheable
-        # without the per-process caches (sizes, entries), but with the in-place plan and
-        # the canonical text. The copy is one step under the GIL: another thread launching
-        # the kernel adds its caches meanwhile.
-        state = {k: v for k, v in vars(func).copy().items()
-                 if not k.startswith("_") or k in _KEPT}
-        state["body"] = self.block(state["body"])
-        state["loc"] = self.loc(state["loc"])
-        state["params"] = [(p.name, p.type, p.value) for p in state["params"]]
-        state["sites"] = [(self.loc(s.loc), s.array, s.shape, s.kind) for s in state["sites"]]
-        k = self.funcs[id(func)] = len(self.encoded)
-        self.encoded.append(state)
-        return k
-
-    def block(self, block) -> tuple:
-        from ..ir.nodes import Block, Instr
-        if type(block) is not Block or len(vars(block)) != 2:
-            raise Uncacheable
-        out = []
-        locs, new_loc = self.locs, self._new_loc
-        for ins in block.instrs:
-            if type(ins) is not Instr:
-                raise Uncacheable
-            regions, loc = ins.regions, ins.loc
-            at = locs.get(id(loc))
-            row = (ins.op, ins.args, ins.result, new_loc(loc) if at is None else at,
-                   ins.attrs, [self.block(r) for r in regions] if regions else None)
-            extra = vars(ins)
-            if len(extra) != 6:  # attributes beyond the dataclass fields
-                row += ({k: v for k, v in extra.items() if k not in _INSTR_FIELDS},)
-            out.append(row)
-        return out, block.result
+_INSTR_ROW = operator.attrgetter("op", "args", "result", "loc", "attrs")
 
 
-_INSTR_FIELDS = frozenset(("op", "args", "result", "loc", "attrs", "regions"))
+@functools.lru_cache(maxsize=None)
+def _node_classes() -> tuple:
+    from ..ir.nodes import Block, Instr
+    return Block, Instr
 
 
-class _Decoder:
-    """Rebuilds what _Encoder flattened."""
+def _block(rows, result, regions):
+    """A Block of the instructions ``rows``, those at the keys of ``regions`` with those
+    regions, the others with none (see above)."""
+    Block, Instr = _node_classes()
+    new = Instr.__new__
+    instrs = []
+    for op, args, res, loc, attrs in rows:
+        ins = new(Instr)
+        # (a dict display assigned whole: half the time of update() with keywords)
+        ins.__dict__ = {"op": op, "args": args, "result": res, "loc": loc, "attrs": attrs,
+                        "regions": []}
+        instrs.append(ins)
+    for k, found in regions.items():
+        instrs[k].__dict__["regions"] = found
+    block = Block.__new__(Block)
+    block.instrs, block.result = instrs, result
+    return block
 
-    def __init__(self, table, encoded):
-        from ..errors import SourceLoc
-        from ..ir.nodes import Block, Function, Instr, Param, Site
-        self.locs = [SourceLoc(*row) for row in table]
-        self.encoded = encoded
-        self.funcs: dict = {}
-        self.classes = Block, Function, Instr, Param, Site
 
-    def function(self, k):
-        if k is None:
-            return None
-        func = self.funcs.get(k)
-        if func is None:
-            Block, Function, Instr, Param, Site = self.classes
-            state = dict(self.encoded[k])
-            locs = self.locs
-            state["body"] = self.block(state["body"])
-            state["loc"] = locs[state["loc"]]
-            state["params"] = [Param(*row) for row in state["params"]]
-            state["sites"] = [Site(locs[at], *rest) for at, *rest in state["sites"]]
-            func = self.funcs[k] = Function.__new__(Function)
-            func.__dict__.update(state)
-        return func
+def _block_of_dicts(dicts, result):
+    """A Block of the instructions whose attributes are ``dicts``."""
+    Block, Instr = _node_classes()
+    instrs = []
+    for d in dicts:
+        ins = Instr.__new__(Instr)
+        ins.__dict__ = d
+        instrs.append(ins)
+    block = Block.__new__(Block)
+    block.instrs, block.result = instrs, result
+    return block
 
-    def block(self, encoded):
-        Block, _, Instr, _, _ = self.classes
-        new, locs, block = Instr.__new__, self.locs, self.block
-        instrs = []
-        for row in encoded[0]:
-            ins = new(Instr)
-            regions = row[5]
-            # (a dict display assigned whole: half the time of update() with keywords)
-            ins.__dict__ = {"op": row[0], "args": row[1], "result": row[2],
-                            "loc": locs[row[3]], "attrs": row[4],
-                            "regions": [block(r) for r in regions] if regions else []}
-            if len(row) > 6:
-                ins.__dict__.update(row[6])
-            instrs.append(ins)
-        out = Block.__new__(Block)
-        out.instrs, out.result = instrs, encoded[1]
-        return out
+
+def _rebuild(cls, state):
+    """A Function, Param or Site with the attributes ``state``."""
+    obj = cls.__new__(cls)
+    obj.__dict__ = state
+    return obj
+
+
+@functools.lru_cache(maxsize=None)
+def _hot() -> tuple:
+    """What most objects of an adjoint's payload name: first in _shared, where pickle names
+    them with two bytes (its indices from 256 take five)."""
+    from ..ir.nodes import Value, Var, _restore
+    return _restore, Value, Var, _block, _rebuild
+
+
+def _shared(base) -> list:
+    """The objects of the kernel IR ``base`` that the adjoints made from it hold too, each
+    once, in an order that depends on the IR's structure alone (so the same for the IR and
+    for its copy loaded from the cache). An adjoint's payload names them by their place in
+    this list (pickle's memo, seeded with it), so they are neither pickled again nor loaded
+    as copies: the adjoint loaded shares them with the IR loaded, as a fresh one does."""
+    walk = list(base.body.walk())
+    objs = [*_hot(), base.loc, base.params, *base.params, *[p.value for p in base.params],
+            base.vars, *base.vars, base.sites, *base.sites, *[s.loc for s in base.sites],
+            *[i.result for i in walk], *[i.loc for i in walk]]
+    return list({id(o): o for o in objs if o is not None}.values())
 
 
 class _Unpickler(pickle.Unpickler):
+    shared: list = []  # the objects of _shared(base) (see loads)
+
     def persistent_load(self, pid):
-        kind, name = pid
-        if kind == "builtin":
-            from ..builtins.registry import REGISTRY
-            return REGISTRY[name]
-        if kind == "type":
-            return _named_types()[0][name]
-        raise pickle.UnpicklingError(f"unknown reference {pid!r}")
+        if type(pid) is not int or not 0 <= pid < len(self.shared):
+            raise pickle.UnpicklingError(f"unknown reference {pid!r}")
+        return self.shared[pid]
 
     def find_class(self, module, name):
         found = _classes.get((module, name))
@@ -564,51 +534,101 @@ def _renumber(values) -> None:
         v.id = next(_ids)
 
 
-def dumps(ir, adjoint, variants=None) -> bytes | None:
-    """The payload of a kernel's IR, its adjoint IR and its adjoint variants (a dict
-    (retained parameters, shared) -> IR: Kernel.adjoint_variant)."""
+def dumps(func, base=None, token: str = "", variants=None) -> bytes | None:
+    """The payload of ``func`` (or None) and ``variants`` (a dict of Functions): a kernel's
+    IR, or its adjoint IR and adjoint variants (Kernel.adjoint_variant), made from the IR
+    ``base``, whose objects they name rather than hold (_shared). ``token`` names the
+    payload (see store)."""
     from ..kernel import gc_paused
-    buf = io.BytesIO()
     try:
         with gc_paused():  # (hundreds of thousands of tuples, no cycles among them)
-            enc = _Encoder()
-            parts = (enc.function(ir), enc.function(adjoint),
-                     {key: enc.function(f) for key, f in dict(variants or {}).items()})
-            _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(
-                (FORMAT, enc.table, enc.encoded, *parts))
-    except (Uncacheable, pickle.PicklingError, TypeError, AttributeError, RecursionError):
+            return _dump(func, base, token, dict(variants or {}))
+    except (Uncacheable, pickle.PicklingError, TypeError, AttributeError, RecursionError,
+            RuntimeError):  # (RuntimeError: a dict another thread changed meanwhile)
         return None
+
+
+def _dump(func, base, token: str, variants: dict) -> bytes:
+    """dumps, whose pickler and its memo (every list and dict of the payload) are garbage
+    before the collector is on again: it would walk them all."""
+    buf = io.BytesIO()
+    pickler = _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
+    shared = _shared(base) if base is not None else []
+    if shared:
+        pickler.memo = {id(o): (k, o) for k, o in enumerate(shared)}
+    # (the count: a base that differs from the one written against is a miss)
+    pickler.dump((FORMAT, token, len(shared), func, variants))
     return buf.getvalue()
 
 
-def loads(payload: bytes):
-    """(ir, adjoint or None, adjoint variants), or None when the payload is not ours."""
+_INT32 = struct.Struct("<i")  # (the seeding pickle of loads: PROTO 5, then per shared object
+# BININT its place, BINPERSID (persistent_load gives the object), MEMOIZE, POP; NONE, STOP)
+
+
+def loads(payload: bytes, base=None):
+    """(IR or None, variants, token) from a payload of dumps (``base``: the IR loaded for
+    the ``base`` it was made with), or None when the payload is not ours."""
     from ..ir import nodes
     from ..kernel import gc_paused
     with _load_lock, gc_paused():  # (the objects it makes are the IR's: none is garbage)
         nodes._restored = restored = []
         try:
-            fmt, *rest = _Unpickler(io.BytesIO(payload)).load()
-            if fmt != FORMAT:
-                return None
-            table, encoded, ir, adjoint, variants = rest
-            dec = _Decoder(table, encoded)
-            ir, adjoint = dec.function(ir), dec.function(adjoint)
-            variants = {key: dec.function(k) for key, k in variants.items()}
+            found = _load(payload, base)
         except Exception:  # noqa: BLE001 — an authenticated entry of another kernlab: a miss
-            return None
+            found = None
         finally:
             nodes._restored = None
-    _renumber(restored)
-    return ir, adjoint, variants
+        if found is not None:
+            _renumber(restored)
+    return found
+
+
+def _load(payload: bytes, base):
+    """loads, whose unpickler is garbage before the collector is on again."""
+    from ..ir.nodes import Function
+    shared = _shared(base) if base is not None else []
+    if shared:
+        # a pickle first that puts the shared objects in the unpickler's memo, at the places
+        # dumps gave them (the memo's setter leaves it empty in CPython 3.11)
+        payload = b"".join([b"\x80\x05J", b"Q\x940J".join(map(_INT32.pack, range(
+            len(shared)))), b"Q\x940N.", payload])
+    unpickler = _Unpickler(io.BytesIO(payload))
+    unpickler.shared = shared
+    if shared:
+        unpickler.load()
+    fmt, token, count, func, variants = unpickler.load()
+    if fmt != FORMAT or count != len(shared) or type(token) is not str \
+            or type(variants) is not dict \
+            or not all(type(f) is Function for f in (func, *variants.values()) if f is not None):
+        return None
+    return func, variants, token
 
 
 # ---- the kernel's side ----------------------------------------------------------------------
+# A kernel's IR is one entry, under kernel_key; its adjoint with the adjoint variants its
+# launches made another (_adjoint_key), written when one is made and read when the adjoint
+# is first wanted: the IR is pickled once, and a process that never differentiates never
+# reads an adjoint. The adjoint entry names the objects it shares with the IR (_shared) and
+# holds only the rest, so it is read with the very IR it was written against: its key holds
+# the token of that IR's entry, a random name each writing of the IR entry gets (another
+# process writing the IR entry anew, with a token of its own, leaves the adjoint entries
+# made against the old one unread).
+
+def ir_digest(func) -> str:
+    """A digest of what printer.canonical_parts says of ``func``, made once per Function and
+    kept with an IR in the cache: the part of a compiled variant's cache key that comes from
+    the IR (backends/llvm/variants.py cache_key), which a warm start thus need not print."""
+    digest = getattr(func, "_ir_digest", None)
+    if digest is None:
+        from ..ir.printer import canonical_parts
+        digest = func._ir_digest = cache.key_for(*canonical_parts(func))
+    return digest
+
 
 def load(kernel):
-    """(ir, adjoint or None) from the cache, or None (and the key, kept on the kernel). On
-    a miss the front end runs and a compile will likely follow: the LLVM backend starts
-    loading meanwhile (backends.preload_cpu_backend)."""
+    """The kernel's IR from the cache, or None (and the key, kept on the kernel). On a miss
+    the front end runs and a compile will likely follow: the LLVM backend starts loading
+    meanwhile (backends.preload_cpu_backend)."""
     found = None
     if config.cache_dir:
         key = kernel_key(kernel)
@@ -616,9 +636,8 @@ def load(kernel):
         if key is not None:
             payload = cache.load(key)
             found = loads(payload) if payload is not None else None
-            if found is not None:  # the adjoint variants launches made (retained gradients)
-                kernel._adjoint_retain.update(found[2])
-                found = found[:2]
+            if found is not None:
+                found, _, kernel._ir_cache_token = found
     if found is None:
         from ..backends import preload_cpu_backend
         preload_cpu_backend()
@@ -630,7 +649,7 @@ _deferred = threading.local()  # .kernels: weak references to the kernels whose 
 
 
 def store(kernel) -> None:
-    """Keep the kernel's IR (and its adjoint's, once made) under its key: noted now,
+    """Keep the kernel's IR and its adjoints (once made) under their keys: noted now,
     written by the next compile on this thread (Kernel.compiled), beside LLVM's work when
     LLVM compiles (backends/llvm/variants._beside_stores: LLVM releases the GIL, and a
     4,000-line kernel and its adjoint spend about a second pickling their IR), else when
@@ -659,21 +678,80 @@ def write_deferred() -> None:
 
 
 def _store_now(kernel) -> None:
+    """Write what of the kernel's IR and adjoints the cache does not hold yet."""
+    if kernel._ir_cache_token is None:
+        _store_ir(kernel)
+    if kernel._ir_cache_token is not None \
+            and _adjoints_state(kernel) not in (kernel._ir_cache_adjoints, (False, frozenset())):
+        _store_adjoints(kernel)
+
+
+def _adjoints_state(kernel) -> tuple:
+    """(whether the kernel has its adjoint IR, the keys of its adjoint variants)."""
+    return kernel._adjoint is not None, frozenset(kernel._adjoint_retain)
+
+
+def _store_ir(kernel) -> None:
     key = getattr(kernel, "_ir_cache_key", None)
-    if key is None or not config.cache_dir or kernel._ir is None:
+    ir = kernel._ir
+    if key is None or not config.cache_dir or ir is None:
         return
-    if getattr(kernel._ir, "struct_signature", None) is not None \
-            or getattr(kernel._ir, "handle_hidden", None):
+    if getattr(ir, "struct_signature", None) is not None or getattr(ir, "handle_hidden", None):
         return  # their launches hold on to frontend objects by identity (grids, meshes)
     from ..autodiff.inplace import plan
-    from ..ir.printer import canonical_parts
     try:
-        plan(kernel._ir)  # made now, kept with the IR: every launch reads it
-        for func in (kernel._ir, kernel._adjoint, *kernel._adjoint_retain.values()):
-            if func is not None:
-                canonical_parts(func)  # the compiled code's cache key reads it
+        plan(ir)  # made now, kept with the IR: every launch reads it
+        ir_digest(ir)  # the compiled code's cache key reads it
     except Exception:  # noqa: BLE001 — its launches report it; this only saves time
         return
-    payload = dumps(kernel._ir, kernel._adjoint, kernel._adjoint_retain)
+    token = os.urandom(8).hex()
+    payload = dumps(ir, token=token)
     if payload is not None:
         cache.store(key, payload)
+        kernel._ir_cache_token = token
+
+
+def _adjoint_key(kernel) -> str | None:
+    """The key of the kernel's adjoint entry against the IR entry this process wrote or
+    read, or None."""
+    token = getattr(kernel, "_ir_cache_token", None)
+    if token is None or not config.cache_dir or kernel._ir is None:
+        return None
+    return cache.key_for(kernel._ir_cache_key, token, "adjoints")
+
+
+def load_adjoints(kernel) -> None:
+    """The kernel's adjoint IR and adjoint variants from the cache, where there are any,
+    into the kernel (read once per kernel)."""
+    if kernel._ir_cache_adjoints is not None:
+        return
+    kernel._ir_cache_adjoints = (False, frozenset())
+    key = _adjoint_key(kernel)
+    payload = cache.load(key) if key is not None else None
+    found = loads(payload, kernel._ir) if payload is not None else None
+    if found is not None:
+        adjoint, variants, _ = found
+        kernel._ir_cache_adjoints = (adjoint is not None, frozenset(variants))
+        if kernel._adjoint is None:
+            kernel._adjoint = adjoint
+        for k, func in variants.items():
+            kernel._adjoint_retain.setdefault(k, func)
+
+
+def _store_adjoints(kernel) -> None:
+    """Keep the kernel's adjoint IR and adjoint variants, made from its IR."""
+    key = _adjoint_key(kernel)
+    if key is None:
+        return
+    variants = dict(kernel._adjoint_retain)
+    try:
+        for func in (kernel._adjoint, *variants.values()):
+            if func is not None:
+                ir_digest(func)  # the compiled code's cache key reads it
+    except Exception:  # noqa: BLE001 — its launches report it; this only saves time
+        return
+    state = _adjoints_state(kernel)
+    payload = dumps(kernel._adjoint, kernel._ir, variants=variants)
+    if payload is not None:
+        cache.store(key, payload)
+        kernel._ir_cache_adjoints = state

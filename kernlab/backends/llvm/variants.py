@@ -5,13 +5,13 @@ A kernel variant (a kernel or adjoint IR with its options) is compiled once per 
 memo keyed like the disk cache); its object code persists in the disk cache, so a later
 process loads it instead of compiling. Everything the warm path needs comes without LLVM:
 
-- the key: the IR's canonical text, the options, this kernlab backend's source (by file
-  size and modification time) and what the code depends on in LLVM's hands — the llvmlite
-  and LLVM versions, the host CPU's name and features. Those four come from llvmlite once
-  it is loaded; a process that has not loaded it reads them from the *host record*, a cache
-  entry written by the last process that did, keyed by this machine's identity without
-  LLVM (the processor's model and feature flags from /proc/cpuinfo, and the size and
-  modification time of llvmlite's library). Where there is no record (another machine,
+- the key: the IR's canonical text (by its digest, ir_cache.ir_digest), the options, this
+  kernlab backend's source (by file size and modification time) and what the code depends
+  on in LLVM's hands — the llvmlite and LLVM versions, the host CPU's name and features.
+  Those four come from llvmlite once it is loaded; a process that has not loaded it reads
+  them from the *host record*, a cache entry written by the last process that did, keyed
+  by this machine's identity without LLVM (the processor's model and feature flags from
+  /proc/cpuinfo, and the size and modification time of llvmlite's library). Where there is no record (another machine,
   another llvmlite, not Linux), llvmlite is loaded and asked, and the record written.
 - the *plan*: what the code generator decided about the variant that its runner needs
   (jit.variant_plan), kept under a key derived from the variant's.
@@ -36,8 +36,8 @@ import weakref
 
 from ... import config
 from ...ir.nodes import Function
-from ...ir.printer import canonical_parts
 from ...runtime import cache
+from ...runtime.ir_cache import ir_digest
 from . import objload
 from .abi import INTERRUPT_SYMBOL
 from .runner import _ENTRY_TYPE, ArgLayout, CompiledEntry, Runner, _interrupt, layout_of
@@ -192,7 +192,7 @@ def cache_key(func: Function, bounds_check: bool, verify_fp: bool = False,
               host: tuple | None = None) -> str:
     """The disk-cache key of a kernel variant: its IR, the options and the compiler (host:
     the host values it names, by default this process's)."""
-    return cache.key_for(*canonical_parts(func),
+    return cache.key_for(ir_digest(func),
                          f"bounds_check={bounds_check} verify_fp={verify_fp}",
                          *(host or host_values()), KERNLAB_VERSION, BACKEND_VERSION,
                          _fingerprint())
