@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import kernlab as kl
-from kernlab.backends.llvm import jit
+from kernlab.backends.llvm import jit, tiers
 from kernlab.backends.llvm.lower import LoweringError
 from kernlab.runtime import cache, ir_cache
 from test_ir_cache import load_module
@@ -67,7 +67,11 @@ def test_the_adjoints_entry_is_written_while_llvm_compiles_the_adjoint(cache_dir
     real = jit.optimised_object
     seen = []
 
+    tiers.wait()  # earlier tests' optimising jobs call optimised_object too
+
     def watched(func, text, tm=None):
+        if func.name != "powers":  # (another kernel's job: not this test's)
+            return real(func, text, tm)
         # the calling thread is pickling meanwhile: wait (bounded) for the entry to hold
         # this compile's IR. Written only after LLVM returned, it never would here.
         deadline = time.monotonic() + 20
