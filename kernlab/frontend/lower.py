@@ -20,7 +20,7 @@ from .calls import CallMixin
 from .control import ControlMixin
 from .grads import GradMixin
 from .views import ArrayRef, ViewMixin
-from .exprs import ExprMixin, Lit, PyObj, _describe, _Tid
+from .exprs import ExprMixin, Lit, PyObj, _describe, _Tid, visitor
 from .spatial import SpatialMixin
 from .hashgrid import HashGridMixin, HashGridQuery
 from .tiles import TileMixin
@@ -62,6 +62,7 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
         self.inlining = list(funcs_in_progress)
         self.grid_params: dict = {}  # Var of a uint64 kernel parameter -> its use as a grid
         self.handle_values: dict = {}  # a load of such a Var -> the Var (followed into funcs)
+        self.operator_names: dict = {}  # (pyfunc, "add") -> what the name is there
 
     # ---- scope helpers -----------------------------------------------------------------
 
@@ -77,7 +78,7 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
         return self.scope.src.loc(node)
 
     def lookup(self, name):
-        found = self.scope.names.get(name)
+        found = self.stack[-1].names.get(name)  # (self.scope, without the property call)
         if isinstance(found, Var):
             value = self.b.load(found, name)
             if found in self.grid_params:  # a grid or mesh id: a func it is passed to
@@ -187,11 +188,11 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
         saved = self.b.loc
         self.b.loc = self.loc(node)
         try:
-            visit = getattr(self, "stmt_" + type(node).__name__, None)
+            visit = visitor(self, "stmt_", node)
             if visit is None:
                 raise KernelSyntaxError(f"{_stmt_name(node)} is not supported in kernels",
                                         self.b.loc)
-            visit(node)
+            visit(self, node)
         except RecursionError:  # the innermost statement of the kernel itself (not of a
             if len(self.stack) > 1:  # func it calls) names the user's line
                 raise

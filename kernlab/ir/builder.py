@@ -38,8 +38,8 @@ class Builder:
     def emit(self, op: Op, args=(), type: Type | None = None, name: str = "",
              regions=(), **attrs) -> Value | None:
         result = Value(type, name) if type is not None else None
-        self._blocks[-1].instrs.append(Instr(op, list(args), result, self.loc, attrs,
-                                             list(regions) if regions else []))
+        self._blocks[-1].instrs.append(Instr(op, list(args) if args else [], result, self.loc,
+                                             attrs, list(regions) if regions else []))
         return result
 
     # ---- values ---------------------------------------------------------------------
@@ -93,7 +93,13 @@ class Builder:
 
     def __getattr__(self, name):
         if name in REGISTRY or name in EXPANSIONS:
-            return lambda *args, target=None: self.call(name, list(args), target)
+            def method(*args, target=None):
+                return self.call(name, list(args), target)
+            # kept on the instance, so the next ``b.add`` finds it without coming here (the
+            # autodiff pass makes tens of thousands of such calls); it resolves the
+            # overload afresh at each call, so a builtin registered later is seen
+            self.__dict__[name] = method
+            return method
         raise AttributeError(name)
 
 
@@ -150,7 +156,8 @@ def _resolve(name: str, types: list, target: Type | None):
         key = hit = None
     exs = EXPANSIONS.get(name, ())
     bi = REGISTRY.get(name)
-    if hit is not None and hit[1] is bi and hit[3] == (len(exs), len(bi.sigs) if bi else 0):
+    if hit is not None and hit[1] is bi and hit[3][0] == len(exs) \
+            and hit[3][1] == (len(bi.sigs) if bi else 0):
         return hit[0], bi, hit[2]
     ex = find_expansion(name, types)
     ret = None

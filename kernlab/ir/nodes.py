@@ -95,7 +95,7 @@ class Var:
         return _restore, (type(self), self.type, self.name, self.id)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, init=False)
 class Instr:
     op: Op
     args: list[Value]
@@ -104,8 +104,18 @@ class Instr:
     attrs: dict[str, Any] = field(default_factory=dict)
     regions: list["Block"] = field(default_factory=list)
 
-    def __post_init__(self):
-        assert isinstance(self.loc, SourceLoc), f"{self.op} needs a SourceLoc"
+    def __init__(self, op: Op, args: list, result: Value | None, loc: SourceLoc,
+                 attrs: dict | None = None, regions: list | None = None):
+        # (written by hand: the dataclass's __init__ plus a __post_init__ for the check
+        # below cost a second call per instruction, and a long kernel's adjoint has 100,000)
+        assert loc.__class__ is SourceLoc or isinstance(loc, SourceLoc), \
+            f"{op} needs a SourceLoc"
+        self.op = op
+        self.args = args
+        self.result = result
+        self.loc = loc
+        self.attrs = {} if attrs is None else attrs
+        self.regions = [] if regions is None else regions
 
 
 @dataclass(eq=False)
