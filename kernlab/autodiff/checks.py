@@ -18,11 +18,24 @@ WRITES = (Op.STORE, Op.ATOMIC)
 
 
 def check_differentiable(func: Function):
-    used = {a for ins in func.body.walk() for a in ins.args}
-    used |= {r.result for ins in func.body.walk() for r in ins.regions if r.result is not None}
-    replaced = {id(i) for ins in func.body.walk() if ins.op is Op.CUSTOM
-                and ins.attrs.get("replay") for i in ins.regions[0].walk()}
+    # one walk gathers the values used, the instructions a replay replaces and the
+    # instructions whose result must not be used (checked below, in program order)
+    used: set = set()
+    replaced: set = set()
+    suspects = []
+    atomic, call, custom = Op.ATOMIC, Op.CALL, Op.CUSTOM
     for ins in func.body.walk():
+        if ins.args:
+            used.update(ins.args)
+        op = ins.op
+        if ins.regions:
+            used.update(r.result for r in ins.regions if r.result is not None)
+            if op is custom and ins.attrs.get("replay"):
+                replaced.update(id(i) for i in ins.regions[0].walk())
+        if op is atomic or op is call and ins.result is not None \
+                and ins.attrs["builtin"].effects:
+            suspects.append(ins)
+    for ins in suspects:
         if ins.op is Op.ATOMIC and ins.result in used and id(ins) not in replaced:
             raise GradientError(f"the value returned by atomic_{ins.attrs['kind']} cannot be "
                                 "differentiated (it depends on the order threads run in)",

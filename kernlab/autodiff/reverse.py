@@ -161,6 +161,7 @@ def _written_in(var, frames: tuple) -> bool:
 def _block_local_values(body: Block) -> set:
     """Values used only in the block that defines them (not in nested regions)."""
     local, escaped = set(), set()
+    regions: list = []  # every region, nested ones included
 
     def visit(block: Block):
         defined = set()
@@ -168,23 +169,24 @@ def _block_local_values(body: Block) -> set:
             for a in ins.args:
                 if a not in defined:
                     escaped.add(a)
-            for region in ins.regions:
-                visit(region)
-                if region.result is not None and region.result not in _defs(region):
-                    escaped.add(region.result)
+            if ins.regions:
+                for region in ins.regions:
+                    regions.append(region)
+                    visit(region)
+                    if region.result is not None and region.result not in _defs(region):
+                        escaped.add(region.result)
             if ins.result is not None:
                 defined.add(ins.result)
                 local.add(ins.result)
 
     visit(body)
     # a value used from a nested region is used outside its block
-    for ins in body.walk():
-        for region in ins.regions:
-            inner = _defs_deep(region)
-            for sub in region.walk():
-                escaped.update(a for a in sub.args if a not in inner)
-            if region.result is not None and region.result not in inner:
-                escaped.add(region.result)
+    for region in regions:
+        inner = _defs_deep(region)
+        for sub in region.walk():
+            escaped.update(a for a in sub.args if a not in inner)
+        if region.result is not None and region.result not in inner:
+            escaped.add(region.result)
     return local - escaped
 
 

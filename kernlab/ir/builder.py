@@ -61,12 +61,19 @@ class Builder:
         self.func.vars.append(var)
         return var
 
+    # load, store and call append their Instr themselves rather than through emit (its
+    # keyword arguments cost a dict repacking per call): they are most of what the front
+    # end and the autodiff pass emit
+
     def load(self, var: Var, name: str = "") -> Value:
-        return self.emit(Op.LOAD_VAR, (), var.type, name or var.name, var=var)
+        result = Value(var.type, name or var.name)
+        self._blocks[-1].instrs.append(Instr(_LOAD_VAR, [], result, self.loc, {"var": var}, []))
+        return result
 
     def store(self, var: Var, value: Value):
         assert value.type is var.type or value.type == var.type, (var, value.type)
-        self.emit(Op.STORE_VAR, (value,), var=var)
+        self._blocks[-1].instrs.append(Instr(_STORE_VAR, [value], None, self.loc, {"var": var},
+                                             []))
 
     def cast(self, value: Value, type: Type) -> Value:
         return value if value.type is type or value.type == type \
@@ -89,7 +96,9 @@ class Builder:
         attrs = {"builtin": bi}
         if bi.targeted:
             attrs["target"] = target
-        return self.emit(Op.CALL, args, None if ret is VOID else ret, hint, **attrs)
+        result = None if ret is VOID else Value(ret, hint)
+        self._blocks[-1].instrs.append(Instr(_CALL, list(args), result, self.loc, attrs, []))
+        return result
 
     def __getattr__(self, name):
         if name in REGISTRY or name in EXPANSIONS:
@@ -104,6 +113,7 @@ class Builder:
 
 
 _PY_CONST = {bool: bool_, int: int32, float: float32}
+_LOAD_VAR, _STORE_VAR, _CALL = Op.LOAD_VAR, Op.STORE_VAR, Op.CALL
 
 
 class _At:

@@ -42,6 +42,11 @@ class Op(enum.Enum):
     PUSH = "push"            # adjoint (and its tangent) only: args: values to save on the per-thread stack
     POP = "pop"              # adjoint (and its tangent) only: -> the value on top of the per-thread stack
 
+    # Members are singletons compared by identity, so identity hashing is consistent with
+    # equality; Enum's own __hash__ (hash of the name, in Python) cost a call per lookup
+    # in the tables keyed by op that the passes consult once per instruction.
+    __hash__ = object.__hash__
+
 
 # LOAD, STORE and ATOMIC may carry attrs["nullable"]: the array may be absent (a gradient
 # nobody asked for) — a load then yields zero and a store/atomic does nothing.
