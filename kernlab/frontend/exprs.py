@@ -186,6 +186,11 @@ class ExprMixin:
 
     def values(self, xs) -> list[Value]:
         """Materialise call operands, literals adopting the first typed operand's scalar."""
+        for x in xs:
+            if x.__class__ is not Value:
+                break
+        else:  # (all typed already, as most operands are: nothing to materialise)
+            return list(xs)
         typed = [x.type for x in xs if isinstance(x, Value) and not x.type.is_array]
         want = next((t for t in typed if t.is_scalar and t != bool_), None)
         if want is None:
@@ -201,10 +206,13 @@ class ExprMixin:
                 raise KernelTypeError(f"{name}() cannot take a whole array; index it first",
                                       self.b.loc)
         vals = self.values(xs)
-        if target is None and any(v.type.is_tile for v in vals):  # frontend/tiles.py
-            mixed = self.tile_mixed(name, vals)
-            if mixed is not None:
-                return mixed
+        if target is None:
+            for v in vals:
+                if v.type.is_tile:  # frontend/tiles.py
+                    mixed = self.tile_mixed(name, vals)
+                    if mixed is not None:
+                        return mixed
+                    break
         return self.b.call(name, vals, target)
 
     def _where_condition(self, c):

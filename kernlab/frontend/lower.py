@@ -586,6 +586,7 @@ def _may_jump(stmt) -> bool:
 
 
 _NESTED = ("body", "orelse", "finalbody", "handlers", "cases")  # fields holding statements
+_SIMPLE = frozenset((ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Pass))  # none
 
 
 def _jumps(node) -> tuple:
@@ -593,6 +594,8 @@ def _jumps(node) -> tuple:
     it). Only statements can hold these, so expressions are not visited: a kernel's lines
     are each looked at once per enclosing block, not once per node."""
     kind = node.__class__
+    if kind in _SIMPLE:
+        return False, False
     if kind is ast.Return:
         return True, False
     if kind is ast.Break or kind is ast.Continue:
