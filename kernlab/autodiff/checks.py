@@ -23,11 +23,16 @@ def check_differentiable(func: Function):
     used: set = set()
     replaced: set = set()
     suspects = []
-    atomic, call, custom = Op.ATOMIC, Op.CALL, Op.CUSTOM
+    loaded, written = set(), set()  # arrays
+    atomic, call, custom, load = Op.ATOMIC, Op.CALL, Op.CUSTOM, Op.LOAD
     for ins in func.body.walk():
         if ins.args:
             used.update(ins.args)
         op = ins.op
+        if op is load:
+            loaded.add(ins.args[0])
+        elif op in WRITES:
+            written.add(ins.args[0])
         if ins.regions:
             used.update(r.result for r in ins.regions if r.result is not None)
             if op is custom and ins.attrs.get("replay"):
@@ -46,6 +51,8 @@ def check_differentiable(func: Function):
                                 "differentiated (the values before the add depend on the "
                                 "order blocks run in, and an adjoint cannot replay them)",
                                 ins.loc, kernel=func.name)
+    if not loaded & written:  # no array is read and written: no load can be stale
+        return
     stale, flagged = _stale_loads(func)
     if stale:
         _check_stale_uses(func, stale, flagged)

@@ -45,7 +45,6 @@ from .ownership import owned_arrays
 
 STRUCTURED = (Op.IF, Op.FOR, Op.WHILE)
 _EFFECTS = (Op.STORE, Op.ATOMIC, Op.PRINT)  # left out of replays (the forward replay prints)
-_REV = {op: "rev_" + op.name for op in Op}  # the method reversing each op
 
 
 def reverse_mode(func: Function, retain: frozenset = frozenset(),
@@ -331,7 +330,7 @@ class _Reverse:
         try:
             for ins in reversed(block.instrs):
                 g.loc = ins.loc
-                getattr(self, _REV[ins.op], self.rev_nothing)(ins)
+                _REV[ins.op](self, ins)
                 g.loc = saved
                 self.sym.pop(ins.result, None)  # e.g. a constant's adjoint: nobody takes it
         finally:
@@ -509,3 +508,7 @@ class _Reverse:
         for a, var in zip(ins.args, ins.attrs["adj_args"]):
             if var is not None:
                 self.accumulate(a, g.load(var))
+
+
+_REV = {op: getattr(_Reverse, "rev_" + op.name, _Reverse.rev_nothing) for op in Op}
+# (the method reversing each op, as a plain function: no name lookup per instruction)

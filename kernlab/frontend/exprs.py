@@ -235,6 +235,8 @@ class ExprMixin:
     # ---- dispatch --------------------------------------------------------------------
 
     def expr(self, node):
+        if node.__class__ is ast.Constant:  # (emits nothing: no location to set)
+            return self.expr_Constant(node)
         b = self.b
         saved = b.loc
         b.loc = self.stack[-1].src.loc(node)  # (self.loc(node), without two calls)
@@ -252,7 +254,7 @@ class ExprMixin:
             return Lit(node.value)
         if isinstance(node.value, str):
             return PyObj(node.value)
-        raise KernelSyntaxError(f"constant {node.value!r} is not supported", self.b.loc)
+        raise KernelSyntaxError(f"constant {node.value!r} is not supported", self.loc(node))
 
     def expr_Name(self, node):
         found = self.lookup(node.id)

@@ -256,7 +256,9 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
     def assign(self, target, value, declared=None):
         if isinstance(target, ast.Name):
             # a value known only at run time now: static() no longer sees a constant
-            getattr(self.scope, "static_consts", {}).pop(target.id, None)
+            consts = getattr(self.stack[-1], "static_consts", None)
+            if consts:
+                consts.pop(target.id, None)
             return self.assign_name(target.id, value, declared)
         if isinstance(target, ast.Subscript):
             adj = self.adjoint_target(target)
@@ -309,46 +311,52 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
             current.sphere = None  # decided at run time by its "is_sphere" local
 
     def assign_name(self, name, value, declared=None):
-        if structs.is_structish(value):
-            return structs.assign_name(self, name, value)
-        current = self.scope.names.get(name)
-        if isinstance(value, tuple) or isinstance(current, tuples.TupleLocal):
-            return tuples.assign(self, name, value, current)  # frontend/tuples.py
-        queries = (HashGridQuery, MeshQueryAABB)
-        if isinstance(value, queries) or isinstance(current, queries):
-            if not isinstance(value, queries) or not (
-                    current is None or type(current) is type(value)):
-                raise KernelTypeError(f"'{name}' cannot hold both a query and a value (or "
-                                      "two kinds of query)", self.b.loc)
-            if current is None or current is value:
-                self.scope.names[name] = value
-            else:  # a query local assigned again (in a branch, a loop): its state is copied
-                self.assign_query(name, current, value)
-            return
-        grid = self.grid_params.get(current) if isinstance(current, Var) else None
-        if grid is not None:
-            if grid["used"]:
-                raise KernelTypeError(f"the hash grid parameter '{name}' cannot be "
-                                      "reassigned", self.b.loc)
-            grid["reassigned"] = True
-        if isinstance(current, Value):
-            raise KernelTypeError(f"array parameter '{name}' cannot be reassigned", self.b.loc)
-        if isinstance(value, PyObj) and current is None or isinstance(current, PyObj):
-            self.scope.names[name] = value  # a compile-time alias: g = kl.grad(f)
-            return
-        if isinstance(value, ArrayRef) or isinstance(value, Value) and value.type.is_array:
-            if current is not None and not isinstance(current, ArrayRef):
-                raise KernelTypeError(f"'{name}' is a local value; it cannot become an array",
-                                      self.b.loc)
-            self.scope.names[name] = value  # another name for the same array
-            return
-        if current is None:
-            v = self.value(value, declared)
-            current = self.b.new_var(declared or v.type, name)
-            self.scope.names[name] = current
+        current = self.stack[-1].names.get(name)
+        if value.__class__ is Value and current.__class__ is Var and not value.type.is_array \
+                and current not in self.grid_params:
+            v = value  # a value into a local, as most assignments are: no special kind below
         else:
-            v = self.value(value, current.type)
-        if v.type != current.type:
+            if structs.is_structish(value):
+                return structs.assign_name(self, name, value)
+            if isinstance(value, tuple) or isinstance(current, tuples.TupleLocal):
+                return tuples.assign(self, name, value, current)  # frontend/tuples.py
+            queries = (HashGridQuery, MeshQueryAABB)
+            if isinstance(value, queries) or isinstance(current, queries):
+                if not isinstance(value, queries) or not (
+                        current is None or type(current) is type(value)):
+                    raise KernelTypeError(f"'{name}' cannot hold both a query and a value "
+                                          "(or two kinds of query)", self.b.loc)
+                if current is None or current is value:
+                    self.scope.names[name] = value
+                else:  # a query local assigned again (in a branch, a loop): its state is
+                    # copied
+                    self.assign_query(name, current, value)
+                return None
+            grid = self.grid_params.get(current) if isinstance(current, Var) else None
+            if grid is not None:
+                if grid["used"]:
+                    raise KernelTypeError(f"the hash grid parameter '{name}' cannot be "
+                                          "reassigned", self.b.loc)
+                grid["reassigned"] = True
+            if isinstance(current, Value):
+                raise KernelTypeError(f"array parameter '{name}' cannot be reassigned",
+                                      self.b.loc)
+            if isinstance(value, PyObj) and current is None or isinstance(current, PyObj):
+                self.scope.names[name] = value  # a compile-time alias: g = kl.grad(f)
+                return None
+            if isinstance(value, ArrayRef) or isinstance(value, Value) and value.type.is_array:
+                if current is not None and not isinstance(current, ArrayRef):
+                    raise KernelTypeError(f"'{name}' is a local value; it cannot become an "
+                                          "array", self.b.loc)
+                self.scope.names[name] = value  # another name for the same array
+                return None
+            if current is None:
+                v = self.value(value, declared)
+                current = self.b.new_var(declared or v.type, name)
+                self.scope.names[name] = current
+            else:
+                v = self.value(value, current.type)
+        if v.type is not current.type and v.type != current.type:
             raise KernelTypeError(f"cannot assign a {v.type} to '{name}', which is a "
                                   f"{current.type} (convert it, e.g. {current.type}(...))",
                                   self.b.loc)
