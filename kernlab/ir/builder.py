@@ -51,7 +51,9 @@ class Builder:
             value = type.np.type(value)
         else:
             value = np.broadcast_to(np.asarray(value, type.scalar.np), type.shape).copy()
-        return self.emit(Op.CONST, (), type, value=value)
+        result = Value(type)
+        self._blocks[-1].instrs.append(Instr(_CONST, [], result, self.loc, {"value": value}, []))
+        return result
 
     def zeros(self, type: Type) -> Value:
         return self.const(0, type)
@@ -61,9 +63,9 @@ class Builder:
         self.func.vars.append(var)
         return var
 
-    # load, store and call append their Instr themselves rather than through emit (its
-    # keyword arguments cost a dict repacking per call): they are most of what the front
-    # end and the autodiff pass emit
+    # const, load, store and call append their Instr themselves rather than through emit
+    # (its keyword arguments cost a dict repacking per call): they are most of what the
+    # front end and the autodiff pass emit
 
     def load(self, var: Var, name: str = "") -> Value:
         result = Value(var.type, name or var.name)
@@ -113,7 +115,8 @@ class Builder:
 
 
 _PY_CONST = {bool: bool_, int: int32, float: float32}
-_LOAD_VAR, _STORE_VAR, _CALL = Op.LOAD_VAR, Op.STORE_VAR, Op.CALL
+# (module names: ``Op.CALL`` goes through the Enum metaclass's attribute hook, ~0.1 us)
+_LOAD_VAR, _STORE_VAR, _CALL, _CONST = Op.LOAD_VAR, Op.STORE_VAR, Op.CALL, Op.CONST
 
 
 class _At:
