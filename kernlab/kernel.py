@@ -303,8 +303,12 @@ class Kernel:
             key += ("shared",)
         runner = self._compiled.get(key)
         if runner is None:
+            from .runtime import ir_cache
             with gc_paused():  # one pause for the front end, the cache and the backend
-                runner = self._compile(backend, adjoint, retain, tangent, shared, key)
+                try:
+                    runner = self._compile(backend, adjoint, retain, tangent, shared, key)
+                finally:  # what the LLVM backend did not write beside its work (ir_cache)
+                    ir_cache.write_deferred()
             self._compiled[key] = runner
         return runner
 

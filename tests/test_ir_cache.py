@@ -118,6 +118,41 @@ def test_a_change_in_a_called_func_or_a_constant_rebuilds(cache_dir, tmp_path, m
     assert runs == ["scaled", "scaled"]
 
 
+TRAILING = """\
+import kernlab as kl
+
+
+@kl.kernel
+def checked(x: kl.array(dtype=float), y: kl.array(dtype=float)):
+    i = kl.tid()
+    y[i] = x[i] * 2.0
+
+    # a trailing assert leaves no bytecode under python -O
+    assert x[i] {op} 0.0
+
+
+LATER = 1
+"""
+
+
+def test_an_edit_to_a_trailing_statement_without_bytecode_changes_the_key(cache_dir,
+                                                                          tmp_path):
+    """Under python -O a kernel's last assert compiles to nothing, so the code object's
+    lines end before it; the key must still cover it (stale IR otherwise)."""
+    path = tmp_path / "kernels_trailing.py"
+    keys = []
+    for op in (">=", "<"):
+        text = TRAILING.format(op=op)
+        path.write_text(text)
+        module = types.ModuleType(f"ir_cache_mod_{next(_names)}")
+        module.__file__ = str(path)
+        exec(compile(text, str(path), "exec", optimize=1), module.__dict__)  # noqa: S102
+        code = module.checked.pyfunc.__code__
+        assert max(line for *_, line in code.co_lines() if line) < text.count("\n") - 3
+        keys.append(ir_cache.kernel_key(module.checked))
+    assert None not in keys and keys[0] != keys[1]
+
+
 def test_a_tampered_ir_entry_is_rejected_and_rebuilt(cache_dir, tmp_path, monkeypatch):
     path = tmp_path / "kernels_tampered.py"
     runs = front_end_runs(monkeypatch)

@@ -205,3 +205,37 @@ def test_the_short_pipeline_of_huge_bodies_gives_o2s_bits(tmp_path, monkeypatch)
     np.testing.assert_allclose(w_grad, fd_w, rtol=1e-4, atol=1e-3)
     for a, b in zip(o2, short):  # (96 threads run inline, in order: atomics included)
         assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+@pytest.mark.cpu_only("LLVM code generation")
+@pytest.mark.parametrize("loader", ["kernlab", "llvm"])
+def test_the_huge_body_path_gives_o2s_bits(tmp_path, monkeypatch, loader):
+    """With both thresholds lowered, a small kernel (a loop, a branch, sin, an atomic) and its
+    adjoint take the whole path of huge bodies: blocks cut in the lowered text, llvm.sin
+    called as sinf, SROA alone, O0 code generation (small code model, position-independent,
+    where kernlab's loader places it; MCJIT placing the same object too). Values and
+    gradients are bit for bit those of the same kernel compiled at O2."""
+    from kernlab.backends.llvm import variants
+    o2 = run_mixed(tmp_path, f"o2_{loader}")
+    texts = []
+    real = jit.fast_codegen_text
+    monkeypatch.setattr(jit, "fast_codegen_text", lambda t: texts.append(real(t)) or texts[-1])
+    monkeypatch.setattr(jit, "SHORT_PIPELINE_MIN_INSTRUCTIONS", 0)
+    monkeypatch.setattr(jit, "FAST_CODEGEN_MIN_INSTRUCTIONS", 0)
+    monkeypatch.setattr(jit, "BLOCK_SPLIT_INSTRUCTIONS", 4)
+    monkeypatch.setattr(variants, "OWN_LOADER", loader == "kernlab")
+    huge = run_mixed(tmp_path, f"huge_{loader}")
+    assert len(texts) >= 2  # the kernel and its adjoint
+    for text in texts:
+        assert "kl.piece." in text and "llvm.sin" not in text and '@"sinf"(' in text
+    for a, b in zip(o2, huge):
+        assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+def test_fast_codegen_text_keeps_a_declared_c_function():
+    """Where the module declares sinf itself, llvm.sin.f32 stays (a second declaration of
+    sinf would not parse); llvm.cos.f64 becomes cos."""
+    text = ('declare float @"sinf"(float)\ndeclare float @"llvm.sin.f32"(float)\n'
+            'declare double @"llvm.cos.f64"(double)\n')
+    out = jit.fast_codegen_text(text)
+    assert '@"llvm.sin.f32"(' in out and '@"cos"(' in out and "llvm.cos" not in out

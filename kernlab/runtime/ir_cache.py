@@ -32,6 +32,7 @@ import stat
 import sys
 import threading
 import types as pytypes
+import weakref
 
 import numpy as np
 
@@ -100,6 +101,29 @@ def kernel_key(kernel) -> str | None:
                          *extra, *deps.parts)
 
 
+def _block_end(lines: list, first: int, last: int) -> int:
+    """The last line (1-based) of the function whose bytecode ends at ``last``: statements
+    that leave no bytecode (an ``assert`` or ``if __debug__:`` under ``python -O``, a trailing
+    ``pass`` or docstring) still shape the kernel's IR, so the key runs on over every later
+    line indented deeper than the ``def`` (blank lines between them included)."""
+    k = first - 1
+    while k < len(lines) and lines[k].lstrip().startswith("@"):
+        k += 1  # the decorators: the def's own indentation is what counts
+    if k >= len(lines):
+        return last
+    indent = len(lines[k]) - len(lines[k].lstrip())
+    end, k = last, last
+    while k < len(lines):
+        text = lines[k]
+        stripped = text.lstrip()
+        if stripped and not stripped.startswith("#"):
+            if len(text) - len(stripped) <= indent:
+                break
+            end = k + 1
+        k += 1
+    return end
+
+
 def _source_lines(filename: str, module_globals) -> list:
     """The lines of a source file as linecache gives them (with their line ends). A file
     linecache does not hold yet is read directly when it is plain UTF-8 without a coding
@@ -165,7 +189,9 @@ class _Deps:
             for span in spans:
                 if span[1] is not None:
                     last = max(last, span[1])
-        lines = _source_lines(code.co_filename, pyfunc.__globals__)[first - 1:last]
+        source = _source_lines(code.co_filename, pyfunc.__globals__)
+        last = _block_end(source, first, last)
+        lines = source[first - 1:last]
         if not lines:
             raise Uncacheable
         self.parts += [code.co_filename, str(first), "".join(lines)]
@@ -599,8 +625,40 @@ def load(kernel):
     return found
 
 
+_deferred = threading.local()  # .kernels: weak references to the kernels whose entries
+                               # this thread has still to write
+
+
 def store(kernel) -> None:
-    """Keep the kernel's IR (and its adjoint's, once made) under its key."""
+    """Keep the kernel's IR (and its adjoint's, once made) under its key: noted now,
+    written by the next compile on this thread (Kernel.compiled), beside LLVM's work when
+    LLVM compiles (backends/llvm/variants._beside_stores: LLVM releases the GIL, and a
+    4,000-line kernel and its adjoint spend about a second pickling their IR), else when
+    the compile ends. Noted by weak reference: a kernel dropped before any compile is not
+    kept alive, nor written."""
+    if getattr(kernel, "_ir_cache_key", None) is None or not config.cache_dir:
+        return
+    kernels = getattr(_deferred, "kernels", None)
+    if kernels is None:
+        kernels = _deferred.kernels = []
+    if not any(ref() is kernel for ref in kernels):
+        kernels.append(weakref.ref(kernel))
+
+
+def has_deferred() -> bool:
+    return any(ref() is not None for ref in getattr(_deferred, "kernels", ()))
+
+
+def write_deferred() -> None:
+    """Write the entries noted on this thread (each kernel's IR as it is now)."""
+    kernels = getattr(_deferred, "kernels", None)
+    while kernels:
+        kernel = kernels.pop(0)()
+        if kernel is not None:
+            _store_now(kernel)
+
+
+def _store_now(kernel) -> None:
     key = getattr(kernel, "_ir_cache_key", None)
     if key is None or not config.cache_dir or kernel._ir is None:
         return

@@ -142,88 +142,159 @@ def _body_size(func: Function) -> int:
     return size
 
 
-FAST_CODEGEN_MIN_INSTRUCTIONS = 12000  # IR instructions: a body this large gets O0 codegen
+FAST_CODEGEN_MIN_INSTRUCTIONS = 12000  # IR instructions: a body this large is huge (below)
 BLOCK_SPLIT_INSTRUCTIONS = 1000  # ... and its basic blocks are cut into pieces this long
 _fast_codegen: list = []
 
 
-def _emit_object(func: Function, module) -> bytes:
-    """The object code of an optimised module. A huge body (thousands of statements, as a
-    long kernel's adjoint) gets O0 code generation, and its straight-line blocks are cut
-    into pieces first: LLVM selects instructions one basic block at a time, in time
-    superlinear in the block (the loop body of a 4,000-line adjoint, 25,000 instructions
-    in one block, took 3 s at O0, 0.3 s in pieces of 1,000), and after O2 the whole body
-    of a loop-free kernel is one block."""
-    if _body_size(func) < FAST_CODEGEN_MIN_INSTRUCTIONS:
-        return _codegen_machine(func).emit_object(module)
-    text = split_long_blocks(str(module), BLOCK_SPLIT_INSTRUCTIONS)
-    split = llvm.parse_assembly(text, context=llvm.create_context())
-    split.name = module.name
-    return _codegen_machine(func).emit_object(split)
+def _huge(func: Function) -> bool:
+    return _body_size(func) >= FAST_CODEGEN_MIN_INSTRUCTIONS
 
 
-_LABEL = re.compile(r"([A-Za-z_.$][\w.$-]*):")  # a block label at the start of a line
-_PLAIN_DEF = re.compile(r"  %[\w.$-]+ = (?!phi |landingpad |alloca )")  # a non-phi definition
+def fast_codegen_text(text: str) -> str:
+    """The lowered text of a huge body (thousands of statements, as a long kernel's adjoint)
+    made ready for the O0 code generation it gets (_codegen_machine), before it is parsed:
+
+    - its straight-line blocks are cut into pieces of BLOCK_SPLIT_INSTRUCTIONS: LLVM selects
+      instructions one basic block at a time, in time superlinear in the block (the loop
+      body of a 4,000-line adjoint, 25,000 instructions in one block, took 3 s at O0, 0.3 s
+      in pieces of 1,000). Cut here, in the lowered text, rather than after optimisation,
+      which cost printing and parsing the module a second time (0.12 s for that adjoint);
+      so the short pipeline must not merge the pieces back (no CFG simplification) nor sink
+      code down the chain of pieces (no instruction combining: see _short_pipeline);
+    - calls of the math intrinsics that LLVM lowers to a call of the C function of the same
+      name (llvm.sin.f32 to sinf, llvm.log.f64 to log, ...) call that function directly:
+      the same machine code, but LLVM's fast instruction selector handles a plain call and
+      hands each intrinsic call to its slow selector instead (half the code generation time
+      of that adjoint, a third of whose lines call sin)."""
+    declared = _declared(text)
+    for name, width in _LIBM_INTRINSICS:
+        c_name = name + ("f" if width == "32" else "")
+        if f"llvm.{name}.f{width}" in declared and c_name not in declared:
+            text = text.replace(f'@"llvm.{name}.f{width}"(', f'@"{c_name}"(')
+    return split_long_blocks(text, BLOCK_SPLIT_INSTRUCTIONS)
+
+
+_LIBM_INTRINSICS = [(name, width) for name in "sin cos tan exp exp2 log log2 log10 pow".split()
+                    for width in ("32", "64")]
+_DECLARED = re.compile(r'@"?([^"(]+)"?\(')  # the function a declaration names
+
+
+def _declared(text: str) -> set:
+    """The functions the module ``text`` declares (its declare lines are found with str.find,
+    at C speed: a huge body's text is megabytes)."""
+    names = set()
+    at = 0 if text.startswith("declare ") else text.find("\ndeclare ") + 1 or -1
+    while at >= 0:
+        end = text.find("\n", at)
+        names.update(_DECLARED.findall(text, at, len(text) if end < 0 else end))
+        at = text.find("\ndeclare ", at) + 1 or -1
+    return names
+
+
+_NAME = r'(?:"[^"]*"|[-\w.$]+)'  # a local name in LLVM's text, quoted or plain
+_LABEL = re.compile(rf"({_NAME}):")  # a block label at the start of a line
+# a definition before which a block may be cut (not one that must open its block)
+_PLAIN_DEF = re.compile(rf"  %{_NAME} = (?!phi |landingpad |catchpad |cleanuppad |alloca )")
+_PHI_BLOCK = re.compile(rf", %({_NAME}) ?\]")  # the block of a phi's incoming value
 
 
 def split_long_blocks(text: str, limit: int) -> str:
     """LLVM IR text in which each named basic block (not a function's entry block) longer
-    than ``limit`` instructions is cut into a chain of blocks joined by unconditional
-    branches; phi nodes that named the block as a predecessor now name its last piece.
-    Cuts fall only before an instruction that defines a value and is no phi, landingpad or
-    alloca, so every instruction (one per line in LLVM's text) stays whole, and what each
-    piece computes dominates the pieces after it."""
-    out: list = []
+    than ``limit`` lines is cut into a chain of blocks joined by unconditional branches;
+    phi nodes that named the block as a predecessor now name its last piece. Cuts fall
+    only before an instruction that defines a value and is no phi, landingpad or alloca,
+    so every instruction (one per line in LLVM's text) stays whole, and what each piece
+    computes dominates the pieces after it. Takes LLVM's own printing of a module and
+    kernlab's lowered text (textir.py: names quoted, ``{`` on a line of its own, ``  ;``
+    comment lines, counted with the instructions: a piece's length only bounds the
+    instruction selector's work). Only the lines that open a block are looked at one by
+    one; a long block is cut by index (a 4,000-line kernel's adjoint is 73,000 lines)."""
     lines = text.split("\n")
-    k = 0
-    while k < len(lines):
+    out: list = []
+    done, cuts, function, started, previous = 0, 0, None, False, 0
+    for n, k in enumerate(heads := [k for k, line in enumerate(lines)
+                                    if line and line[0] not in " ;"]):
         line = lines[k]
-        out.append(line)
-        k += 1
-        if not line.startswith("define "):
+        if line.startswith("define "):
+            out += lines[done:k + 1]
+            done, function, started, previous, renames = k + 1, len(out), False, k, {}
             continue
-        body, renames, label, count, cuts, entry = [], {}, None, 0, 0, True
-        while k < len(lines) and lines[k] != "}":
-            line = lines[k]
-            k += 1
-            if not line.startswith((" ", ";")) and line.strip():
-                found = _LABEL.match(line)
-                # the entry block (labelled or not) is never cut: its allocas must stay there
-                entry = entry and not count
-                label = found.group(1) if found and not entry else None
-                count = 0
-                body.append(line)
-                continue
-            if (label is not None and count >= limit and _PLAIN_DEF.match(line)):
+        if function is None:
+            continue
+        if line == "}":
+            if renames:  # the phis that named a cut block as a predecessor
+                out += lines[done:k]
+                done = k
+                out[function:] = [_phis_renamed("\n".join(out[function:]), renames)]
+            function = None
+            continue
+        # the entry block (labelled or not) is never cut: its allocas must stay there
+        started = started or any(lines[j].startswith("  ") for j in range(previous + 1, k))
+        previous = k
+        found = _LABEL.match(line)
+        end = heads[n + 1] if n + 1 < len(heads) else len(lines)
+        if not started or found is None or end - k - 1 <= limit:
+            continue
+        label, at = _unquoted(found.group(1)), k + 1 + limit
+        while at < end:
+            if _PLAIN_DEF.match(lines[at]):
                 cuts += 1
                 piece = f"kl.piece.{cuts}"
-                body += [f"  br label %{piece}", f"{piece}:"]
-                renames[label] = piece
-                count = 0
-            if line.startswith("  ") and not line.startswith("   "):
-                count += 1
-            body.append(line)
-        if renames:
-            def rename(found, renames=renames):
-                return f", %{renames.get(found.group(1), found.group(1))} ]"
-            body = [re.sub(r", %([A-Za-z_.$][\w.$-]*) \]", rename, b) if " = phi " in b
-                    else b for b in body]
-        out += body
+                out += lines[done:at]
+                out += [f"  br label %{piece}", f"{piece}:"]
+                done, renames[label] = at, piece
+                at += limit
+            else:
+                at += 1
+    out += lines[done:]
     return "\n".join(out)
+
+
+def _phis_renamed(body: str, renames: dict) -> str:
+    """``body`` with the predecessor blocks its phis name renamed (found with str.find: a
+    regular expression over each line of a huge body took longer than the cutting)."""
+    def rename(found):
+        name = _unquoted(found.group(1))
+        return f", %{renames[name]} ]" if name in renames else found.group(0)
+    parts, at = [], 0
+    while (hit := body.find(" = phi ", at)) >= 0:
+        start = body.rfind("\n", 0, hit) + 1
+        stop = body.find("\n", hit)
+        stop = len(body) if stop < 0 else stop
+        parts += [body[at:start], _PHI_BLOCK.sub(rename, body[start:stop])]
+        at = stop
+    parts.append(body[at:])
+    return "".join(parts)
+
+
+def _unquoted(name: str) -> str:
+    return name[1:-1] if name.startswith('"') else name
 
 
 def _codegen_machine(func: Function):
     """The target machine that emits ``func``'s object code: O3 code generation, except for
-    huge bodies (see _emit_object), whose instruction scheduling and register allocation
-    at O3 take time superlinear in the body (their IR is optimised by _short_pipeline)."""
-    if _body_size(func) < FAST_CODEGEN_MIN_INSTRUCTIONS:
+    huge bodies, whose instruction scheduling and register allocation at O3 take time
+    superlinear in the body (their IR is cut by fast_codegen_text and optimised by
+    _short_pipeline): O0, with the small code model where kernlab's loader places the
+    object (x86-64 Linux), as LLVM's fast instruction selector handles calls only there
+    (under the JIT's default large code model each call went to the slow selector). The
+    loader reaches what a 32-bit call or address cannot (libm, the interrupt flag) through
+    its stubs and GOT slots: position-independent code, so that data outside the object is
+    read through the GOT."""
+    if not _huge(func):
         return _host()[0]
+    if _fast_codegen:  # (no lock: a compile's helper thread asks while the caller holds it)
+        return _fast_codegen[0]
     with _lock:
         if not _fast_codegen:
+            small = objload.supported()
             _fast_codegen.append(llvm.Target.from_triple(llvm.get_process_triple())
                                  .create_target_machine(cpu=_host()[2], features=_host()[3],
-                                                        opt=0, reloc="default",
-                                                        codemodel="jitdefault", jit=True))
+                                                        opt=0, reloc="pic" if small
+                                                        else "default",
+                                                        codemodel="small" if small
+                                                        else "jitdefault", jit=True))
     return _fast_codegen[0]
 
 
@@ -272,7 +343,7 @@ def optimised_module(func: Function, text: str, tm=None, unlocked: bool = False)
     brings its own, as LLVM's target machines are not thread-safe, and runs the pipeline
     ``unlocked``)."""
     tm = tm or _host()[0]
-    ref = parse_checked(func, text)
+    ref = parse_checked(func, fast_codegen_text(text) if _huge(func) else text)
     if _body_size(func) >= SHORT_PIPELINE_MIN_INSTRUCTIONS:
         _short_pipeline(ref, tm, unlocked)
         return ref
@@ -302,18 +373,22 @@ def _run_passes(mpm, ref, pb, unlocked: bool) -> None:
 
 SHORT_PIPELINE_MIN_INSTRUCTIONS = FAST_CODEGEN_MIN_INSTRUCTIONS  # IR instructions: a body
 # this large is optimised by _short_pipeline rather than O2
-SHORT_PIPELINE = ("sroa", "instruction_combine", "simplify_cfg")
+SHORT_PIPELINE = ("sroa",)
 
 
 def _short_pipeline(ref, tm, unlocked: bool = False) -> None:
-    """Optimise a huge body (thousands of statements, as a long kernel's adjoint) with the
-    passes that matter to straight-line code: SROA (the locals' stack slots become
-    registers), one instruction combining and CFG simplification. O2's fifty-odd passes
-    (two more combinings, early CSE, GVN, LICM, loop passes, ...) took ten times as long on
-    a 4,000-line adjoint (2 s against 0.2 s) for no measurable speed of its code, which is
-    one long block bound by its arithmetic; its entry block already loads the arguments
-    once. Every pass here keeps IEEE semantics (no fast-math flags are set): the results
-    are bit-identical to O2's."""
+    """Optimise a huge body (thousands of statements, as a long kernel's adjoint) with SROA
+    alone: the locals' stack slots become registers, which is what O0 code generation of
+    straight-line code needs. O2's fifty-odd passes took ten times as long on a 4,000-line
+    adjoint (2 s against 0.2 s) for no measurable speed of its code, which is bound by its
+    arithmetic and libm calls. Instruction combining and CFG simplification, run here
+    before, are left out since the body's blocks are cut before parsing (fast_codegen_text):
+    CFG simplification would merge the pieces back, and instruction combining sinks values
+    into the unique successor that uses them, down the whole chain of pieces (1 s instead
+    of 0.07 s on that adjoint). Without them, that adjoint and kernel run 0-5% slower
+    (CPU time of a 30,000-thread launch; a 1,800-line vec3 kernel: no difference). SROA
+    keeps IEEE semantics (no fast-math flags are set): the results are bit-identical to
+    O2's."""
     pto = llvm.create_pipeline_tuning_options(speed_level=2)
     pb = llvm.create_pass_builder(tm, pto)
     mpm = llvm.create_new_module_pass_manager()
@@ -414,16 +489,17 @@ def llvm_source(func: Function, bounds_check: bool, verify_fp: bool = False,
 def optimised_object(func, text: str, tm=None) -> bytes:
     """The object code of the lowered entry ``text``, optimised (see optimised_entry)."""
     if tm is None:
-        return _emit_object(func, optimised_module(func, text))
+        return _codegen_machine(func).emit_object(optimised_module(func, text))
     return _emit_unlocked(tm, optimised_module(func, text, tm, unlocked=True))
 
 
-def optimised_entry(func, text: str, symbol: str, layout, key: str, tm=None):
+def optimised_entry(func, text: str, symbol: str, layout, key: str, tm=None, obj=None):
     """Optimise and compile the lowered entry ``text``, load it (variants.place: kernlab's
     loader, else MCJIT) and keep its object in the disk cache (``tm``: the target machine
     of a helper thread, which then optimises and emits code without llvmlite's global
-    lock: see _unlocked)."""
-    obj = optimised_object(func, text, tm)
+    lock: see _unlocked; ``obj``: its object code, already made by optimised_object)."""
+    if obj is None:
+        obj = optimised_object(func, text, tm)
     entry, _ = variants.place(func, obj, symbol)
     if entry is None:
         raise LoweringError("internal error: the compiled kernel has no entry point",

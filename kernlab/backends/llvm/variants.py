@@ -343,12 +343,41 @@ def _load_or_compile(func, bounds_check, key, verify_fp=False, part="general",
         entry = tiers.compile_quick(func, text, symbol, layout, key)
         how = "quick code; optimising on a helper thread"
     else:
-        entry = jit.optimised_entry(func, text, symbol, layout, key)
+        entry = _beside_stores(func, text, symbol, layout, key)
         how = "optimised"
     stats["compiled"] += 1
     stats["compile_s"] += time.perf_counter() - t0
     _say(f"compiled kernel '{func.name}' ({part} entry, {how}, {_ms(t0)})")
     return entry
+
+
+def _beside_stores(func, text, symbol, layout, key) -> CompiledEntry:
+    """jit.optimised_entry, with the IR-cache entries this thread's compile put off
+    (runtime/ir_cache.store) written meanwhile: LLVM optimises and emits the
+    object on a helper thread, with the GIL released, while this thread pickles the IR.
+    (The calling thread holds _lock, so what the helper needs of it is made first.)"""
+    from ...runtime import ir_cache
+    from . import jit
+    if not ir_cache.has_deferred():
+        return jit.optimised_entry(func, text, symbol, layout, key)
+    jit._codegen_machine(func)
+    done: dict = {}
+
+    def work():
+        try:
+            done["obj"] = jit.optimised_object(func, text)
+        except BaseException as exc:  # noqa: BLE001 — raised again on the calling thread
+            done["error"] = exc
+
+    helper = threading.Thread(target=work, name="kernlab-llvm", daemon=True)
+    helper.start()
+    try:
+        ir_cache.write_deferred()
+    finally:
+        helper.join()
+    if "error" in done:
+        raise done["error"]
+    return jit.optimised_entry(func, text, symbol, layout, key, obj=done["obj"])
 
 
 def _resolve(name: str) -> int | None:
