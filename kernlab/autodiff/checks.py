@@ -18,11 +18,29 @@ WRITES = (Op.STORE, Op.ATOMIC)
 
 
 def check_differentiable(func: Function):
-    used = {a for ins in func.body.walk() for a in ins.args}
-    used |= {r.result for ins in func.body.walk() for r in ins.regions if r.result is not None}
-    replaced = {id(i) for ins in func.body.walk() if ins.op is Op.CUSTOM
-                and ins.attrs.get("replay") for i in ins.regions[0].walk()}
+    # one walk gathers the values used, the instructions a replay replaces and the
+    # instructions whose result must not be used (checked below, in program order)
+    used: set = set()
+    replaced: set = set()
+    suspects = []
+    loaded, written = set(), set()  # arrays
+    atomic, call, custom, load = Op.ATOMIC, Op.CALL, Op.CUSTOM, Op.LOAD
     for ins in func.body.walk():
+        if ins.args:
+            used.update(ins.args)
+        op = ins.op
+        if op is load:
+            loaded.add(ins.args[0])
+        elif op in WRITES:
+            written.add(ins.args[0])
+        if ins.regions:
+            used.update(r.result for r in ins.regions if r.result is not None)
+            if op is custom and ins.attrs.get("replay"):
+                replaced.update(id(i) for i in ins.regions[0].walk())
+        if op is atomic or op is call and ins.result is not None \
+                and ins.attrs["builtin"].effects:
+            suspects.append(ins)
+    for ins in suspects:
         if ins.op is Op.ATOMIC and ins.result in used and id(ins) not in replaced:
             raise GradientError(f"the value returned by atomic_{ins.attrs['kind']} cannot be "
                                 "differentiated (it depends on the order threads run in)",
@@ -33,6 +51,8 @@ def check_differentiable(func: Function):
                                 "differentiated (the values before the add depend on the "
                                 "order blocks run in, and an adjoint cannot replay them)",
                                 ins.loc, kernel=func.name)
+    if not loaded & written:  # no array is read and written: no load can be stale
+        return
     stale, flagged = _stale_loads(func)
     if stale:
         _check_stale_uses(func, stale, flagged)

@@ -55,20 +55,24 @@ def _owned(func: Function) -> dict:
     a = _Analysis(func)
     accesses: dict = {}
     banned = set()
+    access, custom, shape = (Op.LOAD, Op.STORE, Op.ATOMIC), Op.CUSTOM, Op.SHAPE
     for ins in func.body.walk():
-        if ins.op in (Op.LOAD, Op.STORE, Op.ATOMIC):
+        op = ins.op
+        if op in access:
             arr, ndim = ins.args[0], ins.args[0].type.ndim
-            n_index = {Op.LOAD: len(ins.args) - 1, Op.STORE: len(ins.args) - 2}.get(ins.op, ndim)
+            n_index = {Op.LOAD: len(ins.args) - 1, Op.STORE: len(ins.args) - 2}.get(op, ndim)
             banned.update(v for v in ins.args[1:] if v.type.is_array)
             if n_index != ndim:
                 banned.add(arr)
                 continue
             accesses.setdefault(arr, set()).add(a.index_key(ins.args[1:1 + ndim]))
-        elif ins.op is Op.CUSTOM:
+        elif op is custom:
             banned.update(arr for _, arr in ins.attrs.get("adj_arrays", ()))
             banned.update(v for v in ins.args if v.type.is_array)
-        elif ins.op is not Op.SHAPE:
-            banned.update(v for v in ins.args if v.type.is_array)
+        elif op is not shape:
+            for v in ins.args:  # (a loop: a generator per instruction cost more)
+                if v.type.is_array:
+                    banned.add(v)
     out = {}
     for k, p in enumerate(func.params):
         keys = accesses.get(p.value)
@@ -152,19 +156,29 @@ class _Analysis:
 def _fixed_loads(func: Function) -> dict:
     """LOAD_VAR instruction -> the value stored, for locals assigned exactly once, at the
     top level, when the load comes after that assignment."""
-    stores: dict = {}
+    store_var, for_, load_var = Op.STORE_VAR, Op.FOR, Op.LOAD_VAR
+    writer: dict = {}  # local -> its one writer, or None when it has several
     for ins in func.body.walk():
-        if ins.op in (Op.STORE_VAR, Op.FOR):
-            stores.setdefault(ins.attrs["var"], []).append(ins)
-    single = {var: w[0] for var, w in stores.items() if len(w) == 1 and w[0].op is Op.STORE_VAR}
+        op = ins.op
+        if op is store_var or op is for_:
+            var = ins.attrs["var"]
+            writer[var] = None if var in writer else ins
+    single = {var: w for var, w in writer.items() if w is not None and w.op is store_var}
     out, stored = {}, {}
+    if not single:
+        return out
     for top in func.body.instrs:
-        for ins in [top, *(s for r in top.regions for s in r.walk())] if top.regions \
-                else (top,):
-            if ins.op is Op.LOAD_VAR:
-                var = ins.attrs.get("var")
-                if var in stored:
-                    out[ins] = stored[var]
-        if top.op is Op.STORE_VAR and single.get(top.attrs["var"]) is top:
+        op = top.op
+        if top.regions:
+            for ins in [top, *(s for r in top.regions for s in r.walk())]:
+                if ins.op is load_var:
+                    var = ins.attrs.get("var")
+                    if var in stored:
+                        out[ins] = stored[var]
+        elif op is load_var:
+            var = top.attrs["var"]
+            if var in stored:
+                out[top] = stored[var]
+        elif op is store_var and single.get(top.attrs["var"]) is top:
             stored[top.attrs["var"]] = top.args[0]
     return out

@@ -129,6 +129,21 @@ PY_BUILTINS = {builtins.min: "min", builtins.max: "max", builtins.abs: "abs",
                builtins.pow: "pow", builtins.round: "round"}
 COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
 
+_UNSEEN = object()
+_visitors: dict = {}  # (Lowerer class, "expr_" or "stmt_", AST node class) -> method or None
+
+
+def visitor(lowerer, prefix: str, node):
+    """The Lowerer's method for an AST node (``expr_BinOp``, ``stmt_Assign``), as a plain
+    function, or None: looked up once per node class rather than by name per node."""
+    key = (lowerer.__class__, prefix, node.__class__)
+    try:
+        return _visitors[key]
+    except KeyError:
+        found = _visitors[key] = getattr(lowerer.__class__, prefix + node.__class__.__name__,
+                                         None)
+        return found
+
 
 class ExprMixin:
     # ---- typing helpers -------------------------------------------------------------
@@ -147,6 +162,8 @@ class ExprMixin:
                                   self.b.loc)
         if t.is_float and isinstance(v, int) and abs(v) > 2**1023:
             raise KernelTypeError(f"the constant {v} is too large for {t}", self.b.loc)
+        if -65504 <= v <= 65504:  # fits every kernel type it may become (float16's largest)
+            return self.b.const(v, t)  # (an errstate costs more than the constant)
         with np.errstate(over="ignore"):  # 1e300 as a float32 is inf, as at run time
             return self.b.const(v, t)
 
@@ -169,6 +186,11 @@ class ExprMixin:
 
     def values(self, xs) -> list[Value]:
         """Materialise call operands, literals adopting the first typed operand's scalar."""
+        for x in xs:
+            if x.__class__ is not Value:
+                break
+        else:  # (all typed already, as most operands are: nothing to materialise)
+            return list(xs)
         typed = [x.type for x in xs if isinstance(x, Value) and not x.type.is_array]
         want = next((t for t in typed if t.is_scalar and t != bool_), None)
         if want is None:
@@ -184,10 +206,13 @@ class ExprMixin:
                 raise KernelTypeError(f"{name}() cannot take a whole array; index it first",
                                       self.b.loc)
         vals = self.values(xs)
-        if target is None and any(v.type.is_tile for v in vals):  # frontend/tiles.py
-            mixed = self.tile_mixed(name, vals)
-            if mixed is not None:
-                return mixed
+        if target is None:
+            for v in vals:
+                if v.type.is_tile:  # frontend/tiles.py
+                    mixed = self.tile_mixed(name, vals)
+                    if mixed is not None:
+                        return mixed
+                    break
         return self.b.call(name, vals, target)
 
     def _where_condition(self, c):
@@ -210,23 +235,26 @@ class ExprMixin:
     # ---- dispatch --------------------------------------------------------------------
 
     def expr(self, node):
-        saved = self.b.loc
-        self.b.loc = self.loc(node)
+        if node.__class__ is ast.Constant:  # (emits nothing: no location to set)
+            return self.expr_Constant(node)
+        b = self.b
+        saved = b.loc
+        b.loc = self.stack[-1].src.loc(node)  # (self.loc(node), without two calls)
         try:
-            visit = getattr(self, "expr_" + type(node).__name__, None)
+            visit = visitor(self, "expr_", node)
             if visit is None:
                 raise KernelSyntaxError(
-                    f"{_describe(node)} is not supported in kernels", self.b.loc)
-            return visit(node)
+                    f"{_describe(node)} is not supported in kernels", b.loc)
+            return visit(self, node)
         finally:
-            self.b.loc = saved
+            b.loc = saved
 
     def expr_Constant(self, node):
         if isinstance(node.value, (bool, int, float)):
             return Lit(node.value)
         if isinstance(node.value, str):
             return PyObj(node.value)
-        raise KernelSyntaxError(f"constant {node.value!r} is not supported", self.b.loc)
+        raise KernelSyntaxError(f"constant {node.value!r} is not supported", self.loc(node))
 
     def expr_Name(self, node):
         found = self.lookup(node.id)
@@ -396,11 +424,17 @@ class ExprMixin:
         the operator's builtin name (``add`` for ``+``, ``mul`` for ``*``) that has an
         overload for these operands (``a + b`` of two structs). None when there is none;
         the builtin operator applies then."""
-        from ..kernel import Func  # the decorator module sits above the frontend
-        obj = resolve_global(self.pyfunc, name, self.extra_globals)
-        if not isinstance(obj, Func) or obj.pyfunc is self.pyfunc:
+        pyfunc = self.stack[-1].pyfunc
+        key = (pyfunc, name)  # (the names a kernel sees do not change while it compiles)
+        func = self.operator_names.get(key, _UNSEEN)
+        if func is _UNSEEN:  # the func the name is there, or None: found once per compile
+            from ..kernel import Func  # the decorator module sits above the frontend
+            obj = resolve_global(pyfunc, name, self.extra_globals)
+            func = self.operator_names[key] = \
+                obj if isinstance(obj, Func) and obj.pyfunc is not pyfunc else None
+        if func is None:
             return None
-        return obj if self.resolve_overload(obj, operands, {}) is not None else None
+        return func if self.resolve_overload(func, operands, {}) is not None else None
 
     def expr_UnaryOp(self, node):
         x = self.expr(node.operand)

@@ -20,7 +20,7 @@ from .calls import CallMixin
 from .control import ControlMixin
 from .grads import GradMixin
 from .views import ArrayRef, ViewMixin
-from .exprs import ExprMixin, Lit, PyObj, _describe, _Tid
+from .exprs import ExprMixin, Lit, PyObj, _describe, _Tid, visitor
 from .spatial import SpatialMixin
 from .hashgrid import HashGridMixin, HashGridQuery
 from .tiles import TileMixin
@@ -62,6 +62,7 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
         self.inlining = list(funcs_in_progress)
         self.grid_params: dict = {}  # Var of a uint64 kernel parameter -> its use as a grid
         self.handle_values: dict = {}  # a load of such a Var -> the Var (followed into funcs)
+        self.operator_names: dict = {}  # (pyfunc, "add") -> what the name is there
 
     # ---- scope helpers -----------------------------------------------------------------
 
@@ -77,7 +78,7 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
         return self.scope.src.loc(node)
 
     def lookup(self, name):
-        found = self.scope.names.get(name)
+        found = self.stack[-1].names.get(name)  # (self.scope, without the property call)
         if isinstance(found, Var):
             value = self.b.load(found, name)
             if found in self.grid_params:  # a grid or mesh id: a func it is passed to
@@ -187,11 +188,11 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
         saved = self.b.loc
         self.b.loc = self.loc(node)
         try:
-            visit = getattr(self, "stmt_" + type(node).__name__, None)
+            visit = visitor(self, "stmt_", node)
             if visit is None:
                 raise KernelSyntaxError(f"{_stmt_name(node)} is not supported in kernels",
                                         self.b.loc)
-            visit(node)
+            visit(self, node)
         except RecursionError:  # the innermost statement of the kernel itself (not of a
             if len(self.stack) > 1:  # func it calls) names the user's line
                 raise
@@ -255,7 +256,9 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
     def assign(self, target, value, declared=None):
         if isinstance(target, ast.Name):
             # a value known only at run time now: static() no longer sees a constant
-            getattr(self.scope, "static_consts", {}).pop(target.id, None)
+            consts = getattr(self.stack[-1], "static_consts", None)
+            if consts:
+                consts.pop(target.id, None)
             return self.assign_name(target.id, value, declared)
         if isinstance(target, ast.Subscript):
             adj = self.adjoint_target(target)
@@ -308,46 +311,52 @@ class Lowerer(CallMixin, GradMixin, SpatialMixin, HashGridMixin, MeshMixin, Volu
             current.sphere = None  # decided at run time by its "is_sphere" local
 
     def assign_name(self, name, value, declared=None):
-        if structs.is_structish(value):
-            return structs.assign_name(self, name, value)
-        current = self.scope.names.get(name)
-        if isinstance(value, tuple) or isinstance(current, tuples.TupleLocal):
-            return tuples.assign(self, name, value, current)  # frontend/tuples.py
-        queries = (HashGridQuery, MeshQueryAABB)
-        if isinstance(value, queries) or isinstance(current, queries):
-            if not isinstance(value, queries) or not (
-                    current is None or type(current) is type(value)):
-                raise KernelTypeError(f"'{name}' cannot hold both a query and a value (or "
-                                      "two kinds of query)", self.b.loc)
-            if current is None or current is value:
-                self.scope.names[name] = value
-            else:  # a query local assigned again (in a branch, a loop): its state is copied
-                self.assign_query(name, current, value)
-            return
-        grid = self.grid_params.get(current) if isinstance(current, Var) else None
-        if grid is not None:
-            if grid["used"]:
-                raise KernelTypeError(f"the hash grid parameter '{name}' cannot be "
-                                      "reassigned", self.b.loc)
-            grid["reassigned"] = True
-        if isinstance(current, Value):
-            raise KernelTypeError(f"array parameter '{name}' cannot be reassigned", self.b.loc)
-        if isinstance(value, PyObj) and current is None or isinstance(current, PyObj):
-            self.scope.names[name] = value  # a compile-time alias: g = kl.grad(f)
-            return
-        if isinstance(value, ArrayRef) or isinstance(value, Value) and value.type.is_array:
-            if current is not None and not isinstance(current, ArrayRef):
-                raise KernelTypeError(f"'{name}' is a local value; it cannot become an array",
-                                      self.b.loc)
-            self.scope.names[name] = value  # another name for the same array
-            return
-        if current is None:
-            v = self.value(value, declared)
-            current = self.b.new_var(declared or v.type, name)
-            self.scope.names[name] = current
+        current = self.stack[-1].names.get(name)
+        if value.__class__ is Value and current.__class__ is Var and not value.type.is_array \
+                and current not in self.grid_params:
+            v = value  # a value into a local, as most assignments are: no special kind below
         else:
-            v = self.value(value, current.type)
-        if v.type != current.type:
+            if structs.is_structish(value):
+                return structs.assign_name(self, name, value)
+            if isinstance(value, tuple) or isinstance(current, tuples.TupleLocal):
+                return tuples.assign(self, name, value, current)  # frontend/tuples.py
+            queries = (HashGridQuery, MeshQueryAABB)
+            if isinstance(value, queries) or isinstance(current, queries):
+                if not isinstance(value, queries) or not (
+                        current is None or type(current) is type(value)):
+                    raise KernelTypeError(f"'{name}' cannot hold both a query and a value "
+                                          "(or two kinds of query)", self.b.loc)
+                if current is None or current is value:
+                    self.scope.names[name] = value
+                else:  # a query local assigned again (in a branch, a loop): its state is
+                    # copied
+                    self.assign_query(name, current, value)
+                return None
+            grid = self.grid_params.get(current) if isinstance(current, Var) else None
+            if grid is not None:
+                if grid["used"]:
+                    raise KernelTypeError(f"the hash grid parameter '{name}' cannot be "
+                                          "reassigned", self.b.loc)
+                grid["reassigned"] = True
+            if isinstance(current, Value):
+                raise KernelTypeError(f"array parameter '{name}' cannot be reassigned",
+                                      self.b.loc)
+            if isinstance(value, PyObj) and current is None or isinstance(current, PyObj):
+                self.scope.names[name] = value  # a compile-time alias: g = kl.grad(f)
+                return None
+            if isinstance(value, ArrayRef) or isinstance(value, Value) and value.type.is_array:
+                if current is not None and not isinstance(current, ArrayRef):
+                    raise KernelTypeError(f"'{name}' is a local value; it cannot become an "
+                                          "array", self.b.loc)
+                self.scope.names[name] = value  # another name for the same array
+                return None
+            if current is None:
+                v = self.value(value, declared)
+                current = self.b.new_var(declared or v.type, name)
+                self.scope.names[name] = current
+            else:
+                v = self.value(value, current.type)
+        if v.type is not current.type and v.type != current.type:
             raise KernelTypeError(f"cannot assign a {v.type} to '{name}', which is a "
                                   f"{current.type} (convert it, e.g. {current.type}(...))",
                                   self.b.loc)
@@ -585,6 +594,7 @@ def _may_jump(stmt) -> bool:
 
 
 _NESTED = ("body", "orelse", "finalbody", "handlers", "cases")  # fields holding statements
+_SIMPLE = frozenset((ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Pass))  # none
 
 
 def _jumps(node) -> tuple:
@@ -592,6 +602,8 @@ def _jumps(node) -> tuple:
     it). Only statements can hold these, so expressions are not visited: a kernel's lines
     are each looked at once per enclosing block, not once per node."""
     kind = node.__class__
+    if kind in _SIMPLE:
+        return False, False
     if kind is ast.Return:
         return True, False
     if kind is ast.Break or kind is ast.Continue:

@@ -27,10 +27,15 @@ class ParsedSource:
     name: str
 
     def loc(self, node, func: str | None = None) -> SourceLoc:
-        line = getattr(node, "lineno", self.tree.lineno)
-        col = getattr(node, "col_offset", 0)
-        end = getattr(node, "end_col_offset", None)
-        if getattr(node, "end_lineno", line) != line:
+        try:  # (an expression or statement the parser made has all four: the common case)
+            line, col, end = node.lineno, node.col_offset, node.end_col_offset
+            end_line = node.end_lineno
+        except AttributeError:
+            line = getattr(node, "lineno", self.tree.lineno)
+            col = getattr(node, "col_offset", 0)
+            end = getattr(node, "end_col_offset", None)
+            end_line = getattr(node, "end_lineno", line)
+        if end_line != line:
             end = None
         return SourceLoc(self.file, line + self.line_offset, col + self.col_offset,
                          None if end is None else end + self.col_offset, func or self.name)

@@ -38,8 +38,8 @@ class Builder:
     def emit(self, op: Op, args=(), type: Type | None = None, name: str = "",
              regions=(), **attrs) -> Value | None:
         result = Value(type, name) if type is not None else None
-        self._blocks[-1].instrs.append(Instr(op, list(args), result, self.loc, attrs,
-                                             list(regions) if regions else []))
+        self._blocks[-1].instrs.append(Instr(op, list(args) if args else [], result, self.loc,
+                                             attrs, list(regions) if regions else []))
         return result
 
     # ---- values ---------------------------------------------------------------------
@@ -51,7 +51,9 @@ class Builder:
             value = type.np.type(value)
         else:
             value = np.broadcast_to(np.asarray(value, type.scalar.np), type.shape).copy()
-        return self.emit(Op.CONST, (), type, value=value)
+        result = Value(type)
+        self._blocks[-1].instrs.append(Instr(_CONST, [], result, self.loc, {"value": value}, []))
+        return result
 
     def zeros(self, type: Type) -> Value:
         return self.const(0, type)
@@ -61,12 +63,19 @@ class Builder:
         self.func.vars.append(var)
         return var
 
+    # const, load, store and call append their Instr themselves rather than through emit
+    # (its keyword arguments cost a dict repacking per call): they are most of what the
+    # front end and the autodiff pass emit
+
     def load(self, var: Var, name: str = "") -> Value:
-        return self.emit(Op.LOAD_VAR, (), var.type, name or var.name, var=var)
+        result = Value(var.type, name or var.name)
+        self._blocks[-1].instrs.append(Instr(_LOAD_VAR, [], result, self.loc, {"var": var}, []))
+        return result
 
     def store(self, var: Var, value: Value):
         assert value.type is var.type or value.type == var.type, (var, value.type)
-        self.emit(Op.STORE_VAR, (value,), var=var)
+        self._blocks[-1].instrs.append(Instr(_STORE_VAR, [value], None, self.loc, {"var": var},
+                                             []))
 
     def cast(self, value: Value, type: Type) -> Value:
         return value if value.type is type or value.type == type \
@@ -89,15 +98,25 @@ class Builder:
         attrs = {"builtin": bi}
         if bi.targeted:
             attrs["target"] = target
-        return self.emit(Op.CALL, args, None if ret is VOID else ret, hint, **attrs)
+        result = None if ret is VOID else Value(ret, hint)
+        self._blocks[-1].instrs.append(Instr(_CALL, list(args), result, self.loc, attrs, []))
+        return result
 
     def __getattr__(self, name):
         if name in REGISTRY or name in EXPANSIONS:
-            return lambda *args, target=None: self.call(name, list(args), target)
+            def method(*args, target=None):
+                return self.call(name, list(args), target)
+            # kept on the instance, so the next ``b.add`` finds it without coming here (the
+            # autodiff pass makes tens of thousands of such calls); it resolves the
+            # overload afresh at each call, so a builtin registered later is seen
+            self.__dict__[name] = method
+            return method
         raise AttributeError(name)
 
 
 _PY_CONST = {bool: bool_, int: int32, float: float32}
+# (module names: ``Op.CALL`` goes through the Enum metaclass's attribute hook, ~0.1 us)
+_LOAD_VAR, _STORE_VAR, _CALL, _CONST = Op.LOAD_VAR, Op.STORE_VAR, Op.CALL, Op.CONST
 
 
 class _At:
@@ -150,7 +169,8 @@ def _resolve(name: str, types: list, target: Type | None):
         key = hit = None
     exs = EXPANSIONS.get(name, ())
     bi = REGISTRY.get(name)
-    if hit is not None and hit[1] is bi and hit[3] == (len(exs), len(bi.sigs) if bi else 0):
+    if hit is not None and hit[1] is bi and hit[3][0] == len(exs) \
+            and hit[3][1] == (len(bi.sigs) if bi else 0):
         return hit[0], bi, hit[2]
     ex = find_expansion(name, types)
     ret = None

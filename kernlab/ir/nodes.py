@@ -42,6 +42,11 @@ class Op(enum.Enum):
     PUSH = "push"            # adjoint (and its tangent) only: args: values to save on the per-thread stack
     POP = "pop"              # adjoint (and its tangent) only: -> the value on top of the per-thread stack
 
+    # Members are singletons compared by identity, so identity hashing is consistent with
+    # equality; Enum's own __hash__ (hash of the name, in Python) cost a call per lookup
+    # in the tables keyed by op that the passes consult once per instruction.
+    __hash__ = object.__hash__
+
 
 # LOAD, STORE and ATOMIC may carry attrs["nullable"]: the array may be absent (a gradient
 # nobody asked for) — a load then yields zero and a store/atomic does nothing.
@@ -95,7 +100,7 @@ class Var:
         return _restore, (type(self), self.type, self.name, self.id)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, init=False)
 class Instr:
     op: Op
     args: list[Value]
@@ -104,8 +109,18 @@ class Instr:
     attrs: dict[str, Any] = field(default_factory=dict)
     regions: list["Block"] = field(default_factory=list)
 
-    def __post_init__(self):
-        assert isinstance(self.loc, SourceLoc), f"{self.op} needs a SourceLoc"
+    def __init__(self, op: Op, args: list, result: Value | None, loc: SourceLoc,
+                 attrs: dict | None = None, regions: list | None = None):
+        # (written by hand: the dataclass's __init__ plus a __post_init__ for the check
+        # below cost a second call per instruction, and a long kernel's adjoint has 100,000)
+        assert loc.__class__ is SourceLoc or isinstance(loc, SourceLoc), \
+            f"{op} needs a SourceLoc"
+        self.op = op
+        self.args = args
+        self.result = result
+        self.loc = loc
+        self.attrs = {} if attrs is None else attrs
+        self.regions = [] if regions is None else regions
 
 
 @dataclass(eq=False)

@@ -7,7 +7,7 @@ import threading
 import numpy as np
 
 from ..errors import _pretty_file
-from .nodes import Block, Function, Instr, Op
+from .nodes import Block, Function, Op
 
 COMMENT_COLUMN = 60
 _INDENT = tuple("  " * d for d in range(32))
@@ -76,13 +76,17 @@ def _print(func: Function) -> str:
                                                   else "")]
     if func.vars:
         lines.append("  locals " + ", ".join(f"{_names.var(v)}:{v.type}" for v in func.vars))
+    instrs = func.body.instrs
     split = func.reverse_start if func.is_adjoint else None
-    for k, ins in enumerate(func.body.instrs):
-        if split is not None and k == 0:
+    if split is None:
+        _instrs(instrs, 1, lines)
+    else:  # the section markers go before the first instruction of each section
+        if instrs:
             lines.append("  # ---- forward replay ----")
-        if split is not None and k == split:
+        _instrs(instrs[:split], 1, lines)
+        if split < len(instrs):
             lines.append("  # ---- reverse ----")
-        _instr(ins, 1, lines)
+        _instrs(instrs[split:], 1, lines)
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -126,52 +130,91 @@ def _const(value) -> str:
 
 
 _CALL, _LOAD_VAR, _STORE_VAR, _CONST = Op.CALL, Op.LOAD_VAR, Op.STORE_VAR, Op.CONST
+_ACCESS = (Op.LOAD, Op.STORE, Op.ATOMIC)
 
 
-def _instr(ins: Instr, depth: int, lines: list):
-    op, a = ins.op, ins.args
-    names = _names  # values are numbered in order of appearance: operands, then the result
-    args = ", ".join(map(names.value, a)) if a else ""
-    lhs = f"{names.typed(ins.result)} = " if ins.result is not None else ""
-    if op is _CALL:
-        attrs = ins.attrs
-        target = attrs.get("target")
-        name = attrs["builtin"].name + (f"<{target}>" if target is not None else "")
-        text = f"{lhs}{name}({args})"
-    elif op is _LOAD_VAR:
-        text = f"{lhs}{names.var(ins.attrs['var'])}"
-    elif op is _STORE_VAR:
-        text = f"{names.var(ins.attrs['var'])} = {args}"
-    elif op is _CONST:
-        text = f"{lhs}const {_const(ins.attrs['value'])}"
-    elif op is Op.TID:
-        text = f"{lhs}tid {ins.attrs['dim']}"
-    elif op in (Op.LOAD, Op.STORE, Op.ATOMIC):
-        arr, rest = a[0], a[1:]
-        idx = ", ".join(map(_v, rest[:-1] if op is not Op.LOAD else rest))
-        q = "?" if ins.attrs.get("nullable") else ""
-        if op is Op.LOAD:
-            text = f"{lhs}{_v(arr)}{q}[{idx}]"
-        elif op is Op.STORE:
-            text = f"{_v(arr)}{q}[{idx}] = {_v(rest[-1])}"
+def _instrs(instrs, depth: int, lines: list):
+    """Print a block's instructions. The printer runs over every instruction of the IR
+    (twice per compile: the cache key hashes the listing), so the naming of operands and
+    results (_Names.value, _Names.typed) and the common ops are written out here rather
+    than called per instruction: this loop is about twice as fast as one call per step."""
+    names = _names
+    values, types = names.values, names.types
+    get_value, get_type = values.get, types.get
+    get_var = names.vars.get  # (_Names.var written out: a local's name is never empty)
+    locations = _locations
+    indent = _INDENT[depth] if depth < len(_INDENT) else "  " * depth
+    for ins in instrs:
+        op, a, res = ins.op, ins.args, ins.result
+        # values are numbered in order of appearance: operands, then the result
+        if a:
+            parts = []
+            for v in a:
+                name = get_value(v)
+                if name is None:
+                    name = values[v] = f"%{v.name or 't'}{len(values)}"
+                parts.append(name)
+            args = ", ".join(parts)
         else:
-            text = f"{lhs}atomic_{ins.attrs['kind']}({_v(arr)}{q}[{idx}], {_v(rest[-1])})"
-    elif op is Op.SHAPE:
-        text = f"{lhs}{_v(a[0])}.shape[{ins.attrs['dim']}]"
-    elif op is Op.PRINT:
-        text = f"print {ins.attrs['fmt']!r} {args}"
-    elif op is Op.PUSH:
-        text = f"push {args}"
-    elif op is Op.POP:
-        text = f"{lhs}pop"
-    else:
-        return _structured(ins, depth, lines, args, lhs)
-    _emit(lines, depth, text, ins.loc)
+            args = ""
+        if res is not None:
+            name = get_value(res)
+            if name is None:
+                name = values[res] = f"%{res.name or 't'}{len(values)}"
+            t = res.type
+            shown = get_type(id(t))
+            if shown is None:
+                shown = types[id(t)] = str(t)
+            lhs = f"{name}:{shown} = "
+        else:
+            lhs = ""
+        if op is _CALL:
+            attrs = ins.attrs
+            target = attrs.get("target")
+            text = f"{lhs}{attrs['builtin'].name}({args})" if target is None else \
+                f"{lhs}{attrs['builtin'].name}<{target}>({args})"
+        elif op is _LOAD_VAR:
+            var = ins.attrs["var"]
+            text = f"{lhs}{get_var(var) or repr(var)}"
+        elif op is _STORE_VAR:
+            var = ins.attrs["var"]
+            text = f"{get_var(var) or repr(var)} = {args}"
+        elif op is _CONST:
+            text = f"{lhs}const {_const(ins.attrs['value'])}"
+        elif op is Op.TID:
+            text = f"{lhs}tid {ins.attrs['dim']}"
+        elif op in _ACCESS:
+            text = _access(ins, op, lhs)
+        elif op is Op.SHAPE:
+            text = f"{lhs}{_v(a[0])}.shape[{ins.attrs['dim']}]"
+        elif op is Op.PRINT:
+            text = f"print {ins.attrs['fmt']!r} {args}"
+        elif op is Op.PUSH:
+            text = f"push {args}"
+        elif op is Op.POP:
+            text = f"{lhs}pop"
+        else:
+            _structured(ins, depth, lines, args, lhs)
+            continue
+        if locations:
+            _emit(lines, depth, text, ins.loc)
+        else:
+            lines.append(indent + text)
+
+
+def _access(ins, op, lhs) -> str:
+    arr, rest = ins.args[0], ins.args[1:]
+    idx = ", ".join(map(_v, rest[:-1] if op is not Op.LOAD else rest))
+    q = "?" if ins.attrs.get("nullable") else ""
+    if op is Op.LOAD:
+        return f"{lhs}{_v(arr)}{q}[{idx}]"
+    if op is Op.STORE:
+        return f"{_v(arr)}{q}[{idx}] = {_v(rest[-1])}"
+    return f"{lhs}atomic_{ins.attrs['kind']}({_v(arr)}{q}[{idx}], {_v(rest[-1])})"
 
 
 def _block(block: Block, depth: int, lines: list):
-    for ins in block.instrs:
-        _instr(ins, depth, lines)
+    _instrs(block.instrs, depth, lines)
 
 
 def _structured(ins, depth, lines, args, lhs):
@@ -218,14 +261,23 @@ def canonical_ir(func: Function) -> str:
 def identities(func: Function) -> str:
     """What the printed IR leaves out: which Var each access names (two locals may share a
     name) and the bounds-check site of each array access."""
-    index = {v: k for k, v in enumerate(func.vars)}
-    out = []
-    for ins in func.body.walk():
-        if "var" in ins.attrs:
-            out.append(f"v{index[ins.attrs['var']]}")
-        if "site" in ins.attrs:
-            out.append(f"s{ins.attrs['site']}")
+    index = {v: f"v{k}" for k, v in enumerate(func.vars)}
+    out: list = []
+    _identities(func.body.instrs, index, out)
     return " ".join(out)
+
+
+def _identities(instrs, index: dict, out: list):
+    """identities() of a block, in program order (as Block.walk, without its generators)."""
+    for ins in instrs:
+        attrs = ins.attrs
+        if "var" in attrs:
+            out.append(index[attrs["var"]])
+        if "site" in attrs:
+            out.append(f"s{attrs['site']}")
+        if ins.regions:
+            for region in ins.regions:
+                _identities(region.instrs, index, out)
 
 
 def canonical_parts(func: Function) -> tuple:
