@@ -1,5 +1,5 @@
 """A compile writes the IR cache's entry while LLVM compiles the kernel on a helper thread
-(runtime/ir_cache.deferred_stores, backends/llvm/variants._beside_stores): the entry is
+(runtime/ir_cache.store, backends/llvm/variants._beside_stores): the entry is
 complete when the compile returns, an LLVM failure on the helper thread reaches the caller
 as the same error, and the kernel still computes the right values."""
 import threading
