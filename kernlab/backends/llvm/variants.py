@@ -11,8 +11,9 @@ process loads it instead of compiling. Everything the warm path needs comes with
   Those four come from llvmlite once it is loaded; a process that has not loaded it reads
   them from the *host record*, a cache entry written by the last process that did, keyed
   by this machine's identity without LLVM (the processor's model and feature flags from
-  /proc/cpuinfo, and the size and modification time of llvmlite's library). Where there is no record (another machine,
-  another llvmlite, not Linux), llvmlite is loaded and asked, and the record written.
+  /proc/cpuinfo, and the size and modification time of llvmlite's library). Where there
+  is no record (another machine, another llvmlite, not Linux), llvmlite is loaded and
+  asked, and the record written.
 - the *plan*: what the code generator decided about the variant that its runner needs
   (jit.variant_plan), kept under a key derived from the variant's.
 - the object code, placed in memory by objload.py, the loader of this package; where it
@@ -271,7 +272,8 @@ def _checked_plan(payload: bytes, n: int) -> dict | None:
     """The plan a cache entry holds, or None unless it has the expected shape."""
     try:
         plan = marshal.loads(payload)
-        ok = (type(plan) is dict and set(plan) == {"parts", "optional", "private", "eager", "interruptible"}
+        ok = (type(plan) is dict
+              and set(plan) == {"parts", "optional", "private", "eager", "interruptible"}
               and plan["parts"] in (list(PARTS), ["general"])
               and all(type(k) is int and 0 <= k < n for k in plan["optional"] + plan["eager"])
               and all(type(k) is int and 0 <= k < n and type(m) is int and m > 0
